@@ -1,0 +1,155 @@
+#include "base/fs.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+namespace hipq {
+namespace fs = std::filesystem;
+
+namespace {
+std::string os_error(std::string_view what, const fs::path& p, int err) {
+  std::string m(what);
+  m += " '";
+  m += p.string();
+  m += "': ";
+  m += std::strerror(err);
+  return m;
+}
+
+Status write_all(int fd, std::string_view bytes, const fs::path& p) {
+  const char* data = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(os_error("cannot write", p, errno));
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+std::string temp_suffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ".tmp.%d.%08llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(rng() & 0xffffffffull));
+  return buf;
+}
+}  // namespace
+
+Status ensure_directory(const fs::path& dir) {
+  if (dir.empty()) return Status::Ok();
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return Status::Ok();
+  fs::path partial;
+  for (const auto& part : dir) {
+    partial /= part;
+    if (fs::is_directory(partial, ec)) continue;
+    if (fs::exists(partial, ec))
+      return Status::IOError("cannot create directory '" + dir.string() + "': '" + partial.string() +
+                             "' exists and is not a directory");
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      return Status::IOError(os_error("cannot create directory", partial, errno) +
+                             " (while creating '" + dir.string() + "')");
+  }
+  return Status::Ok();
+}
+
+Status check_writable_directory(const fs::path& dir) {
+  HIPQ_RETURN_IF_ERROR(ensure_directory(dir));
+  fs::path probe = dir / (".hipq-write-check" + temp_suffix());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::PermissionDenied(os_error("output directory is not writable:", dir, errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::Ok();
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view bytes) {
+  fs::path parent = path.parent_path();
+  HIPQ_RETURN_IF_ERROR(ensure_directory(parent));
+  fs::path tmp = path;
+  tmp += temp_suffix();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(os_error("cannot create", tmp, errno));
+  Status s = write_all(fd, bytes, tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = Status::IOError(os_error("cannot fsync", tmp, errno));
+  if (::close(fd) != 0 && s.ok()) s = Status::IOError(os_error("cannot close", tmp, errno));
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    s = Status::IOError(os_error("cannot rename temporary file onto", path, errno));
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  int dfd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(os_error("cannot open", path, errno));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IOError(os_error("cannot read", path, errno));
+  return data;
+}
+
+namespace {
+std::string to_hex(const unsigned char* d, unsigned n) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s(n * 2, '0');
+  for (unsigned i = 0; i < n; ++i) {
+    s[2 * i] = kHex[d[i] >> 4];
+    s[2 * i + 1] = kHex[d[i] & 15];
+  }
+  return s;
+}
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  return to_hex(md, n);
+}
+
+Result<std::string> sha256_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound(os_error("cannot open", path, errno));
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::string buf(1 << 20, '\0');
+  Status s;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      s = Status::IOError(os_error("cannot read", path, errno));
+      break;
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned mdn = 0;
+  EVP_DigestFinal_ex(ctx, md, &mdn);
+  EVP_MD_CTX_free(ctx);
+  if (!s.ok()) return s;
+  return to_hex(md, mdn);
+}
+
+}  // namespace hipq

@@ -1,0 +1,31 @@
+// Files: atomic writes and hashing, used for every output hipq produces.
+//
+// write_file_atomic creates missing parent directories, writes to a temporary
+// file beside the target, fsyncs it, renames it over the target and fsyncs the
+// directory, so a reader sees the old file or the whole new one, never half.
+// Every error names the path and the OS reason.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/status.h"
+
+namespace hipq {
+
+// mkdir -p; IOError naming the first component that could not be created.
+Status ensure_directory(const std::filesystem::path& dir);
+// Checks, without writing anything permanent, that files can be created in
+// `dir` (creating it if missing): the check to run before hours of GPU work.
+Status check_writable_directory(const std::filesystem::path& dir);
+Status write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+Result<std::string> read_file(const std::filesystem::path& path);
+
+// Lower-case hex SHA-256.
+std::string sha256_hex(std::string_view bytes);
+Result<std::string> sha256_file(const std::filesystem::path& path);
+
+}  // namespace hipq

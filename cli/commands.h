@@ -1,0 +1,17 @@
+// Subcommands of the `hipq` binary. Each add_*_command registers one
+// subcommand (and its flags) on the app; its callback runs it and returns the
+// process exit code through `exit_code`. One file per subcommand group.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace hipq::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the command ran and failed
+inline constexpr int kExitUsage = 2;    // bad flags or input
+
+void add_version_command(CLI::App& app, int& exit_code);
+
+}  // namespace hipq::cli

@@ -1,0 +1,37 @@
+// hipq: batch diffusion jobs on GPUs. One binary, subcommands in cli/*.cpp.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("hipq");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%P] %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hipq: batch text-to-image diffusion on GPUs, recorded and checked"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  if (const char* env = std::getenv("HIPQ_LOG")) log_level = env;
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error (env HIPQ_LOG)");
+  int exit_code = hipq::cli::kExitOk;
+
+  hipq::cli::add_version_command(app, exit_code);
+
+  app.parse_complete_callback([&] { setup_logging(log_level); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

@@ -1,0 +1,44 @@
+#include <fmt/format.h>
+#include <google/protobuf/stubs/common.h>
+#include <png.h>
+#include <spdlog/version.h>
+#include <sqlite3.h>
+#include <yaml-cpp/yaml.h>
+#include <zmq.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/build_info.h"
+#include "cli/commands.h"
+#include "kernels/backend.h"
+
+namespace hipq::cli {
+
+void add_version_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("version", "Print the build: git sha, compiler, GPU flavour, dependency versions");
+  cmd->callback([&exit_code] {
+    namespace bi = hipq::build_info;
+    int zmaj, zmin, zpat;
+    zmq_version(&zmaj, &zmin, &zpat);
+    fmt::print("hipq {}\n", bi::kVersion);
+    fmt::print("  git sha        {}\n", bi::kGitSha);
+    fmt::print("  build type     {}\n", bi::kBuildType);
+    fmt::print("  compiler       {}\n", bi::kCxxCompiler);
+    fmt::print("  gpu flavour    {}\n", bi::kGpuFlavour);
+    fmt::print("  gpu targets    {}\n", *bi::kGpuTargets ? bi::kGpuTargets : "-");
+    fmt::print("  gpu compiler   {}\n", *bi::kGpuCompiler ? bi::kGpuCompiler : "-");
+    fmt::print("  sanitizer      {}\n", *bi::kSanitizer ? bi::kSanitizer : "-");
+    std::string backends;
+    for (const auto& b : kernels::available_backends()) backends += (backends.empty() ? "" : ", ") + b;
+    fmt::print("  backends       {}\n", backends);
+    fmt::print("  dependencies   zeromq {}.{}.{} (curve {}), protobuf {}, sqlite {}, spdlog {}.{}.{}, fmt {}, "
+               "nlohmann_json {}.{}.{}, libpng {}\n",
+               zmaj, zmin, zpat, zmq_has("curve") ? "yes" : "no",
+               google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION), sqlite3_libversion(),
+               SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH, FMT_VERSION, NLOHMANN_JSON_VERSION_MAJOR,
+               NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH, png_get_libpng_ver(nullptr));
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace hipq::cli

@@ -1,0 +1,3 @@
+// hipq's HIP-on-NVIDIA compatibility header: half precision (native CUDA type).
+#pragma once
+#include <cuda_fp16.h>

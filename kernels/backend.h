@@ -1,0 +1,207 @@
+// Backend: the op library's one interface, implemented by `cpu` (the plain
+// reference, always built, complete) and `hip` (AMD through ROCm, NVIDIA
+// through compat/nvidia).
+//
+// Contract for every op:
+//  - Inputs and outputs are Tensors whose memory this backend owns
+//    (Location::kDevice for hip; kHost for cpu). Outputs are preallocated by
+//    the caller with the exact output shape; ops never allocate per call
+//    (scratch comes from the backend's pool, reused).
+//  - Shapes, dtypes and locations are checked first; a mismatch returns
+//    InvalidArgument naming the op, the operand and both shapes. Nothing is
+//    launched then.
+//  - Ops are asynchronous on the backend's single stream: no host
+//    synchronisation inside an op, so a model step can be captured as a graph.
+//    synchronize() waits; copy_to_host() waits for its own copy.
+//  - f16/bf16 are storage types: accumulation is fp32 (fp64 for parity_sums).
+//  - Input tensors may be strided views unless an op says "contiguous";
+//    outputs must be contiguous.
+// Thread safety: one Backend is used by one thread (one worker = one GPU =
+// one stream). Distinct Backend objects are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "kernels/tensor.h"
+
+namespace hipq::kernels {
+
+class Backend;
+
+// Owning device (or host, for cpu) allocation, returned to its backend's pool
+// when destroyed. Move-only. The Backend must outlive its Buffers.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* owner, void* data, size_t bytes) : owner_(owner), data_(data), bytes_(bytes) {}
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  // A contiguous tensor over this buffer (checks that it fits).
+  Tensor tensor(DType dtype, const std::vector<int64_t>& shape) const;
+
+ private:
+  Backend* owner_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct BackendInfo {
+  std::string name;            // "cpu" | "hip"
+  std::string device_name;     // "NVIDIA H200", "AMD Radeon RX 6800", "host CPU"
+  std::string arch;            // "sm_90", "gfx1030", "x86_64"
+  int device_index = 0;
+  int64_t memory_bytes = 0;    // total device memory
+  std::string runtime_version; // e.g. "CUDA runtime 13000" / "HIP 5.2.21153"
+  std::string driver_version;
+  int warp_size = 1;
+  int multiprocessors = 0;
+  double peak_fp32_tflops = 0; // 0 = unknown; for roofline percentages
+  double peak_fp16_tflops = 0;
+  double peak_bandwidth_gbs = 0;
+};
+
+enum class Activation : uint8_t { kNone = 0, kGelu = 1, kGeluTanh = 2, kSilu = 3, kQuickGelu = 4 };
+enum class UnaryOp : uint8_t { kGelu = 0, kGeluTanh = 1, kSilu = 2, kQuickGelu = 3, kNeg = 4, kExp = 5 };
+enum class BinaryOp : uint8_t { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
+
+// out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b]
+//   a: [M, K] (or [K, M] if trans_a), optionally with a leading batch dim [B, ...]
+//   b: [K, N] (or [N, K] if trans_b — a PyTorch Linear weight is [N, K])
+//   bias: [N] or null; residual: same shape as out or null; out: [B?, M, N].
+// A batch dim of 1 (or absent) on a or b broadcasts.
+struct MatmulOptions {
+  bool trans_a = false;
+  bool trans_b = false;
+  float alpha = 1.0f;
+  const Tensor* bias = nullptr;
+  const Tensor* residual = nullptr;
+  Activation activation = Activation::kNone;  // applied before the residual add
+};
+
+// y = conv2d(x, w) + bias (+ residual), NCHW. x: [N, C, H, W]; w: [O, C, kh, kw];
+// bias: [O] or null; y: [N, O, Ho, Wo]. Implicit GEMM: no full im2col buffer.
+struct Conv2dOptions {
+  int stride = 1;
+  int padding = 0;
+  const Tensor* bias = nullptr;
+  const Tensor* residual = nullptr;  // [N, O, Ho, Wo] or null
+};
+
+// x: [N, C, *] (any trailing spatial dims, contiguous); gamma, beta: [C].
+struct GroupNormOptions {
+  int groups = 32;
+  float eps = 1e-5f;
+  bool fuse_silu = false;
+};
+
+// Fused attention, flash style (online softmax, no N×N matrix in memory).
+// q: [B, Sq, H*D], k: [B, Sk, H*D], v: [B, Sk, H*D] (strided views allowed on
+// the last-but-one dim), out: [B, Sq, H*D]. scale defaults to 1/sqrt(D) when 0.
+struct AttentionOptions {
+  int heads = 1;
+  float scale = 0.0f;
+  bool causal = false;  // query i attends keys j <= i (+ Sk - Sq offset)
+};
+
+// Sinusoidal embedding of timesteps t: [N] f32 -> out [N, dim], as diffusers'
+// get_timestep_embedding(t, dim, flip_sin_to_cos, downscale_freq_shift, 1, max_period).
+struct TimestepEmbeddingOptions {
+  int dim = 320;
+  bool flip_sin_to_cos = true;
+  float downscale_freq_shift = 0.0f;
+  float max_period = 10000.0f;
+};
+
+// Sums for parity metrics, accumulated in fp64 over two same-shape tensors.
+struct ParitySums {
+  double dot = 0;         // sum a*b
+  double norm_a2 = 0;     // sum a*a
+  double norm_b2 = 0;     // sum b*b
+  double sum_sq_diff = 0; // sum (a-b)^2
+  double max_abs_diff = 0;
+  int64_t nonfinite_a = 0;  // count of NaN/Inf in a
+  int64_t nonfinite_b = 0;
+  int64_t count = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const BackendInfo& info() const = 0;
+
+  // ---- memory, copies, sync, timing ---------------------------------------
+  // From a pool: freed blocks are reused by size class; no OS call per op.
+  virtual Result<Buffer> allocate(size_t bytes) = 0;
+  // Used by ~Buffer; do not call directly.
+  virtual void release(void* data, size_t bytes) = 0;
+  virtual Status copy_to_device(const void* host, void* device, size_t bytes) = 0;
+  virtual Status copy_to_host(const void* device, void* host, size_t bytes) = 0;  // waits
+  virtual Status copy_device(const void* src, void* dst, size_t bytes) = 0;
+  virtual Status memset_zero(void* device, size_t bytes) = 0;
+  virtual Status synchronize() = 0;
+  // Timing with device events: record() returns an id; elapsed_ms(a, b)
+  // synchronises on b. The cpu backend uses the host clock.
+  virtual Result<int> record_event() = 0;
+  virtual Result<double> elapsed_ms(int start_event, int end_event) = 0;
+  virtual int64_t bytes_in_use() const = 0;
+  virtual int64_t peak_bytes() const = 0;
+  virtual void reset_peak() = 0;
+
+  // ---- ops (one file per op per backend: kernels/<backend>/<op>.*) --------
+  virtual Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) = 0;
+  virtual Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) = 0;
+  virtual Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                            const GroupNormOptions& o) = 0;
+  // Over the last dim; gamma/beta [D] (either may be null for no affine).
+  virtual Status layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y,
+                            float eps) = 0;
+  // Over the last dim of x (scaled by `scale` first), optional causal mask
+  // on the last two dims.
+  virtual Status softmax(const Tensor& x, Tensor& y, float scale, bool causal) = 0;
+  virtual Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                           const AttentionOptions& o) = 0;
+  virtual Status unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
+  // x: [..., 2F] -> y: [..., F] = x[..., :F] * gelu(x[..., F:]) (diffusers GEGLU).
+  virtual Status geglu(const Tensor& x, Tensor& y) = 0;
+  // y = a (op) b, b broadcast to a's shape (numpy rules, b's dims right-aligned).
+  virtual Status binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  // y = alpha * x + beta (elementwise).
+  virtual Status scale(const Tensor& x, Tensor& y, float alpha, float beta) = 0;
+  // Concatenate along `dim`; all inputs equal except that dim.
+  virtual Status concat(std::span<const Tensor> xs, int dim, Tensor& y) = 0;
+  // [N, C, H, W] -> [N, C, 2H, 2W], nearest.
+  virtual Status upsample_nearest2x(const Tensor& x, Tensor& y) = 0;
+  virtual Status timestep_embedding(const Tensor& t, Tensor& y, const TimestepEmbeddingOptions& o) = 0;
+  // ids: [N...] i32/i64, table: [V, D] -> y: [N..., D]. Out-of-range ids: InvalidArgument
+  // on cpu; clamped (and reported by the harness) on hip.
+  virtual Status embedding(const Tensor& ids, const Tensor& table, Tensor& y) = 0;
+  // Strided copy with dtype conversion: the layout transforms (permute,
+  // NCHW <-> NHWC, make contiguous) and casts f32 <-> f16 <-> bf16.
+  virtual Status copy(const Tensor& src, Tensor& dst) = 0;
+  virtual Status fill(Tensor& y, float value) = 0;
+  virtual Result<ParitySums> parity_sums(const Tensor& a, const Tensor& b) = 0;
+};
+
+// Names of the backends compiled into this build ("cpu", and "hip" when built
+// with HIPQ_GPU=amd|nvidia).
+std::vector<std::string> available_backends();
+// Number of visible GPUs for the hip backend (0 when none or not built).
+int gpu_device_count();
+// "cpu" or "hip" with a device index. NotFound when the name is unknown or not
+// built; Unavailable when the device is not there.
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name, int device = 0);
+
+}  // namespace hipq::kernels
