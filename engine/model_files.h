@@ -1,0 +1,57 @@
+// Model sources: what a user names as a model, opened into per-component
+// weight sources and configs with diffusers key names inside.
+//
+//  - a diffusers folder (model_index.json, unet/ vae/ text_encoder/
+//    text_encoder_2/ tokenizer/ tokenizer_2/ scheduler/, each with config.json;
+//    weights diffusion_pytorch_model[.fp16].safetensors or
+//    model[.fp16].safetensors, or a sharded *.safetensors.index.json);
+//  - a single-file checkpoint (*.safetensors) in the original SDXL / SD 1.x /
+//    SD 2.x key naming, mapped lazily onto diffusers names (checkpoint_keys.h);
+//  - "synthetic:NAME[@SEED]", delegated to make_synthetic_model (synthetic.h).
+// Layout and search order: docs/model-sources.md.
+//
+// Errors: NotFound (no such path, no weights for a required component),
+// Corruption (bad config.json / safetensors, naming the file), InvalidArgument
+// (a spec that is none of the above, a checkpoint whose family is unknown).
+// Thread safety: open_model is reentrant; ModelComponents is a value whose
+// sources are immutable and shareable.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "engine/weight_source.h"
+
+namespace hipq::engine {
+
+struct ModelComponents {
+  std::string spec;    // what the user passed: folder, file.safetensors, synthetic:NAME
+  std::string family;  // "sdxl" | "sd1" | "sd2" ("" = derive from weights)
+  // keys: unet, vae, text_encoder, text_encoder_2 (diffusers key names inside)
+  std::map<std::string, std::shared_ptr<WeightSource>> weights;
+  // same keys + "scheduler", "model_index" when present
+  std::map<std::string, nlohmann::json> configs;
+  std::filesystem::path vocab;   // CLIP BPE: vocab.json (+ merges) or bpe_simple_vocab_16e6.txt.gz
+  std::filesystem::path merges;  // empty when vocab is the .txt.gz
+  std::string weights_sha256;    // identifies the weights (synthetic: sha of name+seed+config)
+};
+
+Result<ModelComponents> open_model(std::string_view spec);
+
+// "sdxl" | "sd1" | "sd2" from a diffusers UNet's tensor names/shapes
+// (cross-attention width 2048 + add_embedding -> sdxl, 1024 -> sd2, 768 -> sd1).
+Result<std::string> detect_family(const WeightSource& unet);
+
+// sha256 over the hex sha256 of each file, in the given order ("path\n" is not
+// included, so a moved folder keeps its identity). Per-file hashes are cached
+// in-process by (path, size, mtime).
+Result<std::string> weights_sha256(const std::vector<std::filesystem::path>& files);
+
+}  // namespace hipq::engine

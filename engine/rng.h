@@ -1,0 +1,37 @@
+// Initial noise that means what `seed` means in the reference (diffusers with a
+// torch.Generator).
+//
+// torch_randn_cpu(seed, n) is bit-exact with
+//   torch.randn(n, generator=torch.Generator("cpu").manual_seed(seed))
+// (mt19937, 24-bit uniform floats, Box-Muller in blocks of 16 for n >= 16 with
+// the last block recomputed from fresh uniforms, the scalar double path below
+// 16). The shape does not matter, only numel: randn fills contiguous memory.
+// torch_randn_cuda(seed, n) follows torch's CUDA generator (Philox4x32-10,
+// curand_normal4, the grid layout torch uses for n on the given SM count);
+// it equals torch to float rounding of the GPU's log/sincos, not bit-exactly.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace hipq::engine {
+
+enum class RngKind { kTorchCpu, kTorchCuda };
+
+// "torch-cpu" | "torch-cuda"; InvalidArgument otherwise.
+Result<RngKind> parse_rng_kind(std::string_view name);
+std::string_view rng_kind_name(RngKind kind);
+
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel);
+// `multiprocessors` and `max_threads_per_sm` of the GPU torch ran on (they
+// decide the grid, hence the order, once n exceeds one wave); the defaults are
+// an H100/H200 (132 SMs, 2048 threads).
+std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiprocessors = 132,
+                                    int max_threads_per_sm = 2048);
+std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel);
+
+}  // namespace hipq::engine
