@@ -54,7 +54,8 @@ struct SchedulerConfig {
   static SchedulerConfig defaults_for_family(std::string_view family);
   // Fields present in `j` override the defaults; unknown fields are ignored
   // (diffusers ignores them too). InvalidArgument naming a bad field.
-  static Result<SchedulerConfig> from_json(const nlohmann::json& j, SchedulerConfig defaults = {});
+  static Result<SchedulerConfig> from_json(const nlohmann::json& j, const SchedulerConfig& defaults);
+  static Result<SchedulerConfig> from_json(const nlohmann::json& j);
 };
 
 struct Schedule {
