@@ -1,0 +1,128 @@
+// Pipeline: text-to-image generation on one backend, the job every worker
+// runs. Prompt and seed in; final latent, RGB8 image and phase timings out.
+//
+//   tokenize -> text encoders (SDXL: CLIP-L + OpenCLIP bigG, pooled + time_ids;
+//   SD 1.x/2.x: one CLIP) -> initial noise (engine/rng.h, [1, 4, H/8, W/8],
+//   times init_noise_sigma) -> denoise loop (engine/sampler.h), the UNet run as
+//   one batch of two (negative, positive) for classifier-free guidance ->
+//   final latent -> VAE decode of latent / scaling_factor (fp32 for SDXL's VAE
+//   whatever the precision; tiled when large) -> RGB8 as diffusers' numpy_to_pil.
+// An empty negative prompt follows diffusers per family: SDXL
+// (force_zeros_for_empty_prompt) uses zero embeddings, SD 1.x/2.x encode "".
+// Details: docs/pipeline.md.
+//
+// Ownership: a Pipeline owns the loaded models (weights on the backend) and
+// borrows the Backend, which must outlive it. Load once, generate many times:
+// the second and later generate() calls report warm = true. A generate() at a
+// precision other than the loaded one reloads the models at that precision
+// (that job reports warm = false and a load phase).
+// Thread safety: one thread at a time (like its Backend).
+// Errors: load(): NotFound / Corruption / InvalidArgument from open_model and
+// the models (naming the file and tensor). generate(): InvalidArgument from
+// settings.validate() before any device work; Cancelled when *cancel turns
+// true (checked between steps); ResourceExhausted when device memory runs out;
+// the backend's errors otherwise.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "engine/generation_settings.h"
+#include "engine/phase_timer.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+
+struct ModelComponents;
+
+struct LoadOptions {
+  // Precision the UNet and text encoders are loaded at (fp32 | fp16 | bf16);
+  // a job may ask for another (see above).
+  std::string precision = "fp32";
+  // Decode in tiles when the latent has more than this many pixels (H/8 * W/8);
+  // 0 = never tile. 128*128 = 1024 px images and above decode tiled.
+  int64_t vae_tile_above_latent_pixels = 96 * 96;
+};
+
+struct GenerationOutput {
+  std::vector<float> latent;             // final latent, fp32, [1, 4, H/8, W/8]
+  std::vector<int64_t> latent_shape;
+  std::vector<uint8_t> rgb;              // width * height * 3, row-major
+  int width = 0;
+  int height = 0;
+  // load (only when this call loaded models), text_encode, denoise, decode.
+  // The caller appends write / parity with its own PhaseTimer.
+  std::vector<PhaseTiming> phases;
+  std::vector<PhaseTiming> steps;        // one per denoise step, phase = "step"
+  int64_t peak_memory_bytes = 0;         // backend peak during this generate()
+  bool warm = false;                     // models were already loaded
+};
+
+// Called after each denoise step with (steps done, total steps).
+using ProgressFn = std::function<void(int step, int steps)>;
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> load(std::string_view model_spec, kernels::Backend& backend,
+                                                const LoadOptions& options = {});
+  static Result<std::unique_ptr<Pipeline>> load(const ModelComponents& model, kernels::Backend& backend,
+                                                const LoadOptions& options = {});
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // `progress` and `cancel` may be null.
+  Result<GenerationOutput> generate(const GenerationSettings& settings, const ProgressFn& progress = {},
+                                    const std::atomic<bool>* cancel = nullptr);
+
+  const std::string& model_spec() const;
+  const std::string& weights_sha256() const;
+  const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
+  // The scheduler config the samplers use (from the model folder or the family
+  // defaults), as JSON; recorded in latent and golden metadata.
+  nlohmann::json scheduler_config() const;
+  kernels::Backend& backend() const;
+  // Time the initial load took (host clock).
+  double load_ms() const;
+
+  struct Impl;
+
+ private:
+  explicit Pipeline(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- outputs -----------------------------------------------------------------
+// What a generation records beside its tensors: the model, its weights hash,
+// the settings, the scheduler config and the build (string metadata).
+struct OutputInfo {
+  std::string model_spec;
+  std::string weights_sha256;
+  nlohmann::json scheduler_config;
+  std::string backend;         // "cpu" | "hip"
+  std::string device_name;
+};
+
+// latent.safetensors: tensor "latent" f32 [1, 4, H/8, W/8]; metadata keys
+// "format" = "hipq-latent/1", "settings" (GenerationSettings JSON), "model",
+// "weights_sha256", "scheduler_config", "backend", "device", "hipq_version",
+// "build_sha". Atomic write, parents created.
+Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
+                         const GenerationSettings& settings, const OutputInfo& info);
+// timings.json: {"phases":[{phase,host_ms,gpu_ms}...],"steps":[...],
+// "peak_memory_bytes":N,"warm":bool,"settings":{...},"model":...}.
+nlohmann::json timings_json(const GenerationOutput& out, const GenerationSettings& settings,
+                            const OutputInfo& info);
+
+}  // namespace hipq::engine
