@@ -1,0 +1,149 @@
+// Manifest: a YAML batch description, validated whole, expanded into jobs.
+//
+// Format: docs/manifest.md (examples/ holds runnable ones). In short:
+//   batch: parti-sdxl            # name (default: the file's stem)
+//   priority: 0                  # higher runs first
+//   max_attempts: 3
+//   model: synthetic:tiny-sdxl   # or a path (relative to this file)
+//   defaults: {width, height, steps, guidance, sampler, precision, rng,
+//              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt}
+//   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
+//   outputs: {directory: out, save: [latent, png], layout: "{batch}/{prompt:05}-s{seed}-r{repeat}"}
+//   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
+//   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, limit: 10}  (or a list)
+//
+// parse_manifest() collects EVERY problem before answering: YAML syntax,
+// unknown keys (with a did-you-mean), wrong types, out-of-range values,
+// unreadable prompt files (with their own file:line), output directories
+// that leave the output root (absolute, "..", or through a symlink, checked
+// on the real filesystem) and duplicate output directories. The error is one
+// InvalidArgument whose message has one problem per line:
+//   "<file>:<line>:<column>: <field>: <message>"
+// (line and column 1-based). A Manifest value is only ever returned whole
+// and valid, so nothing is queued from a manifest with any problem.
+//
+// Paths (model when not synthetic:, golden directory, output directory,
+// prompt files) are relative to the manifest file's directory and returned
+// absolute and normalised.
+//
+// The coordinator never links the engine, so the accepted samplers,
+// precisions, rngs and parity-gate keys are listed here as well; they match
+// engine/generation_settings.h and engine/parity.h.
+// Thread safety: plain values and pure functions (they read files).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "db/records.h"
+
+namespace hipq::coordinator {
+
+// Where a value came from, for messages after parsing.
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based; 0 = unknown
+  int column = 0;  // 1-based
+};
+
+struct ManifestDefaults {
+  int width = 1024;
+  int height = 1024;
+  int steps = 30;
+  double guidance = 5.0;
+  std::string sampler = "euler";
+  std::string precision = "fp32";
+  std::string rng = "torch-cpu";
+  std::vector<uint64_t> seeds{0};
+  int repeats = 1;
+  std::string negative_prompt;
+};
+
+struct ParitySpec {
+  // "store" (the coordinator's golden store), an absolute directory, or ""
+  // when the manifest says `golden: none` (verdicts are NO_GOLDEN).
+  std::string golden = "store";
+  nlohmann::json gate = nlohmann::json::object();  // engine::ParityGate JSON; {} = default
+  bool allow_unpinned = false;
+};
+
+struct OutputSpec {
+  std::filesystem::path root;            // absolute
+  std::vector<std::string> save{"latent", "png"};
+  // Placeholders: {batch} {prompt} (0-based prompt index; {prompt:05} pads)
+  // {seed} {repeat} {job} (0-based job ordinal, padding as {prompt}).
+  std::string layout = "{batch}/{prompt:05}-s{seed}-r{repeat}";
+};
+
+struct PromptSpec {
+  std::string text;
+  std::optional<std::string> negative;     // overrides defaults.negative_prompt
+  std::vector<std::string> tags;
+  std::optional<std::vector<uint64_t>> seeds;  // overrides defaults.seeds
+  SourceLocation where;                    // manifest entry or prompt-file line
+};
+
+// One job: a prompt × seed × repeat with its settings.
+struct JobSpec {
+  int64_t ordinal = 0;                     // 0-based in expansion order
+  size_t prompt_index = 0;
+  std::string prompt;
+  std::string negative_prompt;
+  std::vector<std::string> tags;
+  uint64_t seed = 0;
+  int repeat = 0;
+  // engine::GenerationSettings JSON (prompt, negative_prompt, seed, width,
+  // height, steps, guidance, sampler, precision, rng).
+  nlohmann::json settings;
+  std::string output_dir;                  // relative to outputs.root, confined to it
+};
+
+struct Manifest {
+  std::filesystem::path path;              // absolute path of the manifest file
+  std::string text;                        // verbatim
+  std::string sha256;                      // of text
+  std::string batch_name;
+  int priority = 0;
+  int max_attempts = 3;
+  std::string model;                       // "synthetic:NAME" or an absolute path
+  ManifestDefaults defaults;
+  ParitySpec parity;
+  OutputSpec outputs;
+  std::vector<PromptSpec> prompts;
+
+  // prompts × seeds × repeats, in prompt order, then seed, then repeat.
+  // Deterministic; validated by parse_manifest (output dirs unique, confined).
+  std::vector<JobSpec> expand_jobs() const;
+  // Number of jobs expand_jobs() would return.
+  int64_t job_count() const;
+  // The batch + jobs + verbatim manifest for db::JobStore::insert_batch.
+  db::NewBatch to_new_batch() const;
+};
+
+// Reads, parses and validates the manifest at `path` (see the header comment).
+// NotFound / IOError when the file itself cannot be read.
+Result<Manifest> parse_manifest(const std::filesystem::path& path);
+// Same, for text already in memory; `path` names it in messages and anchors
+// relative paths (it need not exist).
+Result<Manifest> parse_manifest_text(std::string_view text, const std::filesystem::path& path);
+
+// Checks that `relative` is a relative path without "." / ".." components
+// that stays inside `root` once existing symlinks along root/relative are
+// resolved. InvalidArgument naming both paths when it does not.
+Status check_confined(const std::filesystem::path& root, std::string_view relative);
+
+// Values accepted by the manifest (same lists as the engine's).
+const std::vector<std::string>& manifest_samplers();
+const std::vector<std::string>& manifest_precisions();
+const std::vector<std::string>& manifest_rngs();
+const std::vector<std::string>& manifest_gate_keys();
+
+}  // namespace hipq::coordinator

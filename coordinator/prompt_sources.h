@@ -1,0 +1,68 @@
+// Prompt sources: prompt lists read from TSV, JSONL or plain-text files.
+//
+// Formats (chosen by `format`, else by extension: .tsv, .jsonl, .txt):
+//   tsv   — a header row; the prompt column (default "Prompt", matched
+//           case-insensitively; a header with a single column needs no
+//           name); optional "negative" and "seed"/"seeds" columns; every other
+//           non-empty column is kept as a tag "Column:value" (PartiPrompts:
+//           "Category:Abstract", "Challenge:Basic", "Note:…"). Fields are
+//           split on tabs only; no quoting (PartiPrompts loads as is).
+//   jsonl — one JSON object per line: {"prompt": "…", "negative": "…",
+//           "tags": ["a", "b"] | {"k": "v"}, "seeds": [1, 2] | 3}; blank lines
+//           and lines starting with '#' skipped.
+//   txt   — one prompt per line; blank lines and '#' comments skipped.
+// A UTF-8 BOM and CRLF line ends are accepted. `limit` keeps the first N.
+//
+// Every problem is collected (file, line, column), not just the first.
+// Thread safety: pure functions that read files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace hipq::coordinator {
+
+enum class PromptFormat { kAuto, kTsv, kJsonl, kText };
+
+struct PromptFileOptions {
+  PromptFormat format = PromptFormat::kAuto;
+  std::string column;      // TSV prompt column; "" = "Prompt"
+  int64_t limit = 0;       // 0 = all
+};
+
+struct PromptRecord {
+  std::string text;
+  std::optional<std::string> negative;
+  std::vector<std::string> tags;
+  std::optional<std::vector<uint64_t>> seeds;
+  int line = 0;            // 1-based line in the file
+};
+
+// One problem found while reading a prompt file.
+struct PromptProblem {
+  int line = 0;            // 0 = the whole file
+  int column = 0;
+  std::string message;
+};
+
+struct PromptFile {
+  std::vector<PromptRecord> prompts;
+  std::vector<PromptProblem> problems;  // empty when the file is valid
+};
+
+// Reads a prompt file. Problems inside the file come back in `problems`; an
+// unreadable file is one problem with line 0. The returned value is always
+// usable (problems decide validity).
+PromptFile load_prompt_file(const std::filesystem::path& path, const PromptFileOptions& options);
+
+// "tsv" | "jsonl" | "txt" | "auto" → format; nullopt for anything else.
+std::optional<PromptFormat> parse_prompt_format(std::string_view name);
+std::string_view prompt_format_name(PromptFormat format);
+
+}  // namespace hipq::coordinator

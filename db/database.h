@@ -1,0 +1,92 @@
+// Database: one SQLite connection, opened with hipq's pragmas.
+//
+// Modelled on Chromium's sql::Database. A Database owns one sqlite3
+// connection; Statement (db/statement.h) and Transaction (db/transaction.h)
+// borrow it and must not outlive it. All connection settings live in
+// apply_pragmas() in database.cpp, nowhere else:
+//   journal_mode=WAL (files only), synchronous=FULL, foreign_keys=ON,
+//   busy_timeout (Options::busy_timeout).
+// open() does NOT migrate the schema; call db::migrate() (db/schema.h) once
+// after opening (open_and_migrate() does both).
+//
+// Thread safety: a Database and its statements belong to one thread at a
+// time (SQLite is built serialized, but a Transaction spans several calls, so
+// sharing a connection across threads without an outer lock is a bug). Use
+// one Database per thread or process; they coordinate through the file's
+// locks (writes take BEGIN IMMEDIATE and wait up to busy_timeout).
+//
+// Errors: open → IOError naming the path and SQLite's reason; execute →
+// the Statement error mapping (see db/statement.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/status.h"
+
+struct sqlite3;
+
+namespace hipq::db {
+
+class Statement;
+
+class Database {
+ public:
+  struct Options {
+    // How long a connection waits for another's write lock before
+    // SQLITE_BUSY (reported as Unavailable).
+    std::chrono::milliseconds busy_timeout{10000};
+    // Open an existing file only (NotFound when it does not exist).
+    bool must_exist = false;
+    bool read_only = false;
+  };
+
+  // Opens (creating unless must_exist) the database file at `path`.
+  static Result<std::unique_ptr<Database>> open(const std::filesystem::path& path, Options options);
+  static Result<std::unique_ptr<Database>> open(const std::filesystem::path& path);
+  // A private in-memory database (tests, dry runs). No WAL.
+  static Result<std::unique_ptr<Database>> open_in_memory();
+  // open() + migrate() to the latest schema (db/schema.h).
+  static Result<std::unique_ptr<Database>> open_and_migrate(const std::filesystem::path& path);
+
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Runs SQL text with no parameters and no result rows (may hold several
+  // statements separated by ';'). For schema changes and pragmas.
+  Status execute(std::string_view sql);
+
+  // Prepares one statement. Same as Statement(*this, sql); errors surface
+  // from the Statement's first use (see Statement::status()).
+  Statement prepare(std::string_view sql);
+
+  // The rowid of the last successful INSERT on this connection.
+  int64_t last_insert_rowid() const;
+  // Rows changed by the last INSERT/UPDATE/DELETE on this connection.
+  int64_t changes() const;
+  // True between BEGIN and COMMIT/ROLLBACK on this connection.
+  bool in_transaction() const;
+
+  // "<path>" or ":memory:"; used in error messages.
+  const std::string& describe() const { return describe_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  Database(sqlite3* db, std::string describe);
+  Status apply_pragmas(const Options& options, bool in_memory);
+
+  sqlite3* db_ = nullptr;  // owned; closed in the destructor
+  std::string describe_;
+};
+
+// Wall-clock time as stored in the database: seconds since the Unix epoch.
+// Only callers read the clock; db/ functions take `now` as a parameter.
+double wall_clock_seconds();
+
+}  // namespace hipq::db

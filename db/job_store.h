@@ -1,0 +1,143 @@
+// JobStore: the typed job-state operations the coordinator runs on the DB.
+//
+// Every state change is one BEGIN IMMEDIATE transaction, so a crash leaves
+// each job either before or after an operation, never between, and a
+// coordinator restarted on the same file recovers everything (leases that
+// ran out meanwhile are requeued by the next expire_leases).
+//
+// Time is injected: every operation that stamps or compares time takes `now`
+// (seconds since the Unix epoch; callers use wall_clock_seconds()); no SQL
+// reads the clock, so tests control it.
+//
+// Dispatch (lease_next) is pull-based: among queued jobs, the highest batch
+// priority first; within it, a job whose model the worker has loaded
+// (affinity); then the oldest (lowest job id). Two connections (threads or
+// processes) leasing from one file never get the same job: the select and the
+// update share one IMMEDIATE transaction.
+//
+// Attempts are 1-based. A lease is (job, attempt, worker); extend_lease,
+// record_result and record_failure must name the current one:
+//   - the job's current attempt, leased to that worker  → applied;
+//   - a result for an attempt already recorded            → AlreadyExists;
+//   - any other attempt/worker, or a job no longer leased → FailedPrecondition
+//     (a late report from an expired or cancelled lease);
+// in both error cases nothing changes. An unknown job → NotFound.
+// A retryable failure or an expired lease requeues the job (its next lease is
+// attempt + 1) while attempts < max_attempts, else the job is `dead`; every
+// attempt row keeps its error. A batch becomes `done` (finished_at = now) in
+// the same transaction that leaves it with no queued or leased job.
+//
+// Ownership: borrows the Database (must outlive the store). Stateless besides.
+// Thread safety: as the Database (one thread at a time per connection).
+// SQLite errors come back as mapped in db/statement.h (Unavailable when the
+// write lock stays busy past the timeout).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "db/records.h"
+
+namespace hipq::db {
+
+class Database;
+
+class JobStore {
+ public:
+  explicit JobStore(Database& db) : db_(db) {}
+
+  // ---- intake ----------------------------------------------------------------
+  // Stores the manifest (verbatim text + sha256; reused when the same text
+  // was stored before), the batch (state active) and its jobs (queued) in one
+  // transaction; returns the batch id. InvalidArgument for an empty job list,
+  // max_attempts < 1, a relative output_root, or a job's output_dir that is
+  // absolute or has a ".." component (nothing is written then).
+  Result<int64_t> insert_batch(const NewBatch& batch, double now);
+
+  // ---- dispatch --------------------------------------------------------------
+  // Leases the next job for `worker_id` (see the header comment for the order)
+  // until now + lease_seconds, starting attempt job.attempts + 1 (an attempts
+  // row in state running). nullopt when nothing is queued.
+  Result<std::optional<LeasedJob>> lease_next(std::string_view worker_id,
+                                              const std::vector<std::string>& loaded_models,
+                                              double now, double lease_seconds);
+
+  // Moves the lease deadline of (job, attempt, worker) to now + lease_seconds.
+  Status extend_lease(int64_t job_id, int attempt, std::string_view worker_id, double now,
+                      double lease_seconds);
+  // Heartbeat form: extends every lease `worker_id` holds; returns how many.
+  Result<int64_t> extend_worker_leases(std::string_view worker_id, double now, double lease_seconds);
+
+  // ---- outcomes ----------------------------------------------------------------
+  // Records a finished attempt: the results row, its phase and step timings,
+  // the attempt (done), the job (done, verdict) and possibly the batch (done),
+  // all in one transaction. Errors as in the header comment; InvalidArgument
+  // for an empty verdict.
+  Status record_result(const JobResult& result, double now);
+
+  // Records that an attempt failed with `error`. retryable: requeue while
+  // attempts remain, else dead; not retryable (bad settings, missing model
+  // files): the job ends `failed` at once. Same lease checks as record_result.
+  Result<FailureOutcome> record_failure(int64_t job_id, int attempt, std::string_view worker_id,
+                                        std::string_view error, bool retryable, double now);
+
+  // Ends every lease with deadline < now as expired ("lease expired at T"),
+  // requeueing or killing each job by the rules above. Returns what changed,
+  // ordered by job id.
+  Result<std::vector<FailureOutcome>> expire_leases(double now);
+
+  // The worker is gone (missed heartbeats, disconnected): every lease it holds
+  // ends now as an expired attempt with `reason`, same rules. Ordered by job id.
+  Result<std::vector<FailureOutcome>> release_worker_leases(std::string_view worker_id,
+                                                            std::string_view reason, double now);
+
+  // ---- cancel ------------------------------------------------------------------
+  // Cancels every queued or leased job of the batch and marks the batch
+  // cancelled (finished_at = now). NotFound for an unknown batch;
+  // FailedPrecondition when the batch is already done or cancelled.
+  Result<CancelOutcome> cancel_batch(int64_t batch_id, double now);
+  // Cancels one queued or leased job (its batch may become done).
+  // NotFound for an unknown job; FailedPrecondition when already terminal.
+  Result<CancelOutcome> cancel_job(int64_t job_id, double now);
+
+  // ---- reads -------------------------------------------------------------------
+  Result<BatchRecord> get_batch(int64_t batch_id);
+  Result<JobRecord> get_job(int64_t job_id);
+  Result<ManifestRecord> get_manifest(int64_t manifest_id);
+  // Batches ordered by id; state filter optional; limit 0 = all.
+  Result<std::vector<BatchRecord>> list_batches(std::optional<BatchState> state = std::nullopt,
+                                                int64_t limit = 0);
+  // Jobs of a batch ordered by ordinal.
+  Result<std::vector<JobRecord>> list_jobs(int64_t batch_id);
+  // Attempts of a job ordered by attempt.
+  Result<std::vector<AttemptRecord>> list_attempts(int64_t job_id);
+  // NotFound when the job has no result.
+  Result<ResultRecord> get_result(int64_t job_id);
+  Result<std::vector<PhaseTimingRecord>> list_phase_timings(int64_t attempt_id);
+  Result<std::vector<StepTimingRecord>> list_step_timings(int64_t attempt_id);
+  // Leases held now (state leased), ordered by job id: for a coordinator
+  // restarting, to know which worker held what.
+  Result<std::vector<CancelledLease>> list_leases();
+  Result<BatchCounts> batch_counts(int64_t batch_id);
+  // Counts for every batch (or every batch in `state`), ordered by id.
+  Result<std::vector<BatchCounts>> all_batch_counts(std::optional<BatchState> state = std::nullopt);
+  // Number of queued jobs (all batches).
+  Result<int64_t> queued_count();
+
+  // ---- workers -------------------------------------------------------------------
+  // Inserts or updates the worker row: first_seen kept from the first call,
+  // last_seen = now; the record's first_seen/last_seen fields are ignored.
+  Status upsert_worker(const WorkerRecord& worker, double now);
+  Status set_worker_state(std::string_view worker_id, std::string_view state, double now);
+  Result<std::vector<WorkerRecord>> list_workers();  // ordered by id
+
+ private:
+  Database& db_;
+};
+
+}  // namespace hipq::db

@@ -1,0 +1,42 @@
+// Schema: the tables of hipq's database and the migrations between versions.
+//
+// The version lives in schema_meta(key='version'). migrate() brings a
+// database of any older version to kLatestSchemaVersion one step at a time,
+// each step in its own BEGIN IMMEDIATE transaction (a failed step leaves the
+// database at the previous version). An empty database starts at version 0.
+// Tables and columns are documented in docs/schema.md; keep it in step.
+//
+// Versions:
+//   1 — manifests, batches, jobs, attempts, results, phase_timings,
+//       step_timings, workers, goldens; history indexes.
+//   2 — jobs.priority (copied from the batch, so dispatch is one index walk)
+//       and the dispatch index jobs(state, priority, model, id).
+//
+// Errors: FailedPrecondition when the database's version is newer than this
+// build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
+// Corruption when schema_meta holds a version that is not a number; any
+// SQLite error of a step, named with the step.
+// Thread safety: as the Database.
+#pragma once
+
+#include "base/result.h"
+#include "base/status.h"
+
+namespace hipq::db {
+
+class Database;
+
+inline constexpr int kLatestSchemaVersion = 2;
+
+// The database's schema version (0 for an empty database).
+Result<int> schema_version(Database& db);
+
+// Migrates to kLatestSchemaVersion. A no-op at the latest version.
+Status migrate(Database& db);
+
+// Migrates up to `target` (<= kLatestSchemaVersion) only; for tests of each
+// step. InvalidArgument when target is out of range or below the current
+// version (there are no down-migrations).
+Status migrate_to(Database& db, int target);
+
+}  // namespace hipq::db
