@@ -36,10 +36,13 @@ struct ParityMetrics {
   double rel_l2 = 0;
   double psnr = std::numeric_limits<double>::quiet_NaN();  // NaN: no image compared
   bool has_psnr = false;
-  bool finite = true;         // no NaN/Inf in the output
+  bool finite = true;         // no NaN/Inf in the output nor the golden
+  int64_t nonfinite_output = 0;
+  int64_t nonfinite_golden = 0;
   int64_t count = 0;          // elements compared
 
-  nlohmann::json to_json() const;  // NaN/inf written as null / "inf"
+  // NaN written as null, +/-inf as "inf" / "-inf"; psnr null when not compared.
+  nlohmann::json to_json() const;
 };
 
 // Latents given as host fp32 arrays of n elements (a = output, b = golden);

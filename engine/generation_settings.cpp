@@ -1,0 +1,126 @@
+#include "engine/generation_settings.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace hipq::engine {
+namespace {
+
+std::string type_of(const nlohmann::json& v) { return v.type_name(); }
+
+Status wrong_type(std::string_view field, std::string_view expected, const nlohmann::json& v) {
+  return Status::InvalidArgument("settings." + std::string(field) + ": expected " + std::string(expected) +
+                                 ", got " + type_of(v) + " " + v.dump());
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+std::string join(const std::vector<std::string>& list) {
+  std::string out;
+  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_samplers() {
+  static const std::vector<std::string> k = {"euler", "euler_karras", "ddim", "dpmpp_2m", "dpmpp_2m_karras"};
+  return k;
+}
+const std::vector<std::string>& known_precisions() {
+  static const std::vector<std::string> k = {"fp32", "fp16", "bf16"};
+  return k;
+}
+const std::vector<std::string>& known_rngs() {
+  static const std::vector<std::string> k = {"torch-cpu", "torch-cuda"};
+  return k;
+}
+
+std::string format_guidance(float guidance) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(guidance));
+  return buf;
+}
+
+nlohmann::json GenerationSettings::to_json() const {
+  nlohmann::json j;
+  j["prompt"] = prompt;
+  j["negative_prompt"] = negative_prompt;
+  j["seed"] = seed;
+  j["width"] = width;
+  j["height"] = height;
+  j["steps"] = steps;
+  // Through the 6-digit text so 7.1f reads back as 7.1, not 7.099999904632568.
+  j["guidance"] = std::stod(format_guidance(guidance));
+  j["sampler"] = sampler;
+  j["precision"] = precision;
+  j["rng"] = rng;
+  return j;
+}
+
+Result<GenerationSettings> GenerationSettings::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("settings: expected an object, got " + type_of(j));
+  GenerationSettings s;
+  auto str = [&](const char* key, std::string& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    const auto& v = j.at(key);
+    if (!v.is_string()) return wrong_type(key, "a string", v);
+    out = v.get<std::string>();
+    return Status::Ok();
+  };
+  auto integer = [&](const char* key, int& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    const auto& v = j.at(key);
+    if (!v.is_number_integer()) return wrong_type(key, "an integer", v);
+    int64_t x = v.get<int64_t>();
+    if (x < INT32_MIN || x > INT32_MAX) return wrong_type(key, "a 32-bit integer", v);
+    out = static_cast<int>(x);
+    return Status::Ok();
+  };
+  HIPQ_RETURN_IF_ERROR(str("prompt", s.prompt));
+  HIPQ_RETURN_IF_ERROR(str("negative_prompt", s.negative_prompt));
+  if (j.contains("seed")) {
+    const auto& v = j.at("seed");
+    if (v.is_number_unsigned()) {
+      s.seed = v.get<uint64_t>();
+    } else if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+      s.seed = static_cast<uint64_t>(v.get<int64_t>());
+    } else {
+      return wrong_type("seed", "a non-negative integer", v);
+    }
+  }
+  HIPQ_RETURN_IF_ERROR(integer("width", s.width));
+  HIPQ_RETURN_IF_ERROR(integer("height", s.height));
+  HIPQ_RETURN_IF_ERROR(integer("steps", s.steps));
+  if (j.contains("guidance")) {
+    const auto& v = j.at("guidance");
+    if (!v.is_number()) return wrong_type("guidance", "a number", v);
+    s.guidance = v.get<float>();
+  }
+  HIPQ_RETURN_IF_ERROR(str("sampler", s.sampler));
+  HIPQ_RETURN_IF_ERROR(str("precision", s.precision));
+  HIPQ_RETURN_IF_ERROR(str("rng", s.rng));
+  return s;
+}
+
+Status GenerationSettings::validate() const {
+  if (width < 8 || width % 8 != 0)
+    return Status::InvalidArgument("width " + std::to_string(width) + " is not a positive multiple of 8");
+  if (height < 8 || height % 8 != 0)
+    return Status::InvalidArgument("height " + std::to_string(height) + " is not a positive multiple of 8");
+  if (steps < 1) return Status::InvalidArgument("steps " + std::to_string(steps) + " must be at least 1");
+  if (steps > 10000) return Status::InvalidArgument("steps " + std::to_string(steps) + " is more than 10000");
+  if (!(guidance >= 0.0f && guidance < 1e4f))
+    return Status::InvalidArgument("guidance " + format_guidance(guidance) + " must be a finite number >= 0");
+  if (!contains(known_samplers(), sampler))
+    return Status::InvalidArgument("unknown sampler \"" + sampler + "\"; known: " + join(known_samplers()));
+  if (!contains(known_precisions(), precision))
+    return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: " + join(known_precisions()));
+  if (!contains(known_rngs(), rng))
+    return Status::InvalidArgument("unknown rng \"" + rng + "\"; known: " + join(known_rngs()));
+  return Status::Ok();
+}
+
+}  // namespace hipq::engine

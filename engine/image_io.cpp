@@ -1,0 +1,97 @@
+#include "engine/image_io.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/fs.h"
+
+namespace hipq::engine {
+
+Result<std::string> encode_png(const RgbImage& image) {
+  if (image.width <= 0 || image.height <= 0)
+    return Status::InvalidArgument("png: image size " + std::to_string(image.width) + "x" +
+                                   std::to_string(image.height) + " is empty");
+  const size_t expected = static_cast<size_t>(image.width) * image.height * 3;
+  if (image.rgb.size() != expected)
+    return Status::InvalidArgument("png: buffer holds " + std::to_string(image.rgb.size()) + " bytes, " +
+                                   std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                   " RGB needs " + std::to_string(expected));
+  png_image img;
+  std::memset(&img, 0, sizeof img);
+  img.version = PNG_IMAGE_VERSION;
+  img.width = static_cast<png_uint_32>(image.width);
+  img.height = static_cast<png_uint_32>(image.height);
+  img.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  // First call sizes the buffer, second fills it (libpng's simplified API).
+  if (!png_image_write_to_memory(&img, nullptr, &size, 0, image.rgb.data(), 0, nullptr)) {
+    std::string msg = img.message;
+    png_image_free(&img);
+    return Status::Internal("png encode: " + msg);
+  }
+  std::string out(size, '\0');
+  if (!png_image_write_to_memory(&img, out.data(), &size, 0, image.rgb.data(), 0, nullptr)) {
+    std::string msg = img.message;
+    png_image_free(&img);
+    return Status::Internal("png encode: " + msg);
+  }
+  out.resize(size);
+  return out;
+}
+
+Status write_png(const std::filesystem::path& path, const RgbImage& image) {
+  auto bytes = encode_png(image);
+  if (!bytes.ok()) return bytes.status().WithContext(path.string());
+  return write_file_atomic(path, *bytes);
+}
+
+Result<RgbImage> decode_png(std::string_view bytes, const std::string& label) {
+  png_image img;
+  std::memset(&img, 0, sizeof img);
+  img.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size())) {
+    std::string msg = img.message;
+    png_image_free(&img);
+    return Status::Corruption(label + ": not a readable PNG: " + msg);
+  }
+  img.format = PNG_FORMAT_RGB;
+  RgbImage out;
+  out.width = static_cast<int>(img.width);
+  out.height = static_cast<int>(img.height);
+  out.rgb.resize(PNG_IMAGE_SIZE(img));
+  if (!png_image_finish_read(&img, nullptr, out.rgb.data(), 0, nullptr)) {
+    std::string msg = img.message;
+    png_image_free(&img);
+    return Status::Corruption(label + ": PNG data is damaged: " + msg);
+  }
+  return out;
+}
+
+Result<RgbImage> read_png(const std::filesystem::path& path) {
+  HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return decode_png(bytes, path.string());
+}
+
+RgbImage rgb8_from_decoded(const float* chw, int width, int height) {
+  RgbImage img;
+  img.width = width;
+  img.height = height;
+  img.rgb.resize(static_cast<size_t>(width) * height * 3);
+  const size_t plane = static_cast<size_t>(width) * height;
+  for (int c = 0; c < 3; ++c) {
+    for (size_t i = 0; i < plane; ++i) {
+      // Same float32 ops and order as diffusers: x / 2 + 0.5, clamp, * 255, round half to even.
+      float v = chw[c * plane + i] / 2.0f + 0.5f;
+      v = std::clamp(v, 0.0f, 1.0f);
+      if (std::isnan(chw[c * plane + i])) v = 0.0f;
+      v = std::nearbyint(v * 255.0f);
+      img.rgb[i * 3 + c] = static_cast<uint8_t>(v);
+    }
+  }
+  return img;
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,82 @@
+#include "engine/generation_settings.h"
+
+#include <gtest/gtest.h>
+
+namespace hipq::engine {
+namespace {
+
+TEST(GenerationSettingsTest, JsonRoundTripKeepsEveryField) {
+  GenerationSettings s;
+  s.prompt = "a red fox, \"quoted\"\nnew line";
+  s.negative_prompt = "blurry";
+  s.seed = 18446744073709551615ull;
+  s.width = 768;
+  s.height = 512;
+  s.steps = 4;
+  s.guidance = 7.1f;
+  s.sampler = "dpmpp_2m";
+  s.precision = "bf16";
+  s.rng = "torch-cuda";
+  auto back = GenerationSettings::from_json(nlohmann::json::parse(s.to_json().dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(s.to_json()["guidance"].dump(), "7.1");
+}
+
+TEST(GenerationSettingsTest, AbsentFieldsKeepDefaults) {
+  auto s = GenerationSettings::from_json(nlohmann::json{{"prompt", "x"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->prompt, "x");
+  EXPECT_EQ(s->width, 1024);
+  EXPECT_EQ(s->steps, 30);
+  EXPECT_EQ(s->sampler, "euler");
+  EXPECT_EQ(s->rng, "torch-cpu");
+}
+
+TEST(GenerationSettingsTest, WrongTypeNamesTheField) {
+  auto s = GenerationSettings::from_json(nlohmann::json{{"steps", "ten"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("settings.steps"), std::string::npos) << s.status().message();
+  auto neg = GenerationSettings::from_json(nlohmann::json{{"seed", -1}});
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("settings.seed"), std::string::npos);
+  EXPECT_FALSE(GenerationSettings::from_json(nlohmann::json::array()).ok());
+}
+
+TEST(GenerationSettingsTest, ValidateRejectsImpossibleSettings) {
+  GenerationSettings ok;
+  EXPECT_TRUE(ok.validate().ok());
+  auto msg = [](GenerationSettings s) -> std::string { return s.validate().message(); };
+  GenerationSettings s = ok;
+  s.width = 1004;
+  EXPECT_NE(msg(s).find("width 1004"), std::string::npos);
+  s = ok;
+  s.height = 0;
+  EXPECT_NE(msg(s).find("height 0"), std::string::npos);
+  s = ok;
+  s.steps = 0;
+  EXPECT_NE(msg(s).find("steps 0"), std::string::npos);
+  s = ok;
+  s.sampler = "heun";
+  EXPECT_NE(msg(s).find("unknown sampler \"heun\""), std::string::npos);
+  s = ok;
+  s.precision = "int8";
+  EXPECT_NE(msg(s).find("unknown precision"), std::string::npos);
+  s = ok;
+  s.rng = "numpy";
+  EXPECT_NE(msg(s).find("unknown rng"), std::string::npos);
+  s = ok;
+  s.guidance = -1;
+  EXPECT_FALSE(s.validate().ok());
+}
+
+TEST(GenerationSettingsTest, GuidanceTextIsShortestSixDigits) {
+  EXPECT_EQ(format_guidance(5.0f), "5");
+  EXPECT_EQ(format_guidance(7.5f), "7.5");
+  EXPECT_EQ(format_guidance(7.1f), "7.1");
+  EXPECT_EQ(format_guidance(0.0f), "0");
+}
+
+}  // namespace
+}  // namespace hipq::engine

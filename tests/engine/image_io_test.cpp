@@ -1,0 +1,84 @@
+#include "engine/image_io.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "base/fs.h"
+
+namespace hipq::engine {
+namespace {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::path(::testing::TempDir()) / ("hipq_image_io_" + name);
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+RgbImage gradient(int w, int h) {
+  RgbImage img;
+  img.width = w;
+  img.height = h;
+  img.rgb.resize(static_cast<size_t>(w) * h * 3);
+  for (size_t i = 0; i < img.rgb.size(); ++i) img.rgb[i] = static_cast<uint8_t>((i * 37) % 256);
+  return img;
+}
+
+TEST(ImageIoTest, PngRoundTripIsLossless) {
+  RgbImage img = gradient(24, 16);
+  auto dir = temp_dir("round");
+  auto path = dir / "nested" / "image.png";
+  ASSERT_TRUE(write_png(path, img).ok());
+  auto back = read_png(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->width, 24);
+  EXPECT_EQ(back->height, 16);
+  EXPECT_EQ(back->rgb, img.rgb);
+}
+
+TEST(ImageIoTest, WrongBufferSizeIsRejectedWithSizes) {
+  RgbImage img = gradient(4, 4);
+  img.rgb.pop_back();
+  auto r = encode_png(img);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("4x4"), std::string::npos);
+}
+
+TEST(ImageIoTest, DamagedPngIsCorruptionNamingTheFile) {
+  auto bytes = encode_png(gradient(8, 8));
+  ASSERT_TRUE(bytes.ok());
+  auto dir = temp_dir("damaged");
+  auto path = dir / "bad.png";
+  ASSERT_TRUE(write_file_atomic(path, bytes->substr(0, bytes->size() / 2)).ok());
+  auto r = read_png(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("bad.png"), std::string::npos);
+  ASSERT_TRUE(write_file_atomic(path, "not a png at all").ok());
+  EXPECT_EQ(read_png(path).status().code(), StatusCode::kCorruption);
+}
+
+TEST(ImageIoTest, DecodedToRgb8MatchesDiffusersRounding) {
+  // 1x5 image, channels planar: values chosen for clamp and round-half-even.
+  const int w = 5, h = 1;
+  std::vector<float> chw(3 * w * h, 0.0f);
+  float r[5] = {-2.0f, -1.0f, 0.0f, 1.0f, 3.0f};
+  for (int i = 0; i < 5; ++i) chw[i] = r[i];
+  // (x/2+0.5)*255 for x = 0 is exactly 127.5 -> 128 (half to even);
+  // x = -0.5 -> 63.75 -> 64; x = 0.5 -> 191.25 -> 191.
+  chw[w + 0] = -0.5f;
+  chw[w + 1] = 0.5f;
+  RgbImage img = rgb8_from_decoded(chw.data(), w, h);
+  EXPECT_EQ(img.rgb[0 * 3 + 0], 0);
+  EXPECT_EQ(img.rgb[1 * 3 + 0], 0);
+  EXPECT_EQ(img.rgb[2 * 3 + 0], 128);
+  EXPECT_EQ(img.rgb[3 * 3 + 0], 255);
+  EXPECT_EQ(img.rgb[4 * 3 + 0], 255);
+  EXPECT_EQ(img.rgb[0 * 3 + 1], 64);
+  EXPECT_EQ(img.rgb[1 * 3 + 1], 191);
+  EXPECT_EQ(img.rgb[0 * 3 + 2], 128);
+}
+
+}  // namespace
+}  // namespace hipq::engine
