@@ -1,0 +1,125 @@
+#include "engine/models/layers.h"
+
+namespace hipq::engine {
+
+using kernels::Tensor;
+
+Result<Linear> Linear::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
+                            bool bias) {
+  Linear l;
+  l.in = in;
+  l.out = out;
+  HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind(join_key(prefix, "weight"), {out, in}, ParamInit::uniform_fan_in(in)));
+  if (bias) {
+    HIPQ_ASSIGN_OR_RETURN(l.bias, b.bind(join_key(prefix, "bias"), {out}, ParamInit::uniform_fan_in(in)));
+    l.has_bias = true;
+  }
+  return l;
+}
+
+Status Linear::forward(kernels::Backend& be, const Tensor& x, Tensor& y, kernels::Activation act,
+                       const Tensor* residual) const {
+  if (x.dim(-1) != in)
+    return Status::InvalidArgument("Linear: input " + x.describe() + " does not end in " + std::to_string(in));
+  const int64_t rows = x.numel() / in;
+  Tensor x2 = x.reshape({rows, in});
+  Tensor y2 = y.reshape({rows, out});
+  Tensor r2;
+  kernels::MatmulOptions o;
+  o.trans_b = true;
+  o.bias = has_bias ? &bias : nullptr;
+  o.activation = act;
+  if (residual) {
+    r2 = residual->reshape({rows, out});
+    o.residual = &r2;
+  }
+  return be.matmul(x2, weight, y2, o);
+}
+
+Result<DeviceTensor> Linear::operator()(kernels::Backend& be, const Tensor& x, kernels::Activation act,
+                                        const Tensor* residual) const {
+  std::vector<int64_t> shape = x.shape_vec();
+  shape.back() = out;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, shape));
+  HIPQ_RETURN_IF_ERROR(forward(be, x, y.t, act, residual));
+  return y;
+}
+
+Result<Conv2d> Conv2d::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
+                            int kernel, int stride, int padding, bool bias) {
+  Conv2d c;
+  c.in = in;
+  c.out = out;
+  c.kernel = kernel;
+  c.stride = stride;
+  c.padding = padding;
+  c.has_bias = bias;
+  const int64_t fan_in = in * kernel * kernel;
+  HIPQ_ASSIGN_OR_RETURN(c.weight, b.bind(join_key(prefix, "weight"), {out, in, kernel, kernel},
+                                         ParamInit::uniform_fan_in(fan_in)));
+  if (bias) {
+    HIPQ_ASSIGN_OR_RETURN(c.bias, b.bind(join_key(prefix, "bias"), {out}, ParamInit::uniform_fan_in(fan_in)));
+  }
+  return c;
+}
+
+Status Conv2d::forward(kernels::Backend& be, const Tensor& x, Tensor& y, const Tensor* residual) const {
+  kernels::Conv2dOptions o;
+  o.stride = stride;
+  o.padding = padding;
+  o.bias = has_bias ? &bias : nullptr;
+  o.residual = residual;
+  return be.conv2d(x, weight, y, o);
+}
+
+Result<DeviceTensor> Conv2d::operator()(kernels::Backend& be, const Tensor& x, const Tensor* residual) const {
+  if (x.ndim != 4 || x.dim(1) != in)
+    return Status::InvalidArgument("Conv2d: input " + x.describe() + " is not [N, " + std::to_string(in) + ", H, W]");
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor y,
+                        DeviceTensor::make(be, x.dtype,
+                                           {x.dim(0), out, conv_out_size(x.dim(2), kernel, stride, padding),
+                                            conv_out_size(x.dim(3), kernel, stride, padding)}));
+  HIPQ_RETURN_IF_ERROR(forward(be, x, y.t, residual));
+  return y;
+}
+
+Result<GroupNorm> GroupNorm::bind(WeightBinder& b, const std::string& prefix, int64_t channels, int groups,
+                                  float eps) {
+  if (groups <= 0 || channels % groups != 0)
+    return Status::InvalidArgument("GroupNorm '" + prefix + "': " + std::to_string(channels) +
+                                   " channels are not divisible into " + std::to_string(groups) + " groups");
+  GroupNorm g;
+  g.channels = channels;
+  g.groups = groups;
+  g.eps = eps;
+  HIPQ_ASSIGN_OR_RETURN(g.weight, b.bind(join_key(prefix, "weight"), {channels}, ParamInit::ones()));
+  HIPQ_ASSIGN_OR_RETURN(g.bias, b.bind(join_key(prefix, "bias"), {channels}, ParamInit::zeros()));
+  return g;
+}
+
+Result<DeviceTensor> GroupNorm::operator()(kernels::Backend& be, const Tensor& x, bool silu) const {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, x.shape_vec()));
+  kernels::GroupNormOptions o;
+  o.groups = groups;
+  o.eps = eps;
+  o.fuse_silu = silu;
+  HIPQ_RETURN_IF_ERROR(be.group_norm(x, weight, bias, y.t, o));
+  return y;
+}
+
+Result<LayerNorm> LayerNorm::bind(WeightBinder& b, const std::string& prefix, int64_t dim, float eps) {
+  LayerNorm l;
+  l.dim = dim;
+  l.eps = eps;
+  HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind(join_key(prefix, "weight"), {dim}, ParamInit::ones()));
+  HIPQ_ASSIGN_OR_RETURN(l.bias, b.bind(join_key(prefix, "bias"), {dim}, ParamInit::zeros()));
+  return l;
+}
+
+Result<DeviceTensor> LayerNorm::operator()(kernels::Backend& be, const Tensor& x) const {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, x.shape_vec()));
+  HIPQ_RETURN_IF_ERROR(be.layer_norm(x, &weight, &bias, y.t, eps));
+  return y;
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,79 @@
+// The leaf modules of every model: Linear, Conv2d, GroupNorm, LayerNorm,
+// Embedding — torch.nn's, with their state-dict names ("weight", "bias") and
+// PyTorch's default initialisation declared for synthetic weights.
+//
+// Each holds Tensors bound through a WeightBinder (the model owns the
+// memory). forward() writes a caller-allocated output, like the ops do, so a
+// block can choose where results go (and fuse residual adds).
+// Thread safety: immutable after binding; forward uses the backend's thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "engine/models/device_tensor.h"
+#include "engine/models/weight_binder.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+
+struct Linear {
+  kernels::Tensor weight;  // [out, in]
+  kernels::Tensor bias;    // [out]; data == nullptr when the layer has none
+  bool has_bias = false;
+  int64_t in = 0, out = 0;
+
+  static Result<Linear> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
+                             bool bias = true);
+  // y[..., out] = x[..., in] @ W^T + b (+ residual); x contiguous.
+  Status forward(kernels::Backend& be, const kernels::Tensor& x, kernels::Tensor& y,
+                 kernels::Activation act = kernels::Activation::kNone,
+                 const kernels::Tensor* residual = nullptr) const;
+  // Allocates y in x's dtype.
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
+                                  kernels::Activation act = kernels::Activation::kNone,
+                                  const kernels::Tensor* residual = nullptr) const;
+};
+
+struct Conv2d {
+  kernels::Tensor weight;  // [out, in, k, k]
+  kernels::Tensor bias;    // [out]
+  bool has_bias = true;
+  int64_t in = 0, out = 0;
+  int kernel = 3, stride = 1, padding = 1;
+
+  static Result<Conv2d> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
+                             int kernel, int stride, int padding, bool bias = true);
+  Status forward(kernels::Backend& be, const kernels::Tensor& x, kernels::Tensor& y,
+                 const kernels::Tensor* residual = nullptr) const;
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
+                                  const kernels::Tensor* residual = nullptr) const;
+};
+
+struct GroupNorm {
+  kernels::Tensor weight, bias;  // [C]
+  int groups = 32;
+  float eps = 1e-5f;
+  int64_t channels = 0;
+
+  static Result<GroupNorm> bind(WeightBinder& b, const std::string& prefix, int64_t channels,
+                                int groups, float eps);
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x, bool silu) const;
+};
+
+struct LayerNorm {
+  kernels::Tensor weight, bias;  // [D]
+  float eps = 1e-5f;
+  int64_t dim = 0;
+
+  static Result<LayerNorm> bind(WeightBinder& b, const std::string& prefix, int64_t dim, float eps);
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x) const;
+};
+
+// Output size of a convolution along one spatial dim.
+inline int64_t conv_out_size(int64_t in, int kernel, int stride, int padding) {
+  return (in + 2 * padding - kernel) / stride + 1;
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,30 @@
+#include "engine/models/resample.h"
+
+namespace hipq::engine {
+
+Result<Downsample2D> Downsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels) {
+  Downsample2D d;
+  HIPQ_ASSIGN_OR_RETURN(d.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 2, 1));
+  return d;
+}
+
+Result<Upsample2D> Upsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels) {
+  Upsample2D u;
+  HIPQ_ASSIGN_OR_RETURN(u.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 1, 1));
+  return u;
+}
+
+Result<DeviceTensor> Upsample2D::forward(kernels::Backend& be, const kernels::Tensor& x, int64_t out_h,
+                                         int64_t out_w) const {
+  const int64_t n = x.dim(0), c = x.dim(1), h2 = 2 * x.dim(2), w2 = 2 * x.dim(3);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor up, DeviceTensor::make(be, x.dtype, {n, c, h2, w2}));
+  HIPQ_RETURN_IF_ERROR(be.upsample_nearest2x(x, up.t));
+  if ((out_h == 0 || out_h == h2) && (out_w == 0 || out_w == w2)) return conv(be, up.t);
+  if (out_h > h2 || out_w > w2)
+    return Status::InvalidArgument("Upsample2D: target size larger than 2x the input " + x.describe());
+  kernels::Tensor view = up.t.slice(2, 0, out_h == 0 ? h2 : out_h).slice(3, 0, out_w == 0 ? w2 : out_w);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor cropped, contiguous_copy(be, view, x.dtype));
+  return conv(be, cropped.t);
+}
+
+}  // namespace hipq::engine

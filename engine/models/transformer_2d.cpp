@@ -1,0 +1,97 @@
+#include "engine/models/transformer_2d.h"
+
+namespace hipq::engine {
+
+using kernels::Tensor;
+
+Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const std::string& prefix,
+                                                          int64_t dim, int heads, int64_t head_dim,
+                                                          int64_t cross_dim) {
+  BasicTransformerBlock t;
+  HIPQ_ASSIGN_OR_RETURN(t.norm1, LayerNorm::bind(b, join_key(prefix, "norm1"), dim, 1e-5f));
+  HIPQ_ASSIGN_OR_RETURN(t.attn1, Attention::bind(b, join_key(prefix, "attn1"), dim, dim, heads, head_dim, false));
+  HIPQ_ASSIGN_OR_RETURN(t.norm2, LayerNorm::bind(b, join_key(prefix, "norm2"), dim, 1e-5f));
+  HIPQ_ASSIGN_OR_RETURN(t.attn2,
+                        Attention::bind(b, join_key(prefix, "attn2"), dim, cross_dim, heads, head_dim, false));
+  HIPQ_ASSIGN_OR_RETURN(t.norm3, LayerNorm::bind(b, join_key(prefix, "norm3"), dim, 1e-5f));
+  const int64_t ff_inner = 4 * dim;
+  HIPQ_ASSIGN_OR_RETURN(t.ff_proj, Linear::bind(b, join_key(prefix, "ff.net.0.proj"), dim, 2 * ff_inner));
+  HIPQ_ASSIGN_OR_RETURN(t.ff_out, Linear::bind(b, join_key(prefix, "ff.net.2"), ff_inner, dim));
+  return t;
+}
+
+Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const Tensor& x,
+                                                    const Tensor& context) const {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n1, norm1(be, x));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, n1.t, nullptr, &x));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n2, norm2(be, h1.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.t, &context, &h1.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n3, norm3(be, h2.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor p, ff_proj(be, n3.t));  // [B, S, 8*dim]
+  std::vector<int64_t> gshape = p.t.shape_vec();
+  gshape.back() /= 2;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, DeviceTensor::make(be, x.dtype, gshape));
+  HIPQ_RETURN_IF_ERROR(be.geglu(p.t, g.t));
+  return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
+}
+
+Result<Transformer2DModel> Transformer2DModel::bind(WeightBinder& b, const std::string& prefix, int64_t channels,
+                                                    int heads, int depth, int64_t cross_dim,
+                                                    bool use_linear_projection, int groups) {
+  if (heads <= 0 || channels % heads != 0)
+    return Status::InvalidArgument("Transformer2DModel '" + prefix + "': " + std::to_string(channels) +
+                                   " channels do not split into " + std::to_string(heads) + " heads");
+  Transformer2DModel t;
+  t.channels = channels;
+  t.linear_projection = use_linear_projection;
+  HIPQ_ASSIGN_OR_RETURN(t.norm, GroupNorm::bind(b, join_key(prefix, "norm"), channels, groups, 1e-6f));
+  if (use_linear_projection) {
+    HIPQ_ASSIGN_OR_RETURN(t.proj_in_linear, Linear::bind(b, join_key(prefix, "proj_in"), channels, channels));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(t.proj_in_conv, Conv2d::bind(b, join_key(prefix, "proj_in"), channels, channels, 1, 1, 0));
+  }
+  for (int i = 0; i < depth; ++i) {
+    HIPQ_ASSIGN_OR_RETURN(BasicTransformerBlock blk,
+                          BasicTransformerBlock::bind(b, join_key(prefix, "transformer_blocks." + std::to_string(i)),
+                                                      channels, heads, channels / heads, cross_dim));
+    t.blocks.push_back(std::move(blk));
+  }
+  if (use_linear_projection) {
+    HIPQ_ASSIGN_OR_RETURN(t.proj_out_linear, Linear::bind(b, join_key(prefix, "proj_out"), channels, channels));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(t.proj_out_conv,
+                          Conv2d::bind(b, join_key(prefix, "proj_out"), channels, channels, 1, 1, 0));
+  }
+  return t;
+}
+
+Result<DeviceTensor> Transformer2DModel::forward(kernels::Backend& be, const Tensor& x,
+                                                 const Tensor& context) const {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), s = h * w;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor normed, norm(be, x, false));
+  DeviceTensor tokens;  // [N, HW, C]
+  if (linear_projection) {
+    Tensor nhwc = normed.t.reshape({n, c, s}).permute({0, 2, 1});
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor seq, contiguous_copy(be, nhwc, x.dtype));
+    HIPQ_ASSIGN_OR_RETURN(tokens, proj_in_linear(be, seq.t));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor p, proj_in_conv(be, normed.t));
+    HIPQ_ASSIGN_OR_RETURN(tokens, contiguous_copy(be, p.t.reshape({n, c, s}).permute({0, 2, 1}), x.dtype));
+  }
+  for (const BasicTransformerBlock& blk : blocks) {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor next, blk.forward(be, tokens.t, context));
+    tokens = std::move(next);
+  }
+  if (linear_projection) {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor p, proj_out_linear(be, tokens.t));  // [N, HW, C]
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor out, DeviceTensor::make(be, x.dtype, {n, c, h, w}));
+    Tensor dst = out.t.reshape({n, c, s});
+    HIPQ_RETURN_IF_ERROR(be.copy(p.t.permute({0, 2, 1}), dst));
+    HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, out.t, x, out.t));
+    return out;
+  }
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor ncs, contiguous_copy(be, tokens.t.permute({0, 2, 1}), x.dtype));
+  return proj_out_conv(be, ncs.t.reshape({n, c, h, w}), &x);
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,308 @@
+#include "engine/models/vae.h"
+
+#include <algorithm>
+
+#include "engine/models/config_json.h"
+#include "engine/models/weight_binder.h"
+
+namespace hipq::engine {
+
+using kernels::Tensor;
+
+namespace {
+constexpr float kVaeEps = 1e-6f;
+
+Status bind_mid_attention(WeightBinder& b, const std::string& p, int64_t ch, int groups, GroupNorm* norm,
+                          Attention* attn) {
+  HIPQ_ASSIGN_OR_RETURN(*norm, GroupNorm::bind(b, p + ".group_norm", ch, groups, kVaeEps));
+  HIPQ_ASSIGN_OR_RETURN(*attn, Attention::bind(b, p, ch, ch, 1, ch, /*qkv_bias=*/true));
+  return Status::Ok();
+}
+
+// The encoder half, declared for the parameter list only (hipq never encodes).
+Status declare_encoder(WeightBinder& b, const VaeConfig& c) {
+  const int g = c.norm_num_groups;
+  HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, "encoder.conv_in", c.in_channels, c.block_out_channels[0], 3, 1, 1).status());
+  int64_t out = c.block_out_channels[0];
+  const size_t n = c.block_out_channels.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string p = "encoder.down_blocks." + std::to_string(i);
+    const int64_t in = out;
+    out = c.block_out_channels[i];
+    for (int j = 0; j < c.layers_per_block; ++j)
+      HIPQ_RETURN_IF_ERROR(
+          ResnetBlock2D::bind(b, p + ".resnets." + std::to_string(j), j == 0 ? in : out, out, 0, g, kVaeEps).status());
+    if (i + 1 < n)
+      HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, p + ".downsamplers.0.conv", out, out, 3, 2, 0).status());
+  }
+  const int64_t top = c.block_out_channels.back();
+  HIPQ_RETURN_IF_ERROR(ResnetBlock2D::bind(b, "encoder.mid_block.resnets.0", top, top, 0, g, kVaeEps).status());
+  if (c.mid_block_add_attention) {
+    GroupNorm norm;
+    Attention attn;
+    HIPQ_RETURN_IF_ERROR(bind_mid_attention(b, "encoder.mid_block.attentions.0", top, g, &norm, &attn));
+  }
+  HIPQ_RETURN_IF_ERROR(ResnetBlock2D::bind(b, "encoder.mid_block.resnets.1", top, top, 0, g, kVaeEps).status());
+  HIPQ_RETURN_IF_ERROR(GroupNorm::bind(b, "encoder.conv_norm_out", top, g, kVaeEps).status());
+  HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, "encoder.conv_out", top, 2 * c.latent_channels, 3, 1, 1).status());
+  HIPQ_RETURN_IF_ERROR(
+      Conv2d::bind(b, "quant_conv", 2 * c.latent_channels, 2 * c.latent_channels, 1, 1, 0).status());
+  return Status::Ok();
+}
+}  // namespace
+
+VaeConfig VaeConfig::sd15() { return VaeConfig{}; }
+
+VaeConfig VaeConfig::sdxl() {
+  VaeConfig c;
+  c.scaling_factor = 0.13025;
+  c.sample_size = 1024;
+  return c;
+}
+
+Result<VaeConfig> VaeConfig::from_json(const nlohmann::json& j, const std::string& where) {
+  ConfigReader r(j, where);
+  VaeConfig c;
+  HIPQ_ASSIGN_OR_RETURN(c.in_channels, r.integer("in_channels", c.in_channels));
+  HIPQ_ASSIGN_OR_RETURN(c.out_channels, r.integer("out_channels", c.out_channels));
+  HIPQ_ASSIGN_OR_RETURN(c.latent_channels, r.integer("latent_channels", c.latent_channels));
+  HIPQ_ASSIGN_OR_RETURN(c.block_out_channels, r.int_list("block_out_channels", c.block_out_channels, 0));
+  HIPQ_ASSIGN_OR_RETURN(int64_t lpb, r.integer("layers_per_block", c.layers_per_block));
+  c.layers_per_block = static_cast<int>(lpb);
+  HIPQ_ASSIGN_OR_RETURN(int64_t groups, r.integer("norm_num_groups", c.norm_num_groups));
+  c.norm_num_groups = static_cast<int>(groups);
+  HIPQ_ASSIGN_OR_RETURN(c.scaling_factor, r.number("scaling_factor", c.scaling_factor));
+  HIPQ_ASSIGN_OR_RETURN(c.sample_size, r.integer("sample_size", c.sample_size));
+  HIPQ_ASSIGN_OR_RETURN(c.force_upcast, r.boolean("force_upcast", c.force_upcast));
+  HIPQ_ASSIGN_OR_RETURN(c.mid_block_add_attention, r.boolean("mid_block_add_attention", true));
+  HIPQ_ASSIGN_OR_RETURN(std::vector<std::string> up, r.string_list("up_block_types", {}));
+  for (const auto& t : up)
+    if (t != "UpDecoderBlock2D") return Status::Unimplemented(where + ": up block type '" + t + "' is not supported");
+  if (!up.empty() && up.size() != c.block_out_channels.size())
+    return r.error("up_block_types", "needs one entry per block_out_channels entry");
+  if (c.block_out_channels.empty()) return r.error("block_out_channels", "is empty");
+  for (int64_t ch : c.block_out_channels)
+    if (ch % c.norm_num_groups != 0) return r.error("block_out_channels", "entries must divide into norm_num_groups");
+  if (r.has("latents_mean") || r.has("shift_factor"))
+    return Status::Unimplemented(where + ": latents_mean / shift_factor VAEs are not supported");
+  return c;
+}
+
+Result<VaeConfig> VaeConfig::from_weights(const WeightSource& w) {
+  VaeConfig c;
+  HIPQ_ASSIGN_OR_RETURN(TensorMeta pq, w.meta("post_quant_conv.weight"));
+  HIPQ_ASSIGN_OR_RETURN(TensorMeta out, w.meta("decoder.conv_out.weight"));
+  c.latent_channels = pq.shape.at(0);
+  c.out_channels = out.shape.at(0);
+  c.block_out_channels.clear();
+  int n = 0;
+  while (w.contains("decoder.up_blocks." + std::to_string(n) + ".resnets.0.conv1.weight")) ++n;
+  if (n == 0) return Status::InvalidArgument(w.describe() + ": no decoder.up_blocks; not a diffusers AutoencoderKL");
+  for (int i = n - 1; i >= 0; --i) {
+    HIPQ_ASSIGN_OR_RETURN(TensorMeta m, w.meta("decoder.up_blocks." + std::to_string(i) + ".resnets.0.conv1.weight"));
+    c.block_out_channels.push_back(m.shape.at(0));
+  }
+  int lpb = 0;
+  while (w.contains("decoder.up_blocks.0.resnets." + std::to_string(lpb) + ".conv1.weight")) ++lpb;
+  c.layers_per_block = lpb - 1;
+  c.mid_block_add_attention = w.contains("decoder.mid_block.attentions.0.to_q.weight");
+  return c;
+}
+
+nlohmann::json VaeConfig::to_json() const {
+  nlohmann::json j;
+  j["_class_name"] = "AutoencoderKL";
+  j["_diffusers_version"] = "0.30.0";
+  j["act_fn"] = "silu";
+  j["block_out_channels"] = block_out_channels;
+  j["down_block_types"] = std::vector<std::string>(block_out_channels.size(), "DownEncoderBlock2D");
+  j["force_upcast"] = force_upcast;
+  j["in_channels"] = in_channels;
+  j["latent_channels"] = latent_channels;
+  j["latents_mean"] = nullptr;
+  j["latents_std"] = nullptr;
+  j["layers_per_block"] = layers_per_block;
+  j["mid_block_add_attention"] = mid_block_add_attention;
+  j["norm_num_groups"] = norm_num_groups;
+  j["out_channels"] = out_channels;
+  j["sample_size"] = sample_size;
+  j["scaling_factor"] = scaling_factor;
+  j["shift_factor"] = nullptr;
+  j["up_block_types"] = std::vector<std::string>(block_out_channels.size(), "UpDecoderBlock2D");
+  j["use_post_quant_conv"] = true;
+  j["use_quant_conv"] = true;
+  return j;
+}
+
+Status VaeDecoder::bind_decoder(VaeDecoder& m, WeightBinder& b) {
+  const VaeConfig& c = m.cfg_;
+  const int g = c.norm_num_groups;
+  const int64_t top = c.block_out_channels.back();
+  HIPQ_ASSIGN_OR_RETURN(m.post_quant_conv_,
+                        Conv2d::bind(b, "post_quant_conv", c.latent_channels, c.latent_channels, 1, 1, 0));
+  HIPQ_ASSIGN_OR_RETURN(m.conv_in_, Conv2d::bind(b, "decoder.conv_in", c.latent_channels, top, 3, 1, 1));
+  HIPQ_ASSIGN_OR_RETURN(m.mid_res0_, ResnetBlock2D::bind(b, "decoder.mid_block.resnets.0", top, top, 0, g, kVaeEps));
+  if (c.mid_block_add_attention)
+    HIPQ_RETURN_IF_ERROR(
+        bind_mid_attention(b, "decoder.mid_block.attentions.0", top, g, &m.mid_attn_.norm, &m.mid_attn_.attn));
+  HIPQ_ASSIGN_OR_RETURN(m.mid_res1_, ResnetBlock2D::bind(b, "decoder.mid_block.resnets.1", top, top, 0, g, kVaeEps));
+  const size_t n = c.block_out_channels.size();
+  int64_t out = top;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string p = "decoder.up_blocks." + std::to_string(i);
+    const int64_t prev = out;
+    out = c.block_out_channels[n - 1 - i];
+    UpBlock blk;
+    for (int j = 0; j < c.layers_per_block + 1; ++j) {
+      HIPQ_ASSIGN_OR_RETURN(ResnetBlock2D r, ResnetBlock2D::bind(b, p + ".resnets." + std::to_string(j),
+                                                                j == 0 ? prev : out, out, 0, g, kVaeEps));
+      blk.resnets.push_back(std::move(r));
+    }
+    if (i + 1 < n) {
+      HIPQ_ASSIGN_OR_RETURN(Upsample2D u, Upsample2D::bind(b, p + ".upsamplers.0", out));
+      blk.upsamplers.push_back(std::move(u));
+    }
+    m.up_.push_back(std::move(blk));
+  }
+  const int64_t c0 = c.block_out_channels[0];
+  HIPQ_ASSIGN_OR_RETURN(m.norm_out_, GroupNorm::bind(b, "decoder.conv_norm_out", c0, g, kVaeEps));
+  HIPQ_ASSIGN_OR_RETURN(m.conv_out_, Conv2d::bind(b, "decoder.conv_out", c0, c.out_channels, 3, 1, 1));
+  return Status::Ok();
+}
+
+Result<VaeDecoder> VaeDecoder::load(const VaeConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
+                                    kernels::DType precision) {
+  VaeDecoder m;
+  m.cfg_ = cfg;
+  m.dtype_ = precision;
+  WeightLoader loader(weights, backend, precision);
+  HIPQ_RETURN_IF_ERROR(bind_decoder(m, loader));
+  m.weights_ = loader.take_buffers();
+  return m;
+}
+
+Result<std::vector<ParamSpec>> VaeDecoder::parameters(const VaeConfig& cfg) {
+  VaeDecoder m;
+  m.cfg_ = cfg;
+  SpecRecorder rec;
+  HIPQ_RETURN_IF_ERROR(declare_encoder(rec, cfg));
+  HIPQ_RETURN_IF_ERROR(bind_decoder(m, rec));
+  return rec.take_specs();
+}
+
+Result<DeviceTensor> VaeDecoder::attention(kernels::Backend& be, const Tensor& x) const {
+  const int64_t n = x.dim(0), c = x.dim(1), s = x.dim(2) * x.dim(3);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor normed, mid_attn_.norm(be, x, false));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor seq, contiguous_copy(be, normed.t.reshape({n, c, s}).permute({0, 2, 1}), dtype_));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor a, mid_attn_.attn.forward(be, seq.t, nullptr, nullptr));  // [N, HW, C]
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor out, DeviceTensor::make(be, dtype_, x.shape_vec()));
+  Tensor dst = out.t.reshape({n, c, s});
+  HIPQ_RETURN_IF_ERROR(be.copy(a.t.permute({0, 2, 1}), dst));
+  HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, out.t, x, out.t));
+  return out;
+}
+
+Result<DeviceTensor> VaeDecoder::decode_tile(kernels::Backend& be, const Tensor& z) const {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor zc, contiguous_copy(be, z, dtype_));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor pq, post_quant_conv_(be, zc.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, conv_in_(be, pq.t));
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward(be, h.t, nullptr));
+  if (cfg_.mid_block_add_attention) {
+    HIPQ_ASSIGN_OR_RETURN(h, attention(be, h.t));
+  }
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward(be, h.t, nullptr));
+  for (const UpBlock& blk : up_) {
+    for (const ResnetBlock2D& r : blk.resnets) {
+      HIPQ_ASSIGN_OR_RETURN(h, r.forward(be, h.t, nullptr));
+    }
+    for (const Upsample2D& u : blk.upsamplers) {
+      HIPQ_ASSIGN_OR_RETURN(h, u.forward(be, h.t));
+    }
+  }
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor o, norm_out_(be, h.t, /*silu=*/true));
+  return conv_out_(be, o.t);
+}
+
+Result<DeviceTensor> VaeDecoder::decode(kernels::Backend& be, const Tensor& z, const VaeTiling& tiling) const {
+  if (z.ndim != 4 || z.dim(1) != cfg_.latent_channels || !kernels::is_float(z.dtype))
+    return Status::InvalidArgument("VaeDecoder: latent " + z.describe() + " is not [N, " +
+                                   std::to_string(cfg_.latent_channels) + ", h, w] floats");
+  const int64_t f = cfg_.upscale();
+  const int64_t tile_px = tiling.tile_sample_size > 0 ? tiling.tile_sample_size : cfg_.sample_size;
+  const int64_t tile_lat = tile_px / f;
+  const int64_t lh = z.dim(2), lw = z.dim(3);
+  if (!tiling.enabled || (lh <= tile_lat && lw <= tile_lat)) return decode_tile(be, z);
+  if (tile_lat < 2 || tiling.overlap < 0.0f || tiling.overlap >= 1.0f)
+    return Status::InvalidArgument("VaeDecoder: tile of " + std::to_string(tile_px) + " px / overlap " +
+                                   std::to_string(tiling.overlap) + " cannot tile");
+
+  // diffusers AutoencoderKL.tiled_decode, step for step.
+  const int64_t step = static_cast<int64_t>(static_cast<double>(tile_lat) * (1.0 - tiling.overlap));
+  const int64_t blend = static_cast<int64_t>(static_cast<double>(tile_px) * tiling.overlap);
+  const int64_t limit = tile_px - blend;
+  const int64_t n = z.dim(0), ch = cfg_.out_channels;
+  struct Tile {
+    std::vector<float> px;  // [n, ch, h, w]
+    int64_t h = 0, w = 0;
+    float& at(int64_t b, int64_t c, int64_t y, int64_t x, int64_t chs) { return px[((b * chs + c) * h + y) * w + x]; }
+  };
+  std::vector<std::vector<Tile>> rows;
+  for (int64_t i = 0; i < lh; i += step) {
+    std::vector<Tile> row;
+    for (int64_t j = 0; j < lw; j += step) {
+      Tensor zt = z.slice(2, i, std::min(tile_lat, lh - i)).slice(3, j, std::min(tile_lat, lw - j));
+      HIPQ_ASSIGN_OR_RETURN(DeviceTensor d, decode_tile(be, zt));
+      Tile t;
+      t.h = d.t.dim(2);
+      t.w = d.t.dim(3);
+      HIPQ_ASSIGN_OR_RETURN(t.px, to_host_f32(be, d.t));
+      row.push_back(std::move(t));
+    }
+    rows.push_back(std::move(row));
+  }
+  const int64_t out_h = lh * f, out_w = lw * f;
+  std::vector<float> out(static_cast<size_t>(n * ch * out_h * out_w));
+  int64_t y0 = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    int64_t x0 = 0, row_h = 0;
+    for (size_t j = 0; j < rows[i].size(); ++j) {
+      Tile& t = rows[i][j];
+      if (i > 0) {
+        Tile& a = rows[i - 1][j];
+        const int64_t e = std::min({a.h, t.h, blend});
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t c = 0; c < ch; ++c)
+            for (int64_t y = 0; y < e; ++y) {
+              const float wgt = static_cast<float>(y) / static_cast<float>(e);
+              for (int64_t x = 0; x < std::min(a.w, t.w); ++x)
+                t.at(b, c, y, x, ch) = a.at(b, c, a.h - e + y, x, ch) * (1 - wgt) + t.at(b, c, y, x, ch) * wgt;
+            }
+      }
+      if (j > 0) {
+        Tile& a = rows[i][j - 1];
+        const int64_t e = std::min({a.w, t.w, blend});
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t c = 0; c < ch; ++c)
+            for (int64_t y = 0; y < std::min(a.h, t.h); ++y)
+              for (int64_t x = 0; x < e; ++x) {
+                const float wgt = static_cast<float>(x) / static_cast<float>(e);
+                t.at(b, c, y, x, ch) = a.at(b, c, y, a.w - e + x, ch) * (1 - wgt) + t.at(b, c, y, x, ch) * wgt;
+              }
+      }
+      const int64_t ch_h = std::min(limit, t.h), ch_w = std::min(limit, t.w);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t c = 0; c < ch; ++c)
+          for (int64_t y = 0; y < ch_h && y0 + y < out_h; ++y)
+            for (int64_t x = 0; x < ch_w && x0 + x < out_w; ++x)
+              out[static_cast<size_t>(((b * ch + c) * out_h + y0 + y) * out_w + x0 + x)] = t.at(b, c, y, x, ch);
+      x0 += ch_w;
+      row_h = ch_h;
+    }
+    y0 += row_h;
+  }
+  if (y0 != out_h)
+    return Status::Internal("VaeDecoder: tiles covered " + std::to_string(y0) + " of " + std::to_string(out_h) + " rows");
+  return DeviceTensor::from_host(be, out.data(), {n, ch, out_h, out_w}, dtype_);
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,105 @@
+// AutoencoderKL (diffusers): the decoder half the pipelines need —
+// post_quant_conv, then decoder.{conv_in, mid_block (resnet, attention,
+// resnet), up_blocks.{i}.resnets/upsamplers, conv_norm_out, conv_out} — and
+// diffusers-compatible tiled decoding.
+//
+// The caller divides latents by the scaling factor first (SDXL 0.13025,
+// SD 0.18215: VaeConfig::scaling_factor). Precision is chosen at load,
+// independently of the UNet: SDXL's VAE overflows in fp16, so pipelines load
+// it in f32 (force_upcast) whatever the UNet precision.
+//
+// Tiled decoding follows diffusers' AutoencoderKL.tiled_decode: latent tiles
+// of tile_sample_size/8 with 25% overlap, each decoded alone, blended
+// vertically then horizontally (in place, in raster order, as the reference
+// does) and cropped. Only one tile is on the device at a time; blending
+// happens on the host in fp32. Decoding is tiled only when the latent is
+// larger than a tile (as in diffusers).
+//
+// parameters() lists the whole AutoencoderKL (encoder and quant_conv too), so
+// exported folders load in diffusers; load() binds only what decoding uses.
+// Ownership: a VaeDecoder owns its device weights and must not outlive the
+// Backend. Thread safety: immutable after load; decode on the backend's thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "engine/models/attention.h"
+#include "engine/models/device_tensor.h"
+#include "engine/models/layers.h"
+#include "engine/models/resample.h"
+#include "engine/models/resnet_block.h"
+#include "engine/weight_source.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+
+struct VaeConfig {
+  int64_t in_channels = 3;
+  int64_t out_channels = 3;
+  int64_t latent_channels = 4;
+  std::vector<int64_t> block_out_channels{128, 256, 512, 512};
+  int layers_per_block = 2;
+  int norm_num_groups = 32;
+  double scaling_factor = 0.18215;
+  int64_t sample_size = 512;
+  bool force_upcast = true;
+  bool mid_block_add_attention = true;
+
+  static VaeConfig sd15();
+  static VaeConfig sdxl();
+  static Result<VaeConfig> from_json(const nlohmann::json& j, const std::string& where);
+  static Result<VaeConfig> from_weights(const WeightSource& w);
+  nlohmann::json to_json() const;
+  // Pixels per latent along each axis (8 for the real models).
+  int64_t upscale() const { return int64_t{1} << (block_out_channels.size() - 1); }
+};
+
+struct VaeTiling {
+  bool enabled = false;
+  int64_t tile_sample_size = 0;  // pixels; 0 = config sample_size (diffusers' default)
+  float overlap = 0.25f;         // diffusers' tile_overlap_factor
+};
+
+class VaeDecoder {
+ public:
+  static Result<VaeDecoder> load(const VaeConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
+                                 kernels::DType precision);
+  static Result<std::vector<ParamSpec>> parameters(const VaeConfig& cfg);
+
+  // z: [N, latent_channels, h, w] (already divided by scaling_factor), any
+  // float dtype (cast to the VAE precision). Returns [N, out, h*8, w*8] in the
+  // VAE precision, values ~[-1, 1] (the caller maps to RGB8).
+  Result<DeviceTensor> decode(kernels::Backend& be, const kernels::Tensor& z, const VaeTiling& tiling = {}) const;
+
+  const VaeConfig& config() const { return cfg_; }
+  kernels::DType precision() const { return dtype_; }
+
+ private:
+  struct MidAttention {
+    GroupNorm norm;
+    Attention attn;
+  };
+  struct UpBlock {
+    std::vector<ResnetBlock2D> resnets;
+    std::vector<Upsample2D> upsamplers;
+  };
+  static Status bind_decoder(VaeDecoder& m, WeightBinder& b);
+  Result<DeviceTensor> decode_tile(kernels::Backend& be, const kernels::Tensor& z) const;
+  Result<DeviceTensor> attention(kernels::Backend& be, const kernels::Tensor& x) const;
+
+  VaeConfig cfg_;
+  kernels::DType dtype_ = kernels::DType::kF32;
+  Conv2d post_quant_conv_, conv_in_, conv_out_;
+  ResnetBlock2D mid_res0_, mid_res1_;
+  MidAttention mid_attn_;
+  std::vector<UpBlock> up_;
+  GroupNorm norm_out_;
+  std::vector<kernels::Buffer> weights_;
+};
+
+}  // namespace hipq::engine

@@ -1,0 +1,83 @@
+#include "engine/models/weight_binder.h"
+
+#include <sstream>
+
+namespace hipq::engine {
+
+using kernels::DType;
+using kernels::Tensor;
+
+namespace {
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << "]";
+  return o.str();
+}
+
+// Buffers the model never reads as parameters.
+bool is_ignorable(const std::string& name) {
+  return name.ends_with("position_ids");
+}
+}  // namespace
+
+Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int64_t>& shape,
+                                  const ParamInit& init) {
+  specs_.push_back({name, shape, init});
+  Tensor t;
+  t.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[d];
+  return t;
+}
+
+WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend, DType dtype,
+                           std::string prefix)
+    : source_(source), backend_(backend), dtype_(dtype), prefix_(std::move(prefix)) {}
+
+bool WeightLoader::has(const std::string& name) const { return source_.contains(prefix_ + name); }
+
+Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
+                                  const ParamInit&) {
+  const std::string name = prefix_ + local;
+  HIPQ_ASSIGN_OR_RETURN(HostTensor host, source_.get(name));
+  if (host.shape != shape) {
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' has shape " +
+                                   shape_str(host.shape) + " but the model config expects " +
+                                   shape_str(shape) + " (does config.json match these weights?)");
+  }
+  if (!kernels::is_float(host.dtype) || host.dtype == DType::kF64) {
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' has dtype " +
+                                   std::string(kernels::dtype_name(host.dtype)) +
+                                   "; weights must be f32, f16 or bf16");
+  }
+  used_.insert(name);
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
+  Tensor dst = buf.tensor(dtype_, shape);
+  if (host.dtype == dtype_) {
+    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, dst.data, host.nbytes));
+  } else {
+    // Cast on the backend: one upload of the stored bytes, no host pass.
+    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
+    Tensor src = staging.tensor(host.dtype, shape);
+    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
+    HIPQ_RETURN_IF_ERROR(backend_.copy(src, dst));
+    // The staging buffer goes back to the pool at scope end; the copy above
+    // is ordered before any later use of that memory on the single stream.
+    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+  }
+  bytes_ += static_cast<int64_t>(dst.nbytes());
+  buffers_.push_back(std::move(buf));
+  return dst;
+}
+
+std::vector<std::string> WeightLoader::unused_names() const {
+  std::vector<std::string> out;
+  for (const std::string& n : source_.names()) {
+    if (!prefix_.empty() && !n.starts_with(prefix_)) continue;
+    if (!used_.contains(n) && !is_ignorable(n)) out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,111 @@
+// WeightBinder: how a model's module tree meets its parameters.
+//
+// Every block (Linear, ResnetBlock2D, the UNet, ...) declares its parameters
+// by calling bind(name, shape, init) with the diffusers/transformers state-dict
+// key. The same declaration code then serves three purposes:
+//  - WeightLoader binds each name to a tensor of a WeightSource, checks the
+//    shape, converts to the model's precision and uploads it to a Backend;
+//  - SpecRecorder only records (name, shape, init): the parameter list of a
+//    config, used to generate synthetic weights and to export them;
+//  - a test can compare the two (every tensor of a source is used).
+// So the module tree, the key names and the synthetic layout cannot drift
+// apart.
+//
+// Ownership: WeightLoader owns the device Buffers it allocates until
+// take_buffers() moves them into the model. Thread safety: none (one loader,
+// one thread).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/weight_source.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+
+// How synthetic weights initialise a parameter, as PyTorch's default init
+// does for the module that owns it.
+struct ParamInit {
+  enum class Kind : uint8_t {
+    kUniformFanIn = 0,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)): Linear/Conv weight and bias
+    kOnes = 1,          // norm weight
+    kZeros = 2,         // norm bias
+    kNormal = 3,        // N(0, std^2): embeddings
+  };
+  Kind kind = Kind::kZeros;
+  int64_t fan_in = 1;
+  float std = 0.02f;
+
+  static ParamInit uniform_fan_in(int64_t fan_in) { return {Kind::kUniformFanIn, fan_in, 0.0f}; }
+  static ParamInit ones() { return {Kind::kOnes, 1, 0.0f}; }
+  static ParamInit zeros() { return {Kind::kZeros, 1, 0.0f}; }
+  static ParamInit normal(float std) { return {Kind::kNormal, 1, std}; }
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  ParamInit init;
+};
+
+class WeightBinder {
+ public:
+  virtual ~WeightBinder() = default;
+  // The parameter `name` as a tensor of `shape` in the model's precision.
+  // NotFound naming the source when the source lacks it; InvalidArgument
+  // naming both shapes when it has another shape.
+  virtual Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
+                                       const ParamInit& init) = 0;
+  // Whether an optional parameter exists (e.g. a bias some checkpoints drop).
+  virtual bool has(const std::string& name) const = 0;
+};
+
+// Records the parameters a config declares; bind() returns an empty tensor.
+class SpecRecorder : public WeightBinder {
+ public:
+  Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
+                               const ParamInit& init) override;
+  bool has(const std::string&) const override { return true; }
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  std::vector<ParamSpec> take_specs() { return std::move(specs_); }
+
+ private:
+  std::vector<ParamSpec> specs_;
+};
+
+// Binds names to a WeightSource's tensors, uploaded to `backend` in `dtype`.
+class WeightLoader : public WeightBinder {
+ public:
+  // `prefix` is prepended to every name (e.g. "" for diffusers folders).
+  WeightLoader(const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
+               std::string prefix = {});
+  Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
+                               const ParamInit& init) override;
+  bool has(const std::string& name) const override;
+
+  // Names of the source never bound (ignoring known non-parameters such as
+  // position_ids buffers): a sign of a wrong config.
+  std::vector<std::string> unused_names() const;
+  int64_t bytes_loaded() const { return bytes_; }
+  std::vector<kernels::Buffer> take_buffers() { return std::move(buffers_); }
+
+ private:
+  const WeightSource& source_;
+  kernels::Backend& backend_;
+  kernels::DType dtype_;
+  std::string prefix_;
+  std::set<std::string> used_;
+  std::vector<kernels::Buffer> buffers_;
+  int64_t bytes_ = 0;
+};
+
+// The parameters of a model are bound under "prefix." + local name.
+inline std::string join_key(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+}  // namespace hipq::engine
