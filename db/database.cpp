@@ -1,0 +1,129 @@
+#include "db/database.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <utility>
+
+#include "db/schema.h"
+#include "db/statement.h"
+
+namespace hipq::db {
+namespace {
+
+std::string sqlite_reason(sqlite3* db, int rc) {
+  if (db != nullptr) return sqlite3_errmsg(db);
+  return sqlite3_errstr(rc);
+}
+
+}  // namespace
+
+double wall_clock_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+Database::Database(sqlite3* db, std::string describe) : db_(db), describe_(std::move(describe)) {}
+
+Database::~Database() {
+  // Statements must be gone already (they borrow the connection); close_v2
+  // defers the close rather than failing if one was leaked.
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& path) {
+  return open(path, Options{});
+}
+
+Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& path, Options options) {
+  std::error_code ec;
+  if (options.must_exist && !std::filesystem::exists(path, ec)) {
+    return Status::NotFound("database " + path.string() + " does not exist");
+  }
+  int flags = SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW;
+  flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  if (!options.must_exist && !options.read_only) flags |= SQLITE_OPEN_CREATE;
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string reason = sqlite_reason(raw, rc);
+    sqlite3_close_v2(raw);
+    return Status::IOError("cannot open database " + path.string() + ": " + reason);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  std::unique_ptr<Database> db(new Database(raw, path.string()));
+  HIPQ_RETURN_IF_ERROR(db->apply_pragmas(options, /*in_memory=*/false));
+  return db;
+}
+
+Result<std::unique_ptr<Database>> Database::open_in_memory() {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string reason = sqlite_reason(raw, rc);
+    sqlite3_close_v2(raw);
+    return Status::IOError("cannot open in-memory database: " + reason);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  std::unique_ptr<Database> db(new Database(raw, ":memory:"));
+  HIPQ_RETURN_IF_ERROR(db->apply_pragmas(Options{}, /*in_memory=*/true));
+  return db;
+}
+
+Result<std::unique_ptr<Database>> Database::open_and_migrate(const std::filesystem::path& path) {
+  HIPQ_ASSIGN_OR_RETURN(auto db, open(path));
+  HIPQ_RETURN_IF_ERROR(migrate(*db).WithContext("database " + path.string()));
+  return db;
+}
+
+Status Database::apply_pragmas(const Options& options, bool in_memory) {
+  // The busy handler first: switching to WAL itself needs a lock that another
+  // connection may be holding.
+  sqlite3_busy_timeout(db_, static_cast<int>(options.busy_timeout.count()));
+  if (!in_memory && !options.read_only) {
+    Statement wal(*this, "PRAGMA journal_mode=WAL");
+    HIPQ_ASSIGN_OR_RETURN(bool row, wal.step());
+    if (!row || wal.column_text(0) != "wal") {
+      return Status::IOError("database " + describe_ + ": cannot switch to WAL journal mode (got '" +
+                             (row ? wal.column_text(0) : std::string()) +
+                             "'); is it on a filesystem without shared memory support?");
+    }
+  }
+  // FULL: a committed job state survives power loss, not just a crash.
+  return execute(
+      "PRAGMA synchronous=FULL;"
+      "PRAGMA foreign_keys=ON;");
+}
+
+Status Database::execute(std::string_view sql) {
+  std::string text(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string reason = err != nullptr ? err : sqlite3_errstr(rc);
+  sqlite3_free(err);
+  // Reuse Statement's mapping so callers see the same codes everywhere.
+  std::string head = text.substr(0, 120);
+  std::string msg = "database " + describe_ + ": " + reason + " (in: " + head + ")";
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return Status::Unavailable(msg + "; another process holds the database lock");
+    case SQLITE_CONSTRAINT: return Status::FailedPrecondition(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Status::Corruption(msg);
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN: return Status::IOError(msg);
+    case SQLITE_READONLY: return Status::PermissionDenied(msg);
+    default: return Status::Internal(msg);
+  }
+}
+
+Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
+
+int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Database::changes() const { return sqlite3_changes64(db_); }
+bool Database::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+}  // namespace hipq::db

@@ -1,0 +1,56 @@
+#include "db/records.h"
+
+#include <array>
+#include <string>
+#include <utility>
+
+namespace hipq::db {
+namespace {
+
+constexpr std::array<std::pair<BatchState, std::string_view>, 3> kBatchStates = {{
+    {BatchState::kActive, "active"}, {BatchState::kDone, "done"}, {BatchState::kCancelled, "cancelled"}}};
+constexpr std::array<std::pair<JobState, std::string_view>, 6> kJobStates = {{{JobState::kQueued, "queued"},
+                                                                              {JobState::kLeased, "leased"},
+                                                                              {JobState::kDone, "done"},
+                                                                              {JobState::kFailed, "failed"},
+                                                                              {JobState::kDead, "dead"},
+                                                                              {JobState::kCancelled, "cancelled"}}};
+constexpr std::array<std::pair<AttemptState, std::string_view>, 5> kAttemptStates = {
+    {{AttemptState::kRunning, "running"},
+     {AttemptState::kDone, "done"},
+     {AttemptState::kFailed, "failed"},
+     {AttemptState::kExpired, "expired"},
+     {AttemptState::kCancelled, "cancelled"}}};
+
+template <typename E, size_t N>
+std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
+  for (const auto& [v, n] : table)
+    if (v == e) return n;
+  return "?";
+}
+
+template <typename E, size_t N>
+Result<E> parse_of(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view name,
+                   std::string_view what) {
+  std::string known;
+  for (const auto& [v, n] : table) {
+    if (n == name) return v;
+    known += (known.empty() ? "" : ", ") + std::string(n);
+  }
+  return Status::InvalidArgument("unknown " + std::string(what) + " '" + std::string(name) + "'; known: " + known);
+}
+
+}  // namespace
+
+std::string_view batch_state_name(BatchState s) { return name_of(kBatchStates, s); }
+std::string_view job_state_name(JobState s) { return name_of(kJobStates, s); }
+std::string_view attempt_state_name(AttemptState s) { return name_of(kAttemptStates, s); }
+Result<BatchState> parse_batch_state(std::string_view name) { return parse_of(kBatchStates, name, "batch state"); }
+Result<JobState> parse_job_state(std::string_view name) { return parse_of(kJobStates, name, "job state"); }
+Result<AttemptState> parse_attempt_state(std::string_view name) {
+  return parse_of(kAttemptStates, name, "attempt state");
+}
+
+bool is_terminal(JobState s) { return s != JobState::kQueued && s != JobState::kLeased; }
+
+}  // namespace hipq::db

@@ -1,0 +1,237 @@
+#include "db/schema.h"
+
+#include <charconv>
+#include <string>
+
+#include "db/database.h"
+#include "db/statement.h"
+#include "db/transaction.h"
+
+namespace hipq::db {
+namespace {
+
+// Version 1: the tables of docs/schema.md. Dispatch here walks jobs by state.
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE schema_meta (
+  key TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+);
+CREATE TABLE manifests (
+  id INTEGER PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL,
+  text TEXT NOT NULL,
+  created_at REAL NOT NULL
+);
+CREATE TABLE batches (
+  id INTEGER PRIMARY KEY,
+  manifest_id INTEGER NOT NULL REFERENCES manifests(id),
+  name TEXT NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL CHECK (state IN ('active', 'done', 'cancelled')),
+  max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+  output_root TEXT NOT NULL,
+  save TEXT NOT NULL DEFAULT '[]',
+  golden_source TEXT NOT NULL DEFAULT '',
+  parity_gate TEXT NOT NULL DEFAULT '{}',
+  allow_unpinned INTEGER NOT NULL DEFAULT 0,
+  job_count INTEGER NOT NULL,
+  created_at REAL NOT NULL,
+  finished_at REAL
+);
+CREATE INDEX batches_by_state ON batches(state, id);
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  batch_id INTEGER NOT NULL REFERENCES batches(id),
+  ordinal INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  negative_prompt TEXT NOT NULL DEFAULT '',
+  tags TEXT NOT NULL DEFAULT '[]',
+  seed INTEGER NOT NULL,
+  repeat_index INTEGER NOT NULL DEFAULT 0,
+  width INTEGER NOT NULL,
+  height INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  guidance REAL NOT NULL,
+  sampler TEXT NOT NULL,
+  precision TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  golden_key TEXT,
+  output_dir TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'failed', 'dead', 'cancelled')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  lease_worker TEXT,
+  lease_deadline REAL,
+  verdict TEXT,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL,
+  UNIQUE (batch_id, ordinal)
+);
+CREATE INDEX jobs_by_state ON jobs(state, id);
+CREATE INDEX jobs_leased_by_deadline ON jobs(lease_deadline) WHERE state = 'leased';
+CREATE INDEX jobs_by_model ON jobs(model, created_at);
+CREATE TABLE attempts (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL CHECK (attempt >= 1),
+  worker_id TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  finished_at REAL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'expired', 'cancelled')),
+  error TEXT,
+  UNIQUE (job_id, attempt)
+);
+CREATE INDEX attempts_by_worker ON attempts(worker_id, started_at);
+CREATE TABLE results (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL UNIQUE REFERENCES jobs(id),
+  attempt_id INTEGER NOT NULL UNIQUE REFERENCES attempts(id),
+  worker_id TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  cosine REAL,
+  max_abs REAL,
+  rel_l2 REAL,
+  psnr REAL,
+  golden_key TEXT,
+  parity_reason TEXT,
+  outputs TEXT NOT NULL DEFAULT '[]',
+  peak_memory_bytes INTEGER,
+  warm INTEGER NOT NULL DEFAULT 0,
+  recorded_at REAL NOT NULL
+);
+CREATE INDEX results_by_time ON results(recorded_at);
+CREATE INDEX results_by_verdict ON results(verdict, recorded_at);
+CREATE INDEX results_by_worker ON results(worker_id, recorded_at);
+CREATE TABLE phase_timings (
+  attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+  phase TEXT NOT NULL,
+  host_ms REAL NOT NULL,
+  gpu_ms REAL,
+  PRIMARY KEY (attempt_id, phase)
+) WITHOUT ROWID;
+CREATE INDEX phase_timings_by_phase ON phase_timings(phase, attempt_id);
+CREATE TABLE step_timings (
+  attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+  step INTEGER NOT NULL,
+  host_ms REAL NOT NULL,
+  gpu_ms REAL,
+  PRIMARY KEY (attempt_id, step)
+) WITHOUT ROWID;
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  device_index INTEGER NOT NULL DEFAULT 0,
+  device_name TEXT NOT NULL DEFAULT '',
+  arch TEXT NOT NULL DEFAULT '',
+  memory_bytes INTEGER NOT NULL DEFAULT 0,
+  runtime_version TEXT NOT NULL DEFAULT '',
+  driver_version TEXT NOT NULL DEFAULT '',
+  build_sha TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  first_seen REAL NOT NULL,
+  last_seen REAL NOT NULL,
+  state TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE goldens (
+  key TEXT PRIMARY KEY NOT NULL,
+  path TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  provenance TEXT NOT NULL,
+  pinned INTEGER NOT NULL,
+  reference TEXT NOT NULL CHECK (reference IN ('diffusers', 'hipq')),
+  created_at REAL,
+  imported_at REAL NOT NULL
+);
+)sql";
+
+// Version 2: the batch priority copied onto each job, so lease_next is a walk
+// of a small partial index (queued jobs only) instead of a join and a sort.
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET priority = (SELECT b.priority FROM batches b WHERE b.id = jobs.batch_id);
+DROP INDEX jobs_by_state;
+CREATE INDEX jobs_queued_fifo ON jobs(priority, id) WHERE state = 'queued';
+CREATE INDEX jobs_queued_by_model ON jobs(priority, model, id) WHERE state = 'queued';
+CREATE INDEX jobs_by_batch_state ON jobs(batch_id, state);
+)sql";
+
+struct Migration {
+  int to_version;
+  const char* what;
+  const char* sql;
+};
+
+constexpr Migration kMigrations[] = {
+    {1, "create tables", kSchemaV1},
+    {2, "jobs.priority and dispatch indexes", kSchemaV2},
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
+              "one migration per schema version");
+
+constexpr char kHasMetaTable[] =
+    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_meta'";
+constexpr char kSelectVersion[] = "SELECT value FROM schema_meta WHERE key = 'version'";
+constexpr char kUpsertVersion[] =
+    "INSERT INTO schema_meta (key, value) VALUES ('version', ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+Status check_known(Database& db, int version) {
+  if (version > kLatestSchemaVersion) {
+    return Status::FailedPrecondition("database " + db.describe() + " has schema version " +
+                                      std::to_string(version) + ", newer than this hipq knows (" +
+                                      std::to_string(kLatestSchemaVersion) + "); upgrade hipq");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int> schema_version(Database& db) {
+  Statement has(db, kHasMetaTable);
+  HIPQ_ASSIGN_OR_RETURN(bool row, has.step());
+  if (!row || has.column_int64(0) == 0) return 0;
+  Statement s(db, kSelectVersion);
+  HIPQ_ASSIGN_OR_RETURN(row, s.step());
+  if (!row) return 0;
+  std::string text = s.column_text(0);
+  int version = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (ec != std::errc() || end != text.data() + text.size() || version < 0) {
+    return Status::Corruption("database " + db.describe() + ": schema_meta version is '" + text +
+                              "', not a number");
+  }
+  return version;
+}
+
+Status migrate_to(Database& db, int target) {
+  if (target < 0 || target > kLatestSchemaVersion) {
+    return Status::InvalidArgument("schema version " + std::to_string(target) + " is out of range 0.." +
+                                   std::to_string(kLatestSchemaVersion));
+  }
+  HIPQ_ASSIGN_OR_RETURN(int current, schema_version(db));
+  HIPQ_RETURN_IF_ERROR(check_known(db, current));
+  if (target < current) {
+    return Status::InvalidArgument("database " + db.describe() + " is at schema version " +
+                                   std::to_string(current) + "; cannot migrate down to " + std::to_string(target));
+  }
+  for (const Migration& m : kMigrations) {
+    if (m.to_version > target) break;
+    HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db));
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    HIPQ_ASSIGN_OR_RETURN(int now_at, schema_version(db));
+    HIPQ_RETURN_IF_ERROR(check_known(db, now_at));
+    if (now_at >= m.to_version) continue;  // txn rolls back (nothing written)
+    std::string step = "migration to schema version " + std::to_string(m.to_version) + " (" + m.what + ")";
+    HIPQ_RETURN_IF_ERROR(db.execute(m.sql).WithContext(step));
+    Statement v(db, kUpsertVersion);
+    v.bind_text(0, std::to_string(m.to_version));
+    HIPQ_RETURN_IF_ERROR(v.run().WithContext(step));
+    HIPQ_RETURN_IF_ERROR(txn.commit().WithContext(step));
+  }
+  return Status::Ok();
+}
+
+Status migrate(Database& db) { return migrate_to(db, kLatestSchemaVersion); }
+
+}  // namespace hipq::db
