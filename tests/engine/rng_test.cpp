@@ -1,0 +1,117 @@
+#include "engine/rng.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fs.h"
+
+namespace hipq::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path data_dir() {
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  return fs::path(src ? src : ".") / "tests" / "data" / "rng";
+}
+
+std::string bits(float f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", std::bit_cast<uint32_t>(f));
+  return buf;
+}
+
+std::string sha_of(const std::vector<float>& v) {
+  return sha256_hex(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+}
+
+TEST(TorchRandnCpu, BitExactWithCommittedTorchVectors) {
+  auto text = read_file(data_dir() / "torch_randn_cpu.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const auto j = nlohmann::json::parse(*text);
+  int checked = 0;
+  for (const auto& c : j["cases"]) {
+    const uint64_t seed = std::stoull(c["seed"].get<std::string>());
+    const int64_t numel = c["numel"].get<int64_t>();
+    const auto v = torch_randn_cpu(seed, numel);
+    ASSERT_EQ(static_cast<int64_t>(v.size()), numel);
+    const auto& head = c["head"];
+    for (size_t i = 0; i < head.size(); ++i)
+      ASSERT_EQ(bits(v[i]), head[i].get<std::string>()) << "seed " << seed << " numel " << numel << " index " << i;
+    const auto& tail = c["tail"];
+    for (size_t i = 0; i < tail.size(); ++i) {
+      const size_t k = v.size() - tail.size() + i;
+      ASSERT_EQ(bits(v[k]), tail[i].get<std::string>()) << "seed " << seed << " numel " << numel << " index " << k;
+    }
+    EXPECT_EQ(sha_of(v), c["sha256"].get<std::string>()) << "seed " << seed << " numel " << numel;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST(TorchRandnCpu, StatisticsLookNormal) {
+  const auto v = torch_randn_cpu(2024, 1 << 16);
+  double sum = 0, sq = 0;
+  for (float x : v) {
+    sum += x;
+    sq += double(x) * x;
+  }
+  const double mean = sum / v.size();
+  EXPECT_NEAR(mean, 0.0, 0.02);
+  EXPECT_NEAR(sq / v.size() - mean * mean, 1.0, 0.03);
+}
+
+// Runs the reference itself when a Python with torch is on PATH.
+TEST(TorchRandnCpu, MatchesLiveTorchWhenAvailable) {
+  // HIPQ_TORCH_PYTHON names an interpreter with torch when the one on PATH lacks it.
+  const char* env = std::getenv("HIPQ_TORCH_PYTHON");
+  const std::string py = env && *env ? env : "python3";
+  if (std::system((py + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no " << py << " with torch";
+  FILE* p = ::popen(
+      (py + " -c 'import torch,hashlib;g=torch.Generator(\"cpu\").manual_seed(777);"
+      "print(hashlib.sha256(torch.randn(3,5,67,generator=g).numpy().tobytes()).hexdigest())' 2>/dev/null")
+          .c_str(),
+      "r");
+  ASSERT_NE(p, nullptr);
+  char buf[128] = {};
+  const bool got = std::fgets(buf, sizeof buf, p) != nullptr;
+  ::pclose(p);
+  if (!got) GTEST_SKIP() << "python3 with torch printed nothing";
+  std::string want(buf);
+  while (!want.empty() && (want.back() == '\n' || want.back() == '\r')) want.pop_back();
+  EXPECT_EQ(sha_of(torch_randn_cpu(777, 3 * 5 * 67)), want);
+}
+
+TEST(TorchRandnCuda, PhiloxLayoutIsDeterministicAndNormal) {
+  const auto a = torch_randn_cuda(5, 1 << 16);
+  const auto b = torch_randn_cuda(5, 1 << 16);
+  EXPECT_EQ(a, b);
+  double sum = 0, sq = 0;
+  for (float x : a) {
+    ASSERT_TRUE(std::isfinite(x));
+    sum += x;
+    sq += double(x) * x;
+  }
+  EXPECT_NEAR(sum / a.size(), 0.0, 0.02);
+  EXPECT_NEAR(sq / a.size(), 1.0, 0.03);
+  // A prefix of a larger request is not a prefix in general (the layout depends
+  // on n), but the first element is thread 0's first sample either way.
+  EXPECT_EQ(torch_randn_cuda(5, 7)[0], a[0]);
+}
+
+TEST(RngKind, Parse) {
+  EXPECT_EQ(*parse_rng_kind("torch-cpu"), RngKind::kTorchCpu);
+  EXPECT_EQ(*parse_rng_kind("torch-cuda"), RngKind::kTorchCuda);
+  EXPECT_EQ(parse_rng_kind("numpy").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rng_kind_name(RngKind::kTorchCuda), "torch-cuda");
+}
+
+}  // namespace
+}  // namespace hipq::engine
