@@ -50,9 +50,13 @@ struct LoadOptions {
   // Precision the UNet and text encoders are loaded at (fp32 | fp16 | bf16);
   // a job may ask for another (see above).
   std::string precision = "fp32";
-  // Decode in tiles when the latent has more than this many pixels (H/8 * W/8);
-  // 0 = never tile. 128*128 = 1024 px images and above decode tiled.
-  int64_t vae_tile_above_latent_pixels = 96 * 96;
+  // Decode tiled (diffusers' enable_vae_tiling: tiles of the VAE config's
+  // sample_size, 25% overlap) when the latent has more than this many pixels
+  // (H/8 * W/8); 0 = always enable tiling, < 0 = never. diffusers' tiled
+  // decode splits only latents larger than one tile, so up to the model's
+  // native size the result equals the untiled decode. tools/golden/ applies
+  // the same rule, so goldens and hipq decode alike.
+  int64_t vae_tile_above_latent_pixels = 128 * 128;
 };
 
 struct GenerationOutput {

@@ -1,0 +1,433 @@
+#include "engine/pipeline.h"
+
+#include <chrono>
+#include <optional>
+
+#include "base/build_info.h"
+#include "base/fs.h"
+#include "engine/image_io.h"
+#include "engine/model_files.h"
+#include "engine/models/clip_text.h"
+#include "engine/models/device_tensor.h"
+#include "engine/models/unet.h"
+#include "engine/models/vae.h"
+#include "engine/rng.h"
+#include "engine/safetensors.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/tokenizer.h"
+
+namespace hipq::engine {
+
+using kernels::DType;
+
+namespace {
+
+Result<DType> precision_dtype(const std::string& precision) {
+  if (precision == "fp32") return DType::kF32;
+  if (precision == "fp16") return DType::kF16;
+  if (precision == "bf16") return DType::kBF16;
+  return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16");
+}
+
+const nlohmann::json* find_config(const ModelComponents& m, const std::string& key) {
+  auto it = m.configs.find(key);
+  if (it == m.configs.end() || it->second.is_null()) return nullptr;
+  return &it->second;
+}
+
+Result<std::shared_ptr<WeightSource>> component(const ModelComponents& m, const std::string& key) {
+  auto it = m.weights.find(key);
+  if (it == m.weights.end() || it->second == nullptr)
+    return Status::NotFound("model " + m.spec + " has no " + key + " weights");
+  return it->second;
+}
+
+// The encoder stack of one family: which token padding each encoder expects
+// (diffusers' tokenizer configs: CLIP-L pads with <|endoftext|>, OpenCLIP
+// tokenizers with "!" = id 0) and what the UNet consumes.
+struct TextEncoderSlot {
+  std::optional<ClipTextModel> model;
+  bool pad_with_eos = true;
+};
+
+}  // namespace
+
+struct Pipeline::Impl {
+  kernels::Backend* backend = nullptr;
+  ModelComponents components;
+  LoadOptions options;
+  std::string family;
+  SchedulerConfig scheduler;
+  nlohmann::json scheduler_json;
+  std::optional<ClipTokenizer> tokenizer;
+  TextEncoderSlot enc1, enc2;  // enc2: SDXL only
+  std::optional<UNet> unet;
+  std::optional<VaeDecoder> vae;
+  std::string loaded_precision;
+  double load_ms = 0;
+  // The load phase of the most recent load, reported by the next generate().
+  std::optional<PhaseTiming> pending_load;
+
+  Status load_models(const std::string& precision);
+  Result<std::vector<int32_t>> token_ids(const std::string& text, bool pad_with_eos) const;
+  struct TextConditioning {
+    DeviceTensor hidden;  // [N, 77, D]
+    DeviceTensor pooled;  // [N, P] (SDXL)
+    int batch = 1;
+  };
+  Result<TextConditioning> encode_text(const GenerationSettings& s, bool cfg);
+};
+
+Status Pipeline::Impl::load_models(const std::string& precision) {
+  kernels::Backend& be = *backend;
+  HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(precision));
+  PhaseTimer timer(&be);
+  HIPQ_RETURN_IF_ERROR(timer.begin("load"));
+  auto host_start = std::chrono::steady_clock::now();
+  // Free the old precision's weights before the new ones arrive.
+  enc1.model.reset();
+  enc2.model.reset();
+  unet.reset();
+  vae.reset();
+  loaded_precision.clear();
+
+  HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
+  UNetConfig ucfg;
+  if (const auto* j = find_config(components, "unet")) {
+    HIPQ_ASSIGN_OR_RETURN(ucfg, UNetConfig::from_json(*j, components.spec + " unet/config.json"));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(ucfg, UNetConfig::from_weights(*unet_weights));
+  }
+  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(ucfg, *unet_weights, be, dtype));
+  unet.emplace(std::move(u));
+
+  auto load_clip = [&](const std::string& key, TextEncoderSlot& slot) -> Status {
+    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, key));
+    ClipTextConfig ccfg;
+    if (const auto* j = find_config(components, key)) {
+      HIPQ_ASSIGN_OR_RETURN(ccfg, ClipTextConfig::from_json(*j, components.spec + " " + key + "/config.json"));
+    } else {
+      HIPQ_ASSIGN_OR_RETURN(ccfg, ClipTextConfig::from_weights(*w));
+    }
+    HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(ccfg, *w, be, dtype));
+    slot.model.emplace(std::move(m));
+    return Status::Ok();
+  };
+  HIPQ_RETURN_IF_ERROR(load_clip("text_encoder", enc1));
+  enc1.pad_with_eos = family != "sd2";
+  if (family == "sdxl") {
+    HIPQ_RETURN_IF_ERROR(load_clip("text_encoder_2", enc2));
+    enc2.pad_with_eos = false;
+  }
+
+  HIPQ_ASSIGN_OR_RETURN(auto vae_weights, component(components, "vae"));
+  VaeConfig vcfg;
+  if (const auto* j = find_config(components, "vae")) {
+    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_json(*j, components.spec + " vae/config.json"));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_weights(*vae_weights));
+  }
+  // SDXL's VAE overflows in fp16 (and is run in fp32 by hipq whatever the
+  // precision); other VAEs follow diffusers' force_upcast rule for fp16.
+  DType vae_dtype = dtype;
+  if (family == "sdxl" || (vcfg.force_upcast && dtype == DType::kF16)) vae_dtype = DType::kF32;
+  HIPQ_ASSIGN_OR_RETURN(VaeDecoder v, VaeDecoder::load(vcfg, *vae_weights, be, vae_dtype));
+  vae.emplace(std::move(v));
+
+  HIPQ_RETURN_IF_ERROR(be.synchronize());
+  HIPQ_RETURN_IF_ERROR(timer.end());
+  HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
+  load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+  pending_load = phases.front();
+  loaded_precision = precision;
+  return Status::Ok();
+}
+
+Result<std::vector<int32_t>> Pipeline::Impl::token_ids(const std::string& text, bool pad_with_eos) const {
+  std::vector<int> ids = tokenizer->encode(text, ClipTokenizer::kMaxLength);
+  ids = tokenizer->pad(std::move(ids), pad_with_eos ? tokenizer->eos() : 0, ClipTokenizer::kMaxLength);
+  return std::vector<int32_t>(ids.begin(), ids.end());
+}
+
+Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const GenerationSettings& s, bool cfg) {
+  kernels::Backend& be = *backend;
+  TextConditioning out;
+  // diffusers' SDXL pipelines zero the negative conditioning when no negative
+  // prompt is given (force_zeros_for_empty_prompt); SD 1.x/2.x encode "".
+  const bool zero_negative = cfg && family == "sdxl" && s.negative_prompt.empty();
+  const bool encode_negative = cfg && !zero_negative;
+  const int enc_batch = encode_negative ? 2 : 1;
+  out.batch = cfg ? 2 : 1;
+
+  auto ids_for = [&](bool pad_with_eos) -> Result<std::vector<int32_t>> {
+    std::vector<int32_t> ids;
+    if (encode_negative) {
+      HIPQ_ASSIGN_OR_RETURN(auto neg, token_ids(s.negative_prompt, pad_with_eos));
+      ids.insert(ids.end(), neg.begin(), neg.end());
+    }
+    HIPQ_ASSIGN_OR_RETURN(auto pos, token_ids(s.prompt, pad_with_eos));
+    ids.insert(ids.end(), pos.begin(), pos.end());
+    return ids;
+  };
+
+  // Encoded rows (negative first when encoded), widths summed over encoders.
+  DeviceTensor hidden_enc;
+  DeviceTensor pooled_enc;
+  if (family == "sdxl") {
+    HIPQ_ASSIGN_OR_RETURN(auto ids1, ids_for(enc1.pad_with_eos));
+    HIPQ_ASSIGN_OR_RETURN(auto ids2, ids_for(enc2.pad_with_eos));
+    ClipTextRequest req;
+    req.last_hidden_state = false;
+    req.penultimate = true;
+    HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o1, enc1.model->forward(be, ids1, enc_batch, req));
+    req.pooled = true;
+    HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o2, enc2.model->forward(be, ids2, enc_batch, req));
+    const kernels::Tensor& h1 = o1.penultimate.t;
+    const kernels::Tensor& h2 = o2.penultimate.t;
+    HIPQ_ASSIGN_OR_RETURN(hidden_enc, DeviceTensor::make(be, h1.dtype, {h1.dim(0), h1.dim(1), h1.dim(2) + h2.dim(2)}));
+    kernels::Tensor parts[2] = {h1, h2};
+    HIPQ_RETURN_IF_ERROR(be.concat(parts, 2, hidden_enc.t));
+    pooled_enc = std::move(o2.pooled);
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(auto ids1, ids_for(enc1.pad_with_eos));
+    ClipTextRequest req;
+    req.last_hidden_state = true;
+    HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o1, enc1.model->forward(be, ids1, enc_batch, req));
+    hidden_enc = std::move(o1.last_hidden_state);
+  }
+  if (!zero_negative) {
+    out.hidden = std::move(hidden_enc);
+    out.pooled = std::move(pooled_enc);
+    return out;
+  }
+  // Batch of two: zeros for the negative row, then the encoded positive row.
+  auto with_zero_row = [&](const kernels::Tensor& pos) -> Result<DeviceTensor> {
+    std::vector<int64_t> shape = pos.shape_vec();
+    shape[0] = 2;
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor both, DeviceTensor::make(be, pos.dtype, shape));
+    const size_t row_bytes = pos.nbytes();
+    HIPQ_RETURN_IF_ERROR(be.memset_zero(both.buffer.data(), row_bytes));
+    HIPQ_RETURN_IF_ERROR(be.copy_device(pos.data, static_cast<char*>(both.buffer.data()) + row_bytes, row_bytes));
+    return both;
+  };
+  HIPQ_ASSIGN_OR_RETURN(out.hidden, with_zero_row(hidden_enc.t));
+  HIPQ_ASSIGN_OR_RETURN(out.pooled, with_zero_row(pooled_enc.t));
+  return out;
+}
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Pipeline::~Pipeline() = default;
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load(std::string_view model_spec, kernels::Backend& backend,
+                                                 const LoadOptions& options) {
+  HIPQ_ASSIGN_OR_RETURN(ModelComponents model, open_model(model_spec));
+  return load(model, backend, options);
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, kernels::Backend& backend,
+                                                 const LoadOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->backend = &backend;
+  impl->components = model;
+  impl->options = options;
+  impl->family = model.family;
+  if (impl->family.empty()) {
+    HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(model, "unet"));
+    HIPQ_ASSIGN_OR_RETURN(impl->family, detect_family(*unet_weights));
+  }
+  SchedulerConfig defaults = SchedulerConfig::defaults_for_family(impl->family);
+  if (const auto* j = find_config(model, "scheduler")) {
+    auto cfg = SchedulerConfig::from_json(*j, defaults);
+    if (!cfg.ok()) return cfg.status().WithContext(model.spec + " scheduler/scheduler_config.json");
+    impl->scheduler = *cfg;
+    impl->scheduler_json = *j;
+  } else {
+    impl->scheduler = defaults;
+  }
+  if (impl->scheduler_json.is_null()) {
+    const SchedulerConfig& c = impl->scheduler;
+    impl->scheduler_json = {{"num_train_timesteps", c.num_train_timesteps},
+                            {"beta_start", c.beta_start},
+                            {"beta_end", c.beta_end},
+                            {"beta_schedule", c.beta_schedule},
+                            {"prediction_type", c.prediction_type},
+                            {"timestep_spacing", c.timestep_spacing},
+                            {"steps_offset", c.steps_offset},
+                            {"set_alpha_to_one", c.set_alpha_to_one},
+                            {"clip_sample", c.clip_sample}};
+  }
+  std::filesystem::path vocab = model.vocab;
+  if (vocab.empty()) {
+    HIPQ_ASSIGN_OR_RETURN(vocab, find_default_clip_vocab());
+  }
+  auto tok = ClipTokenizer::load(vocab, model.merges);
+  if (!tok.ok()) return tok.status().WithContext("tokenizer of " + model.spec);
+  impl->tokenizer.emplace(std::move(tok).value());
+  if (auto dt = precision_dtype(options.precision); !dt.ok()) return dt.status();
+  HIPQ_RETURN_IF_ERROR(impl->load_models(options.precision));
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const ProgressFn& progress,
+                                            const std::atomic<bool>* cancel) {
+  HIPQ_RETURN_IF_ERROR(s.validate());
+  Impl& im = *impl_;
+  kernels::Backend& be = *im.backend;
+  HIPQ_ASSIGN_OR_RETURN(SamplerKind kind, parse_sampler_kind(s.sampler));
+  HIPQ_ASSIGN_OR_RETURN(RngKind rng_kind, parse_rng_kind(s.rng));
+  auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
+
+  GenerationOutput out;
+  out.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
+  be.reset_peak();
+  if (im.loaded_precision != s.precision) {
+    HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
+  }
+  if (im.pending_load) {
+    out.phases.push_back(*im.pending_load);
+    im.pending_load.reset();
+  }
+  if (cancelled()) return Status::Cancelled("generation cancelled before text encoding");
+
+  PhaseTimer timer(&be);
+  PhaseTimer step_timer(&be);
+  const bool cfg = s.guidance > 1.0f;
+  const int64_t lh = s.height / 8, lw = s.width / 8;
+  const int64_t lc = im.unet->config().in_channels;
+  const int64_t latent_numel = lc * lh * lw;
+
+  HIPQ_RETURN_IF_ERROR(timer.begin("text_encode"));
+  HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg));
+  HIPQ_RETURN_IF_ERROR(timer.end());
+
+  HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(im.scheduler, s.steps, kind));
+  std::vector<float> noise = randn(rng_kind, s.seed, latent_numel);
+
+  // SDXL micro-conditioning: original size, crop top-left, target size.
+  std::vector<float> time_ids;
+  if (im.family == "sdxl") {
+    const std::vector<float> one = {static_cast<float>(s.height), static_cast<float>(s.width), 0.f, 0.f,
+                                    static_cast<float>(s.height), static_cast<float>(s.width)};
+    for (int b = 0; b < text.batch; ++b) time_ids.insert(time_ids.end(), one.begin(), one.end());
+  }
+  const DType model_dtype = im.unet->precision();
+  const float guidance = s.guidance;
+  const int batch = text.batch;
+
+  Denoiser denoise = [&](const std::vector<float>& model_input, const DenoiseStep& step,
+                         std::vector<float>& model_output) -> Status {
+    if (cancelled())
+      return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
+                               std::to_string(step.count));
+    HIPQ_RETURN_IF_ERROR(step_timer.begin("step"));
+    std::vector<float> input(model_input.size() * batch);
+    for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor sample,
+                          DeviceTensor::from_host(be, input.data(), {batch, lc, lh, lw}, model_dtype));
+    UNetInputs in;
+    in.sample = &sample.t;
+    in.timesteps.assign(batch, step.timestep);
+    in.encoder_hidden_states = &text.hidden.t;
+    if (im.family == "sdxl") {
+      in.text_embeds = &text.pooled.t;
+      in.time_ids = time_ids;
+    }
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor pred, im.unet->forward(be, in));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, to_host_f32(be, pred.t));
+    model_output.resize(latent_numel);
+    if (cfg) {
+      // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
+      const float* u = host.data();
+      const float* t = host.data() + latent_numel;
+      for (int64_t i = 0; i < latent_numel; ++i) model_output[i] = u[i] + guidance * (t[i] - u[i]);
+    } else {
+      std::copy(host.begin(), host.begin() + latent_numel, model_output.begin());
+    }
+    HIPQ_RETURN_IF_ERROR(step_timer.end());
+    if (progress) progress(step.index + 1, step.count);
+    return Status::Ok();
+  };
+
+  HIPQ_RETURN_IF_ERROR(timer.begin("denoise"));
+  auto latent = sample(schedule, im.scheduler, std::move(noise), denoise);
+  if (!latent.ok()) return latent.status();
+  HIPQ_RETURN_IF_ERROR(timer.end());
+  out.latent = std::move(latent).value();
+  out.latent_shape = {1, lc, lh, lw};
+  if (cancelled()) return Status::Cancelled("generation cancelled before decoding");
+
+  HIPQ_RETURN_IF_ERROR(timer.begin("decode"));
+  {
+    const VaeConfig& vc = im.vae->config();
+    std::vector<float> scaled(out.latent.size());
+    // diffusers divides by the scaling factor (latents / scaling_factor):
+    // the same float division, not a multiplication by the reciprocal.
+    const float sf = static_cast<float>(vc.scaling_factor);
+    for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor z, DeviceTensor::from_host(be, scaled.data(), out.latent_shape, DType::kF32));
+    VaeTiling tiling;
+    const int64_t threshold = im.options.vae_tile_above_latent_pixels;
+    tiling.enabled = threshold == 0 || (threshold > 0 && lh * lw > threshold);
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, im.vae->decode(be, z.t, tiling));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, to_host_f32(be, image.t));
+    RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
+    out.rgb = std::move(rgb.rgb);
+    out.width = s.width;
+    out.height = s.height;
+  }
+  HIPQ_RETURN_IF_ERROR(timer.end());
+
+  HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
+  HIPQ_ASSIGN_OR_RETURN(out.steps, step_timer.finish());
+  out.phases.insert(out.phases.end(), phases.begin(), phases.end());
+  out.peak_memory_bytes = be.peak_bytes();
+  return out;
+}
+
+const std::string& Pipeline::model_spec() const { return impl_->components.spec; }
+const std::string& Pipeline::weights_sha256() const { return impl_->components.weights_sha256; }
+const std::string& Pipeline::family() const { return impl_->family; }
+nlohmann::json Pipeline::scheduler_config() const { return impl_->scheduler_json; }
+kernels::Backend& Pipeline::backend() const { return *impl_->backend; }
+double Pipeline::load_ms() const { return impl_->load_ms; }
+
+// ---- outputs -------------------------------------------------------------------
+
+Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
+                         const GenerationSettings& settings, const OutputInfo& info) {
+  std::map<std::string, std::string> meta;
+  meta["format"] = "hipq-latent/1";
+  meta["settings"] = settings.to_json().dump();
+  meta["model"] = info.model_spec;
+  meta["weights_sha256"] = info.weights_sha256;
+  meta["scheduler_config"] = info.scheduler_config.is_null() ? "{}" : info.scheduler_config.dump();
+  meta["backend"] = info.backend;
+  meta["device"] = info.device_name;
+  meta["hipq_version"] = build_info::kVersion;
+  meta["build_sha"] = build_info::kGitSha;
+  return write_safetensors(path, {{"latent", HostTensor::from_f32(out.latent, out.latent_shape)}}, meta);
+}
+
+nlohmann::json timings_json(const GenerationOutput& out, const GenerationSettings& settings, const OutputInfo& info) {
+  auto list = [](const std::vector<PhaseTiming>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& p : v) a.push_back({{"phase", p.phase}, {"host_ms", p.host_ms}, {"gpu_ms", p.gpu_ms}});
+    return a;
+  };
+  nlohmann::json j;
+  j["phases"] = list(out.phases);
+  j["steps"] = list(out.steps);
+  j["peak_memory_bytes"] = out.peak_memory_bytes;
+  j["warm"] = out.warm;
+  j["settings"] = settings.to_json();
+  j["model"] = info.model_spec;
+  j["weights_sha256"] = info.weights_sha256;
+  j["backend"] = info.backend;
+  j["device"] = info.device_name;
+  j["hipq_version"] = build_info::kVersion;
+  j["build_sha"] = build_info::kGitSha;
+  return j;
+}
+
+}  // namespace hipq::engine
