@@ -1,0 +1,143 @@
+#include "db/golden_store.h"
+
+#include "db/statement.h"
+#include "db/transaction.h"
+
+namespace hipq::db {
+namespace {
+
+constexpr char kSelectColumns[] =
+    "SELECT key, path, sha256, provenance, pinned, reference, created_at, imported_at FROM goldens";
+
+Result<GoldenRecord> read_row(Statement& s) {
+  GoldenRecord r;
+  r.key = s.column_text(0);
+  r.path = s.column_text(1);
+  r.sha256 = s.column_text(2);
+  try {
+    r.provenance = nlohmann::json::parse(s.column_text(3));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption("goldens row " + r.key + ": provenance is not JSON: " + e.what());
+  }
+  r.pinned = s.column_bool(4);
+  r.reference = s.column_text(5);
+  r.created_at = s.column_optional_double(6);
+  r.imported_at = s.column_double(7);
+  return r;
+}
+
+}  // namespace
+
+Status GoldenStore::put(const GoldenRecord& r, bool replace) {
+  if (r.reference != "diffusers" && r.reference != "hipq")
+    return Status::InvalidArgument("golden " + r.key + ": reference must be \"diffusers\" or \"hipq\", is \"" +
+                                   r.reference + "\"");
+  HIPQ_ASSIGN_OR_RETURN(Transaction tx, Transaction::begin_immediate(db_));
+  static constexpr char kFind[] = "SELECT sha256, path FROM goldens WHERE key = ?";
+  Statement find = db_.prepare(kFind);
+  find.bind_text(0, r.key);
+  HIPQ_ASSIGN_OR_RETURN(bool exists, find.step());
+  if (exists) {
+    std::string sha = find.column_text(0);
+    std::string path = find.column_text(1);
+    if (sha == r.sha256 && !replace) return tx.commit();
+    if (!replace)
+      return Status::AlreadyExists("golden " + r.key + " is already stored from " + path +
+                                   " with another file hash (" + sha + "); " + r.path + " hashes to " + r.sha256 +
+                                   ". Remove the old one first, or import with --replace");
+  }
+  static constexpr char kUpsert[] =
+      "INSERT INTO goldens (key, path, sha256, provenance, pinned, reference, created_at, imported_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT(key) DO UPDATE SET path = excluded.path, sha256 = excluded.sha256, "
+      "provenance = excluded.provenance, pinned = excluded.pinned, reference = excluded.reference, "
+      "created_at = excluded.created_at, imported_at = excluded.imported_at";
+  Statement s = db_.prepare(kUpsert);
+  s.bind_text(0, r.key);
+  s.bind_text(1, r.path);
+  s.bind_text(2, r.sha256);
+  s.bind_text(3, r.provenance.dump());
+  s.bind_bool(4, r.pinned);
+  s.bind_text(5, r.reference);
+  s.bind_optional_double(6, r.created_at);
+  s.bind_double(7, r.imported_at);
+  HIPQ_RETURN_IF_ERROR(s.run());
+  return tx.commit();
+}
+
+Result<std::optional<GoldenRecord>> GoldenStore::find(const std::string& key) {
+  Statement s = db_.prepare(std::string(kSelectColumns) + " WHERE key = ?");
+  s.bind_text(0, key);
+  HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return std::optional<GoldenRecord>();
+  HIPQ_ASSIGN_OR_RETURN(GoldenRecord r, read_row(s));
+  return std::optional<GoldenRecord>(std::move(r));
+}
+
+Result<std::vector<GoldenRecord>> GoldenStore::list() {
+  Statement s = db_.prepare(std::string(kSelectColumns) + " ORDER BY key");
+  std::vector<GoldenRecord> out;
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    HIPQ_ASSIGN_OR_RETURN(GoldenRecord r, read_row(s));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> GoldenStore::keys_with_prefix(const std::string& prefix) {
+  // substr rather than LIKE: keys are hex, but a user's prefix may hold '%' or '_'.
+  static constexpr char kPrefix[] = "SELECT key FROM goldens WHERE substr(key, 1, ?) = ? ORDER BY key";
+  Statement s = db_.prepare(kPrefix);
+  s.bind_int64(0, static_cast<int64_t>(prefix.size()));
+  s.bind_text(1, prefix);
+  std::vector<std::string> out;
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    out.push_back(s.column_text(0));
+  }
+  return out;
+}
+
+Result<bool> GoldenStore::remove(const std::string& key) {
+  static constexpr char kDelete[] = "DELETE FROM goldens WHERE key = ?";
+  Statement s = db_.prepare(kDelete);
+  s.bind_text(0, key);
+  HIPQ_RETURN_IF_ERROR(s.run());
+  return db_.changes() > 0;
+}
+
+Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<int64_t> job_id,
+                                                                std::optional<int64_t> batch_id) {
+  if (!job_id && !batch_id) return Status::InvalidArgument("promotable_jobs: name a job or a batch");
+  static constexpr char kSelect[] =
+      "SELECT j.id, j.batch_id, j.model, j.settings, b.output_root, j.output_dir, r.outputs, r.verdict, "
+      "r.worker_id FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
+  Statement s = db_.prepare(kSelect);
+  s.bind_optional_int64(0, job_id);
+  s.bind_optional_int64(1, job_id);
+  s.bind_optional_int64(2, batch_id);
+  s.bind_optional_int64(3, batch_id);
+  std::vector<PromotableJob> out;
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    PromotableJob p;
+    p.job_id = s.column_int64(0);
+    p.batch_id = s.column_int64(1);
+    p.model = s.column_text(2);
+    p.settings = s.column_text(3);
+    p.output_root = s.column_text(4);
+    p.output_dir = s.column_text(5);
+    p.outputs = s.column_text(6);
+    p.verdict = s.column_text(7);
+    p.worker_id = s.column_text(8);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace hipq::db
