@@ -69,7 +69,9 @@ CREATE TABLE jobs (
   UNIQUE (batch_id, ordinal)
 );
 CREATE INDEX jobs_by_state ON jobs(state, id);
-CREATE INDEX jobs_leased_by_deadline ON jobs(lease_deadline) WHERE state = 'leased';
+-- Leased jobs are few (one or two per worker): expiry and per-worker scans
+-- walk this small partial index in id order.
+CREATE INDEX jobs_leased ON jobs(id) WHERE state = 'leased';
 CREATE INDEX jobs_by_model ON jobs(model, created_at);
 CREATE TABLE attempts (
   id INTEGER PRIMARY KEY,

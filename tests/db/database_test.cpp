@@ -1,0 +1,98 @@
+#include "db/database.h"
+
+#include <gtest/gtest.h>
+
+#include "db/statement.h"
+#include "tests/db/test_util.h"
+
+namespace hipq::db {
+namespace {
+
+using testing::TempDir;
+
+TEST(DatabaseTest, OpenFileAppliesPragmas) {
+  TempDir dir;
+  auto db = Database::open(dir.path() / "a.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto pragma = [&](const char* sql) {
+    Statement s = (*db)->prepare(sql);
+    auto row = s.step();
+    EXPECT_TRUE(row.ok() && *row) << sql << ": " << s.status().ToString();
+    return s.column_text(0);
+  };
+  EXPECT_EQ(pragma("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(pragma("PRAGMA synchronous"), "2");  // FULL
+  EXPECT_EQ(pragma("PRAGMA foreign_keys"), "1");
+  EXPECT_EQ(pragma("PRAGMA busy_timeout"), "10000");
+}
+
+TEST(DatabaseTest, OpenInMemoryHasForeignKeys) {
+  auto db = Database::open_in_memory();
+  ASSERT_TRUE(db.ok());
+  Statement s = (*db)->prepare("PRAGMA foreign_keys");
+  ASSERT_TRUE(*s.step());
+  EXPECT_EQ(s.column_int(0), 1);
+  EXPECT_EQ((*db)->describe(), ":memory:");
+}
+
+TEST(DatabaseTest, MustExistReportsNotFound) {
+  TempDir dir;
+  Database::Options opts;
+  opts.must_exist = true;
+  auto db = Database::open(dir.path() / "missing.db", opts);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(db.status().message().find("missing.db"), std::string::npos);
+}
+
+TEST(DatabaseTest, OpenInMissingDirectoryIsIOErrorNamingPath) {
+  TempDir dir;
+  auto db = Database::open(dir.path() / "no" / "such" / "dir" / "a.db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kIOError);
+  EXPECT_NE(db.status().message().find("a.db"), std::string::npos);
+}
+
+TEST(DatabaseTest, NotADatabaseIsReported) {
+  TempDir dir;
+  auto path = dir.path() / "garbage.db";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::string junk(4096, 'x');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  auto db = Database::open(path);
+  // SQLite notices on the first read (the WAL switch).
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kCorruption) << db.status().ToString();
+}
+
+TEST(DatabaseTest, ExecuteErrorNamesSql) {
+  auto db = Database::open_in_memory();
+  ASSERT_TRUE(db.ok());
+  Status s = (*db)->execute("CREATE TABLE t (a INTEGER); CREATE TABLE t (a INTEGER);");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("already exists"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("CREATE TABLE"), std::string::npos) << s.ToString();
+}
+
+TEST(DatabaseTest, LastInsertRowidAndChanges) {
+  auto db = Database::open_in_memory();
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  ASSERT_TRUE((*db)->execute("INSERT INTO t (v) VALUES ('a'), ('b')").ok());
+  EXPECT_EQ((*db)->last_insert_rowid(), 2);
+  ASSERT_TRUE((*db)->execute("UPDATE t SET v = 'c'").ok());
+  EXPECT_EQ((*db)->changes(), 2);
+}
+
+TEST(DatabaseTest, WallClockIsEpochSeconds) {
+  double t = wall_clock_seconds();
+  EXPECT_GT(t, 1.6e9);   // after 2020
+  EXPECT_LT(t, 4.2e9);   // before 2103
+}
+
+}  // namespace
+}  // namespace hipq::db

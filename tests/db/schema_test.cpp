@@ -1,0 +1,199 @@
+#include "db/schema.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "db/database.h"
+#include "db/job_store.h"
+#include "db/statement.h"
+#include "tests/db/test_util.h"
+
+namespace hipq::db {
+namespace {
+
+std::unique_ptr<Database> memory_db() {
+  auto db = Database::open_in_memory();
+  HIPQ_CHECK(db.ok());
+  return std::move(*db);
+}
+
+std::set<std::string> names_of(Database& db, const char* type) {
+  Statement s(db, "SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  s.bind_text(0, type);
+  std::set<std::string> out;
+  while (*s.step()) out.insert(s.column_text(0));
+  return out;
+}
+
+std::string query_plan(Database& db, const std::string& sql) {
+  Statement s(db, "EXPLAIN QUERY PLAN " + sql);
+  std::string plan;
+  while (true) {
+    auto row = s.step();
+    if (!row.ok() || !*row) break;
+    plan += s.column_text(3) + "\n";
+  }
+  return plan;
+}
+
+TEST(SchemaTest, EmptyDatabaseIsVersionZero) {
+  auto db = memory_db();
+  auto v = schema_version(*db);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 0);
+}
+
+TEST(SchemaTest, MigrateCreatesAllTablesAtLatestVersion) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  EXPECT_EQ(*schema_version(*db), kLatestSchemaVersion);
+  EXPECT_EQ(names_of(*db, "table"),
+            (std::set<std::string>{"attempts", "batches", "goldens", "jobs", "manifests", "phase_timings",
+                                   "results", "schema_meta", "step_timings", "workers"}));
+}
+
+TEST(SchemaTest, MigrateTwiceIsANoOp) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  ASSERT_TRUE(migrate(*db).ok());
+  EXPECT_EQ(*schema_version(*db), kLatestSchemaVersion);
+}
+
+TEST(SchemaTest, StepOneCreatesVersionOneTables) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate_to(*db, 1).ok());
+  EXPECT_EQ(*schema_version(*db), 1);
+  auto indexes = names_of(*db, "index");
+  EXPECT_TRUE(indexes.count("jobs_by_state"));
+  EXPECT_FALSE(indexes.count("jobs_queued_fifo"));
+  Statement s(*db, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'priority'");
+  ASSERT_TRUE(*s.step());
+  EXPECT_EQ(s.column_int(0), 0);
+}
+
+// A database written by a version-1 hipq migrates to version 2 with every
+// row intact and the batch priority copied onto its jobs.
+TEST(SchemaTest, VersionOneDataSurvivesMigrationToTwo) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v1.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 1).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, priority, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'low', 1, 'active', 3, '/out', 2, 10), (2, 1, 'high', 7, 'active', 3, '/out', 1, 11);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
+                        precision, settings, output_dir, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', 1, 64, 64, 4, 5.0, 'euler', 'fp32', '{}', 'o/0', 'queued', 10, 10),
+               (2, 1, 1, 'm', 'a dog', 2, 64, 64, 4, 5.0, 'euler', 'fp32', '{}', 'o/1', 'done', 10, 12),
+               (3, 2, 0, 'm', 'a cow', 3, 64, 64, 4, 5.0, 'euler', 'fp32', '{}', 'o/2', 'queued', 11, 11);
+      INSERT INTO attempts (id, job_id, attempt, worker_id, started_at, finished_at, state)
+        VALUES (1, 2, 1, 'w1', 11, 12, 'done');
+      INSERT INTO results (job_id, attempt_id, worker_id, verdict, cosine, recorded_at)
+        VALUES (2, 1, 'w1', 'PASS', 0.9999, 12);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(*schema_version(**db), 1);
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), 2);
+
+  Statement s(**db, "SELECT id, prompt, state, priority FROM jobs ORDER BY id");
+  std::vector<std::tuple<int64_t, std::string, std::string, int>> rows;
+  while (*s.step()) rows.emplace_back(s.column_int64(0), s.column_text(1), s.column_text(2), s.column_int(3));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], std::make_tuple(int64_t{1}, std::string("a cat"), std::string("queued"), 1));
+  EXPECT_EQ(rows[1], std::make_tuple(int64_t{2}, std::string("a dog"), std::string("done"), 1));
+  EXPECT_EQ(rows[2], std::make_tuple(int64_t{3}, std::string("a cow"), std::string("queued"), 7));
+  Statement r(**db, "SELECT verdict, cosine FROM results WHERE job_id = 2");
+  ASSERT_TRUE(*r.step());
+  EXPECT_EQ(r.column_text(0), "PASS");
+  EXPECT_DOUBLE_EQ(r.column_double(1), 0.9999);
+
+  // And the migrated file works with the job store: the high-priority job first.
+  JobStore store(**db);
+  auto leased = store.lease_next("w2", {}, 20, 30);
+  ASSERT_TRUE(leased.ok()) << leased.status().ToString();
+  ASSERT_TRUE(leased->has_value());
+  EXPECT_EQ((*leased)->job.id, 3);
+  EXPECT_EQ((*leased)->job.priority, 7);
+}
+
+TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  EXPECT_NE(query_plan(*db, "SELECT id FROM jobs WHERE state = 'queued' AND priority = 0 ORDER BY id LIMIT 1")
+                .find("jobs_queued_fifo"),
+            std::string::npos);
+  EXPECT_NE(query_plan(*db,
+                       "SELECT id FROM jobs WHERE state = 'queued' AND priority = 0 AND model = 'm' "
+                       "ORDER BY id LIMIT 1")
+                .find("jobs_queued_by_model"),
+            std::string::npos);
+  EXPECT_NE(query_plan(*db, "SELECT id FROM jobs WHERE state = 'leased' AND lease_deadline < 5 ORDER BY id")
+                .find("jobs_leased"),
+            std::string::npos);
+  EXPECT_NE(query_plan(*db, "SELECT id FROM jobs WHERE state = 'leased' AND lease_worker = 'w' ORDER BY id")
+                .find("jobs_leased"),
+            std::string::npos);
+  EXPECT_NE(query_plan(*db,
+                       "SELECT 1 FROM jobs WHERE batch_id = 1 AND state IN ('queued', 'leased')")
+                .find("jobs_by_batch_state"),
+            std::string::npos);
+}
+
+TEST(SchemaTest, NewerVersionIsRefused) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  ASSERT_TRUE(db->execute("UPDATE schema_meta SET value = '99' WHERE key = 'version'").ok());
+  Status s = migrate(*db);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("99"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("upgrade hipq"), std::string::npos);
+}
+
+TEST(SchemaTest, NonNumericVersionIsCorruption) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  ASSERT_TRUE(db->execute("UPDATE schema_meta SET value = 'two' WHERE key = 'version'").ok());
+  auto v = schema_version(*db);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+}
+
+TEST(SchemaTest, DownMigrationAndOutOfRangeAreRefused) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate(*db).ok());
+  EXPECT_EQ(migrate_to(*db, 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(migrate_to(*db, kLatestSchemaVersion + 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(migrate_to(*db, -1).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SchemaTest, FailedStepLeavesPreviousVersion) {
+  auto db = memory_db();
+  ASSERT_TRUE(migrate_to(*db, 1).ok());
+  // Sabotage step 2: it drops jobs_by_state, which is now missing.
+  ASSERT_TRUE(db->execute("DROP INDEX jobs_by_state").ok());
+  Status s = migrate(*db);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("migration to schema version 2"), std::string::npos) << s.ToString();
+  EXPECT_EQ(*schema_version(*db), 1);
+  Statement c(*db, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'priority'");
+  ASSERT_TRUE(*c.step());
+  EXPECT_EQ(c.column_int(0), 0);  // the ALTER of the failed step was rolled back
+}
+
+TEST(SchemaTest, OpenAndMigrateOnFile) {
+  testing::TempDir dir;
+  auto db = Database::open_and_migrate(dir.path() / "h.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+}
+
+}  // namespace
+}  // namespace hipq::db
