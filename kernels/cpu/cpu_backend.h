@@ -1,4 +1,13 @@
-// The cpu backend: plain C++ reference implementations of every op.
+// The cpu backend: plain C++ implementations of every op on host memory, the
+// reference the hip backend is checked against and the backend CPU-only CI
+// runs the whole pipeline on.
+//
+// make_cpu_backend() returns a Backend whose memory is host memory from a
+// size-class pool (64-byte aligned), whose copies are memcpy, whose events
+// read the host steady clock and whose ops (kernels/cpu/<op>.cpp) run on a
+// process-wide thread pool sized by env HIPQ_CPU_THREADS (default: all
+// hardware threads). Tensors it works on carry Location::kHost.
+// Thread safety: as Backend (one thread per backend object).
 #pragma once
 
 #include <memory>

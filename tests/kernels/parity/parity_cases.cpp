@@ -1,0 +1,581 @@
+// The parity case table: every op x dtype (f32, f16, bf16) x shapes, with odd
+// sizes that are no multiple of any tile, strided input views, and (heavy)
+// the real SDXL shapes at 1024 px. A new or changed kernel lands with cases.
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "parity/parity_case.h"
+#include "parity/reference_ops.h"
+
+namespace hipq::kernels::parity {
+namespace {
+
+const DType kFloatTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+
+std::string dims(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += 'x';
+    r += std::to_string(s[i]);
+  }
+  return r;
+}
+
+InputSpec input(std::string name, DType dt, std::vector<int64_t> shape, double lo = -1, double hi = 1) {
+  InputSpec in;
+  in.name = std::move(name);
+  in.dtype = dt;
+  in.alloc_shape = std::move(shape);
+  in.lo = lo;
+  in.hi = hi;
+  return in;
+}
+
+ParityCase base(std::string op, DType dt, const std::string& tag, bool heavy) {
+  ParityCase c;
+  c.op = op;
+  c.dtype = dt;
+  c.out_dtype = dt;
+  c.heavy = heavy;
+  c.name = op + "_" + std::string(dtype_name(dt)) + "_" + tag;
+  c.tol = default_tolerance(dt);
+  if (heavy) c.ref_samples = 4096;
+  return c;
+}
+
+Tolerance scaled(Tolerance t, double f) { return {t.atol * f, t.rtol * f, t.nmse * f * f}; }
+
+// ---- matmul -----------------------------------------------------------------
+struct MatmulSpec {
+  int64_t batch_a = 0, batch_b = 0;  // 0: no batch dim
+  int64_t M, N, K;
+  bool trans_a = false, trans_b = false, bias = false, residual = false;
+  Activation act = Activation::kNone;
+  float alpha = 1.0f;
+  bool strided_a = false;  // a is a column slice of a wider buffer
+};
+
+ParityCase matmul_case(DType dt, const std::string& tag, const MatmulSpec& s, bool heavy = false) {
+  ParityCase c = base("matmul", dt, tag, heavy);
+  std::vector<int64_t> ashape = s.trans_a ? std::vector<int64_t>{s.K, s.M} : std::vector<int64_t>{s.M, s.K};
+  std::vector<int64_t> bshape = s.trans_b ? std::vector<int64_t>{s.N, s.K} : std::vector<int64_t>{s.K, s.N};
+  if (s.batch_a) ashape.insert(ashape.begin(), s.batch_a);
+  if (s.batch_b) bshape.insert(bshape.begin(), s.batch_b);
+  InputSpec a = input("a", dt, ashape);
+  if (s.strided_a) {
+    const int64_t cols = ashape.back();
+    a.alloc_shape.back() = cols + 7;
+    const int last = static_cast<int>(ashape.size()) - 1;
+    a.view = [last, cols](const Tensor& t) { return t.slice(last, 3, cols); };
+  }
+  c.inputs = {a, input("b", dt, bshape)};
+  const int64_t batch = std::max(s.batch_a, s.batch_b);
+  c.out_shape = batch ? std::vector<int64_t>{batch, s.M, s.N} : std::vector<int64_t>{s.M, s.N};
+  int bias_i = -1, res_i = -1;
+  if (s.bias) {
+    bias_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("bias", dt, {s.N}));
+  }
+  if (s.residual) {
+    res_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("residual", dt, c.out_shape));
+  }
+  MatmulOptions o;
+  o.trans_a = s.trans_a;
+  o.trans_b = s.trans_b;
+  o.alpha = s.alpha;
+  o.activation = s.act;
+  c.run = [o, bias_i, res_i](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    MatmulOptions oo = o;
+    oo.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
+    oo.residual = res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr;
+    return be.matmul(in[0], in[1], out, oo);
+  };
+  const std::vector<int64_t> out_shape = c.out_shape;
+  c.reference = [o, bias_i, res_i, out_shape](const std::vector<Tensor>& in) {
+    return ref::matmul(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
+                       res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, o, out_shape);
+  };
+  return c;
+}
+
+// ---- conv2d -----------------------------------------------------------------
+ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O,
+                     int64_t k, int stride, int pad, bool bias, bool residual, bool heavy = false,
+                     bool strided_x = false) {
+  ParityCase c = base("conv2d", dt, tag, heavy);
+  InputSpec x = input("x", dt, {N, C, H, W});
+  if (strided_x) {  // x is a channel slice of a wider tensor (e.g. a skip concat)
+    x.alloc_shape[1] = C + 2;
+    x.view = [C](const Tensor& t) { return t.slice(1, 1, C); };
+  }
+  // Kaiming-like weight range keeps outputs O(1) for any fan-in.
+  const double wr = std::sqrt(3.0 / static_cast<double>(C * k * k));
+  c.inputs = {x, input("w", dt, {O, C, k, k}, -wr, wr)};
+  const int64_t Ho = (H + 2 * pad - k) / stride + 1, Wo = (W + 2 * pad - k) / stride + 1;
+  c.out_shape = {N, O, Ho, Wo};
+  int bias_i = -1, res_i = -1;
+  if (bias) {
+    bias_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("bias", dt, {O}));
+  }
+  if (residual) {
+    res_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("residual", dt, c.out_shape));
+  }
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    Conv2dOptions o;
+    o.stride = stride;
+    o.padding = pad;
+    o.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
+    o.residual = res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr;
+    return be.conv2d(in[0], in[1], out, o);
+  };
+  const std::vector<int64_t> out_shape = c.out_shape;
+  c.reference = [=](const std::vector<Tensor>& in) {
+    return ref::conv2d(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
+                       res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, stride, pad, out_shape);
+  };
+  return c;
+}
+
+// ---- norms, softmax ---------------------------------------------------------------
+ParityCase group_norm_case(DType dt, std::vector<int64_t> shape, int groups, float eps, bool silu,
+                           bool heavy = false) {
+  ParityCase c = base("group_norm", dt, dims(shape) + "_g" + std::to_string(groups) + (silu ? "_silu" : ""), heavy);
+  const int64_t C = shape[1];
+  // An offset mean and a spread that differs by channel exercise the variance.
+  c.inputs = {input("x", dt, shape, -1.0, 3.0), input("gamma", dt, {C}, 0.5, 1.5), input("beta", dt, {C})};
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    GroupNormOptions o;
+    o.groups = groups;
+    o.eps = eps;
+    o.fuse_silu = silu;
+    return be.group_norm(in[0], in[1], in[2], out, o);
+  };
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::group_norm(in[0], in[1], in[2], groups, eps, silu); };
+  return c;
+}
+
+ParityCase layer_norm_case(DType dt, std::vector<int64_t> shape, bool affine, bool heavy = false) {
+  ParityCase c = base("layer_norm", dt, dims(shape) + (affine ? "" : "_noaffine"), heavy);
+  const int64_t D = shape.back();
+  c.inputs = {input("x", dt, shape, -2.0, 3.0)};
+  if (affine) {
+    c.inputs.push_back(input("gamma", dt, {D}, 0.5, 1.5));
+    c.inputs.push_back(input("beta", dt, {D}));
+  }
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    return be.layer_norm(in[0], affine ? &in[1] : nullptr, affine ? &in[2] : nullptr, out, 1e-5f);
+  };
+  c.reference = [=](const std::vector<Tensor>& in) {
+    return ref::layer_norm(in[0], affine ? &in[1] : nullptr, affine ? &in[2] : nullptr, 1e-5);
+  };
+  return c;
+}
+
+ParityCase softmax_case(DType dt, std::vector<int64_t> shape, float scale, bool causal, bool heavy = false) {
+  ParityCase c = base("softmax", dt, dims(shape) + (causal ? "_causal" : ""), heavy);
+  c.inputs = {input("x", dt, shape, -4.0, 4.0)};
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.softmax(in[0], out, scale, causal); };
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::softmax(in[0], scale, causal); };
+  return c;
+}
+
+// ---- attention ----------------------------------------------------------------
+ParityCase attention_case(DType dt, const std::string& tag, int64_t B, int64_t Sq, int64_t Sk, int heads,
+                          int64_t D, bool causal, bool fused_qkv = false, bool heavy = false) {
+  ParityCase c = base("attention", dt, tag, heavy);
+  const int64_t HD = heads * D;
+  if (fused_qkv) {
+    // q, k, v as views into one [B, S, 3*H*D] projection output (stride 3HD).
+    for (int part = 0; part < 3; ++part) {
+      InputSpec in = input(part == 0 ? "q" : part == 1 ? "k" : "v", dt, {B, Sq, 3 * HD}, -2, 2);
+      in.view = [part, HD](const Tensor& t) { return t.slice(2, part * HD, HD); };
+      c.inputs.push_back(in);
+    }
+  } else {
+    // Wider q/k ranges give peaked attention rows, as in real models.
+    c.inputs = {input("q", dt, {B, Sq, HD}, -2, 2), input("k", dt, {B, Sk, HD}, -2, 2), input("v", dt, {B, Sk, HD})};
+  }
+  c.out_shape = {B, Sq, HD};
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    AttentionOptions o;
+    o.heads = heads;
+    o.causal = causal;
+    return be.attention(in[0], in[1], in[2], out, o);
+  };
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::attention(in[0], in[1], in[2], heads, 0.0, causal); };
+  // Reduced-precision kernels may keep probabilities in the storage type.
+  if (dt != DType::kF32) c.tol = scaled(c.tol, 2.0);
+  return c;
+}
+
+// ---- elementwise ------------------------------------------------------------------
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kGelu: return "gelu";
+    case UnaryOp::kGeluTanh: return "gelu_tanh";
+    case UnaryOp::kSilu: return "silu";
+    case UnaryOp::kQuickGelu: return "quick_gelu";
+    case UnaryOp::kNeg: return "neg";
+    case UnaryOp::kExp: return "exp";
+  }
+  return "?";
+}
+
+ParityCase unary_case(DType dt, UnaryOp f, std::vector<int64_t> shape, bool transposed, bool heavy = false) {
+  ParityCase c = base("unary", dt, std::string(unary_name(f)) + "_" + dims(shape) + (transposed ? "_strided" : ""), heavy);
+  const double r = f == UnaryOp::kExp ? 4.0 : 6.0;
+  InputSpec x = input("x", dt, shape, -r, r);
+  if (transposed) {
+    std::swap(x.alloc_shape[0], x.alloc_shape[1]);
+    x.view = [](const Tensor& t) { return t.transpose(0, 1); };
+  }
+  c.inputs = {x};
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.unary(f, in[0], out); };
+  c.reference = [=](const std::vector<Tensor>& in) {
+    Tensor x0 = in[0];
+    return ElementFn([=](int64_t i) { return ref::unary(f, ref::at_flat(x0, i)); });
+  };
+  return c;
+}
+
+ParityCase geglu_case(DType dt, std::vector<int64_t> shape, bool heavy = false) {
+  ParityCase c = base("geglu", dt, dims(shape), heavy);
+  c.inputs = {input("x", dt, shape, -4, 4)};
+  c.out_shape = shape;
+  c.out_shape.back() /= 2;
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.geglu(in[0], out); };
+  c.reference = [](const std::vector<Tensor>& in) { return ref::geglu(in[0]); };
+  return c;
+}
+
+const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd: return "add";
+    case BinaryOp::kSub: return "sub";
+    case BinaryOp::kMul: return "mul";
+    case BinaryOp::kDiv: return "div";
+  }
+  return "?";
+}
+
+ParityCase binary_case(DType dt, BinaryOp f, std::vector<int64_t> ashape, std::vector<int64_t> bshape,
+                       bool strided_a = false, bool heavy = false) {
+  ParityCase c = base("binary", dt,
+                      std::string(binary_name(f)) + "_" + dims(ashape) + "_by_" + dims(bshape) + (strided_a ? "_strided" : ""),
+                      heavy);
+  InputSpec a = input("a", dt, ashape);
+  if (strided_a) {
+    a.alloc_shape.back() += 5;
+    const int64_t last = static_cast<int64_t>(ashape.size()) - 1, n = ashape.back();
+    a.view = [last, n](const Tensor& t) { return t.slice(static_cast<int>(last), 2, n); };
+  }
+  c.inputs = {a, f == BinaryOp::kDiv ? input("b", dt, bshape, 0.5, 2.0) : input("b", dt, bshape)};
+  c.out_shape = ashape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.binary(f, in[0], in[1], out); };
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::binary(f, in[0], in[1]); };
+  return c;
+}
+
+ParityCase scale_case(DType dt, std::vector<int64_t> shape, float alpha, float beta, bool strided) {
+  ParityCase c = base("scale", dt, dims(shape) + (strided ? "_strided" : ""), false);
+  InputSpec x = input("x", dt, shape, -3, 3);
+  if (strided) {
+    std::swap(x.alloc_shape[0], x.alloc_shape[1]);
+    x.view = [](const Tensor& t) { return t.transpose(0, 1); };
+  }
+  c.inputs = {x};
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.scale(in[0], out, alpha, beta); };
+  c.reference = [=](const std::vector<Tensor>& in) {
+    Tensor x0 = in[0];
+    return ElementFn([=](int64_t i) { return static_cast<double>(alpha) * ref::at_flat(x0, i) + beta; });
+  };
+  return c;
+}
+
+ParityCase concat_case(DType dt, std::vector<std::vector<int64_t>> shapes, int dim, bool heavy = false) {
+  std::string tag;
+  for (auto& s : shapes) {
+    if (!tag.empty()) tag += '_';
+    tag += dims(s);
+  }
+  ParityCase c = base("concat", dt, tag + "_dim" + std::to_string(dim), heavy);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::string name(1, 'x');
+    name += std::to_string(i);
+    c.inputs.push_back(input(name, dt, shapes[i]));
+  }
+  c.out_shape = shapes[0];
+  c.out_shape[static_cast<size_t>(dim)] = 0;
+  for (auto& s : shapes) c.out_shape[static_cast<size_t>(dim)] += s[static_cast<size_t>(dim)];
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.concat(in, dim, out); };
+  const std::vector<int64_t> out_shape = c.out_shape;
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::concat(in, dim, out_shape); };
+  return c;
+}
+
+ParityCase upsample_case(DType dt, std::vector<int64_t> shape, bool heavy = false) {
+  ParityCase c = base("upsample_nearest2x", dt, dims(shape), heavy);
+  c.inputs = {input("x", dt, shape)};
+  c.out_shape = {shape[0], shape[1], 2 * shape[2], 2 * shape[3]};
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.upsample_nearest2x(in[0], out); };
+  c.reference = [](const std::vector<Tensor>& in) { return ref::upsample_nearest2x(in[0]); };
+  return c;
+}
+
+ParityCase timestep_case(DType dt, int dim, bool flip, float shift) {
+  ParityCase c = base("timestep_embedding", dt,
+                      "dim" + std::to_string(dim) + (flip ? "_flip" : "") + (shift != 0 ? "_shift1" : ""), false);
+  InputSpec t = input("t", DType::kF32, {6});
+  t.values = {0.0, 1.0, 999.0, 500.5, 37.0, 981.0};
+  c.inputs = {t};
+  c.out_shape = {6, dim};
+  TimestepEmbeddingOptions o;
+  o.dim = dim;
+  o.flip_sin_to_cos = flip;
+  o.downscale_freq_shift = shift;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.timestep_embedding(in[0], out, o); };
+  c.reference = [=](const std::vector<Tensor>& in) { return ref::timestep_embedding(in[0], o); };
+  // Arguments up to ~1000 rad carry fp32 rounding of t * freq (diffusers
+  // computes them in fp32 too): allow a few 1e-4.
+  if (dt == DType::kF32) c.tol = {5e-4, 1e-4, 1e-7};
+  return c;
+}
+
+ParityCase embedding_case(DType dt, DType id_type, std::vector<int64_t> id_shape, int64_t V, int64_t D) {
+  ParityCase c = base("embedding", dt, std::string(dtype_name(id_type)) + "_" + dims(id_shape) + "_V" + std::to_string(V) + "xD" + std::to_string(D), false);
+  c.inputs = {input("ids", id_type, id_shape, 0, static_cast<double>(V)), input("table", dt, {V, D})};
+  c.out_shape = id_shape;
+  c.out_shape.push_back(D);
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.embedding(in[0], in[1], out); };
+  c.reference = [](const std::vector<Tensor>& in) { return ref::embedding(in[0], in[1]); };
+  return c;
+}
+
+// copy: src dtype -> dst dtype through a view (permute / slice / transpose).
+ParityCase copy_case(DType src_dt, DType dst_dt, const std::string& tag, std::vector<int64_t> alloc,
+                     std::function<Tensor(const Tensor&)> view, std::vector<int64_t> out_shape) {
+  ParityCase c = base("copy", dst_dt, std::string(dtype_name(src_dt)) + "_to_" + std::string(dtype_name(dst_dt)) + "_" + tag, false);
+  InputSpec x = input("src", src_dt, alloc, -3, 3);
+  x.view = std::move(view);
+  c.inputs = {x};
+  c.out_shape = std::move(out_shape);
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) { return be.copy(in[0], out); };
+  c.reference = [](const std::vector<Tensor>& in) {
+    Tensor x0 = in[0];
+    return ElementFn([=](int64_t i) { return ref::at_flat(x0, i); });
+  };
+  return c;
+}
+
+ParityCase fill_case(DType dt, std::vector<int64_t> shape, float value) {
+  ParityCase c = base("fill", dt, dims(shape), false);
+  c.out_shape = shape;
+  c.run = [=](Backend& be, const std::vector<Tensor>&, Tensor& out) { return be.fill(out, value); };
+  c.reference = [=](const std::vector<Tensor>&) { return ElementFn([=](int64_t) { return static_cast<double>(value); }); };
+  return c;
+}
+
+// parity_sums' 8 results land in an f64 [8] output so the harness checks them
+// like any other op (dot, norms, sum sq diff, max abs diff, nonfinite a/b, count).
+ParityCase parity_sums_case(DType dt, std::vector<int64_t> shape, bool strided_b) {
+  ParityCase c = base("parity_sums", dt, dims(shape) + (strided_b ? "_strided" : ""), false);
+  c.out_dtype = DType::kF64;
+  InputSpec b = input("b", dt, shape);
+  if (strided_b) {
+    std::swap(b.alloc_shape[0], b.alloc_shape[1]);
+    b.view = [](const Tensor& t) { return t.transpose(0, 1); };
+  }
+  c.inputs = {input("a", dt, shape), b};
+  c.out_shape = {8};
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) -> Status {
+    auto r = be.parity_sums(in[0], in[1]);
+    if (!r.ok()) return r.status();
+    const double v[8] = {r->dot, r->norm_a2, r->norm_b2, r->sum_sq_diff, r->max_abs_diff,
+                         static_cast<double>(r->nonfinite_a), static_cast<double>(r->nonfinite_b),
+                         static_cast<double>(r->count)};
+    return be.copy_to_device(v, out.data, sizeof v);
+  };
+  c.reference = [](const std::vector<Tensor>& in) { return ref::parity_sums(in[0], in[1]); };
+  c.tol = {1e-9, 1e-9, 1e-16};  // fp64 sums in any order
+  return c;
+}
+
+void add_light(std::vector<ParityCase>& v) {
+  for (DType dt : kFloatTypes) {
+    // matmul: every transpose combination on odd sizes, epilogues, batches, views.
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        MatmulSpec s{.M = 7, .N = 13, .K = 5, .trans_a = ta == 1, .trans_b = tb == 1};
+        v.push_back(matmul_case(dt, std::string("7x13x5") + (ta ? "_ta" : "") + (tb ? "_tb" : ""), s));
+      }
+    v.push_back(matmul_case(dt, "1x1x1", {.M = 1, .N = 1, .K = 1}));
+    v.push_back(matmul_case(dt, "33x65x129_tb_bias_gelu_res_alpha", {.M = 33, .N = 65, .K = 129, .trans_b = true, .bias = true, .residual = true, .act = Activation::kGelu, .alpha = 0.5f}));
+    v.push_back(matmul_case(dt, "67x131x97_bias_quick_gelu", {.M = 67, .N = 131, .K = 97, .bias = true, .act = Activation::kQuickGelu}));
+    v.push_back(matmul_case(dt, "19x23x300_tb_silu", {.M = 19, .N = 23, .K = 300, .trans_b = true, .act = Activation::kSilu}));
+    v.push_back(matmul_case(dt, "9x270x17_gelu_tanh", {.M = 9, .N = 270, .K = 17, .act = Activation::kGeluTanh}));
+    v.push_back(matmul_case(dt, "batch3_11x9x21_both_batched", {.batch_a = 3, .batch_b = 3, .M = 11, .N = 9, .K = 21}));
+    v.push_back(matmul_case(dt, "batch2_77x96x160_tb_bias_linear", {.batch_a = 2, .M = 77, .N = 160, .K = 96, .trans_b = true, .bias = true}));
+    v.push_back(matmul_case(dt, "batch3_b_only_5x6x7_ta", {.batch_b = 3, .M = 5, .N = 6, .K = 7, .trans_a = true}));
+    v.push_back(matmul_case(dt, "batch2_10x12x14_strided_a_res", {.batch_a = 2, .M = 10, .N = 12, .K = 14, .residual = true, .strided_a = true}));
+    v.push_back(matmul_case(dt, "medium_256x1280x320_tb_bias", {.M = 256, .N = 1280, .K = 320, .trans_b = true, .bias = true}));
+
+    // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
+    v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
+    v.push_back(conv_case(dt, "1x5x9x8_o7_k3_s2_p1", 1, 5, 9, 8, 7, 3, 2, 1, false, false));
+    v.push_back(conv_case(dt, "2x6x5x7_o3_k1_res_bias", 2, 6, 5, 7, 3, 1, 1, 0, true, true));
+    v.push_back(conv_case(dt, "1x4x6x6_o6_k3_p0", 1, 4, 6, 6, 6, 3, 1, 0, true, false));
+    v.push_back(conv_case(dt, "2x5x7x7_o4_k3_p1_strided_x", 2, 5, 7, 7, 4, 3, 1, 1, true, false, false, true));
+    v.push_back(conv_case(dt, "medium_1x64x24x24_o64_k3_p1_bias_res", 1, 64, 24, 24, 64, 3, 1, 1, true, true));
+    v.push_back(conv_case(dt, "medium_1x96x17x19_o48_k3_s2_p1", 1, 96, 17, 19, 48, 3, 2, 1, true, false));
+    v.push_back(conv_case(dt, "medium_1x4x32x32_o64_k3_p1_conv_in", 1, 4, 32, 32, 64, 3, 1, 1, true, false));
+
+    v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, false));
+    v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, true));
+    v.push_back(group_norm_case(dt, {1, 6, 7}, 3, 1e-6f, false));
+    v.push_back(group_norm_case(dt, {2, 64, 17, 19}, 32, 1e-5f, true));
+    v.push_back(group_norm_case(dt, {1, 320, 16, 16}, 32, 1e-5f, false));
+
+    v.push_back(layer_norm_case(dt, {3, 7, 33}, true));
+    v.push_back(layer_norm_case(dt, {5, 31}, false));
+    v.push_back(layer_norm_case(dt, {2, 77, 768}, true));
+    v.push_back(layer_norm_case(dt, {1, 256, 640}, true));
+
+    v.push_back(softmax_case(dt, {3, 5, 17}, 0.125f, false));
+    v.push_back(softmax_case(dt, {2, 9, 9}, 1.0f, true));
+    v.push_back(softmax_case(dt, {2, 5, 9}, 0.5f, true));
+    v.push_back(softmax_case(dt, {4, 77, 77}, 0.125f, true));
+    v.push_back(softmax_case(dt, {2, 64, 1000}, 1.0f, false));
+
+    v.push_back(attention_case(dt, "b2_q5_k7_h3_d8", 2, 5, 7, 3, 8, false));
+    v.push_back(attention_case(dt, "b1_q9_k9_h2_d16_causal", 1, 9, 9, 2, 16, true));
+    v.push_back(attention_case(dt, "b2_q5_k9_h1_d8_causal_rect", 2, 5, 9, 1, 8, true));
+    v.push_back(attention_case(dt, "b2_q33_k33_h2_d40_fused_qkv", 2, 33, 33, 2, 40, false, true));
+    v.push_back(attention_case(dt, "b1_q17_k13_h3_d80", 1, 17, 13, 3, 80, false));
+    v.push_back(attention_case(dt, "b1_q20_k20_h1_d128", 1, 20, 20, 1, 128, false));
+    v.push_back(attention_case(dt, "medium_b2_q256_k256_h2_d64_self", 2, 256, 256, 2, 64, false));
+    v.push_back(attention_case(dt, "medium_b2_q256_k77_h2_d64_cross", 2, 256, 77, 2, 64, false));
+    v.push_back(attention_case(dt, "medium_b1_q77_k77_h12_d64_clip_causal", 1, 77, 77, 12, 64, true));
+
+    for (UnaryOp f : {UnaryOp::kGelu, UnaryOp::kGeluTanh, UnaryOp::kSilu, UnaryOp::kQuickGelu, UnaryOp::kNeg, UnaryOp::kExp}) {
+      v.push_back(unary_case(dt, f, {37, 29}, false));
+      v.push_back(unary_case(dt, f, {13, 11}, true));
+    }
+    v.push_back(unary_case(dt, UnaryOp::kSilu, {2, 4096}, false));
+
+    v.push_back(geglu_case(dt, {3, 5, 14}));
+    v.push_back(geglu_case(dt, {1, 256, 1280}));
+
+    for (BinaryOp f : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv}) {
+      v.push_back(binary_case(dt, f, {3, 5, 7}, {3, 5, 7}));
+      v.push_back(binary_case(dt, f, {2, 7, 13}, {13}));
+    }
+    v.push_back(binary_case(dt, BinaryOp::kAdd, {2, 6, 5, 7}, {2, 6, 1, 1}));
+    v.push_back(binary_case(dt, BinaryOp::kMul, {2, 6, 5, 7}, {1, 6, 1, 1}));
+    v.push_back(binary_case(dt, BinaryOp::kAdd, {4, 9, 11}, {9, 1}, true));
+
+    v.push_back(scale_case(dt, {3, 4, 5, 6}, 0.18215f, 0.5f, false));
+    v.push_back(scale_case(dt, {9, 7}, -2.0f, 0.0f, true));
+
+    v.push_back(concat_case(dt, {{2, 3, 4, 5}, {2, 5, 4, 5}}, 1));
+    v.push_back(concat_case(dt, {{2, 3, 7}, {2, 3, 2}, {2, 3, 1}}, 2));
+    v.push_back(concat_case(dt, {{1, 4, 6}, {2, 4, 6}}, 0));
+
+    v.push_back(upsample_case(dt, {2, 3, 5, 7}));
+    v.push_back(upsample_case(dt, {1, 64, 32, 32}));
+
+    v.push_back(timestep_case(dt, 320, true, 0.0f));
+    v.push_back(timestep_case(dt, 256, true, 0.0f));
+    v.push_back(timestep_case(dt, 7, false, 1.0f));
+
+    v.push_back(embedding_case(dt, DType::kI32, {2, 77}, 1000, 64));
+    v.push_back(embedding_case(dt, DType::kI64, {5}, 17, 9));
+
+    v.push_back(fill_case(dt, {3, 5, 7}, 0.3f));
+    v.push_back(parity_sums_case(dt, {37, 29}, false));
+    v.push_back(parity_sums_case(dt, {16, 9}, true));
+
+    // copy: casts from every float type into this one, through layout views.
+    for (DType src : kFloatTypes) {
+      v.push_back(copy_case(src, dt, "contiguous_3x5x7", {3, 5, 7}, nullptr, {3, 5, 7}));
+      v.push_back(copy_case(src, dt, "nchw_to_nhwc_2x3x4x5", {2, 3, 4, 5},
+                            [](const Tensor& t) { return t.permute({0, 2, 3, 1}); }, {2, 4, 5, 3}));
+    }
+    v.push_back(copy_case(dt, dt, "transposed_slice_9x11", {11, 12},
+                          [](const Tensor& t) { return t.slice(1, 1, 9).transpose(0, 1); }, {9, 11}));
+  }
+}
+
+void add_heavy(std::vector<ParityCase>& v) {
+  for (DType dt : kFloatTypes) {
+    // Transformer GEMMs of SDXL at 1024 px, CFG batch 2: level 1 (640 ch,
+    // 4096 tokens) and level 2 (1280 ch, 1024 tokens); cross-attention K/V
+    // projections from the 2048-wide text context.
+    v.push_back(matmul_case(dt, "sdxl_l1_qkv_8192x640x640", {.M = 8192, .N = 640, .K = 640, .trans_b = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l1_ff_in_8192x5120x640", {.M = 8192, .N = 5120, .K = 640, .trans_b = true, .bias = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l1_ff_out_8192x640x2560_res", {.M = 8192, .N = 640, .K = 2560, .trans_b = true, .bias = true, .residual = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l2_qkv_2048x1280x1280", {.M = 2048, .N = 1280, .K = 1280, .trans_b = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l2_ff_in_2048x10240x1280", {.M = 2048, .N = 10240, .K = 1280, .trans_b = true, .bias = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l2_ff_out_2048x1280x5120_res", {.M = 2048, .N = 1280, .K = 5120, .trans_b = true, .bias = true, .residual = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_cross_kv_batch2_77x1280x2048", {.batch_a = 2, .M = 77, .N = 1280, .K = 2048, .trans_b = true}, true));
+    v.push_back(matmul_case(dt, "odd_1000x999x1001_bias_gelu", {.M = 1000, .N = 999, .K = 1001, .trans_b = true, .bias = true, .act = Activation::kGelu}, true));
+
+    v.push_back(conv_case(dt, "sdxl_2x1280x32x32_o1280_k3_p1_bias", 2, 1280, 32, 32, 1280, 3, 1, 1, true, false, true));
+    v.push_back(conv_case(dt, "sdxl_2x320x128x128_o320_k3_p1_bias_res", 2, 320, 128, 128, 320, 3, 1, 1, true, true, true));
+    v.push_back(conv_case(dt, "sdxl_2x4x128x128_o320_k3_p1_conv_in", 2, 4, 128, 128, 320, 3, 1, 1, true, false, true));
+    v.push_back(conv_case(dt, "sdxl_2x320x128x128_o320_k3_s2_p1_down", 2, 320, 128, 128, 320, 3, 2, 1, true, false, true));
+    v.push_back(conv_case(dt, "sdxl_2x640x32x32_o1280_k1_skip", 2, 640, 32, 32, 1280, 1, 1, 0, true, false, true));
+    v.push_back(conv_case(dt, "vae_1x512x128x128_o512_k3_p1", 1, 512, 128, 128, 512, 3, 1, 1, true, false, true));
+    v.push_back(conv_case(dt, "vae_1x256x512x512_o256_k3_p1", 1, 256, 512, 512, 256, 3, 1, 1, true, false, true));
+
+    v.push_back(group_norm_case(dt, {2, 320, 128, 128}, 32, 1e-5f, true, true));
+    v.push_back(group_norm_case(dt, {2, 1280, 32, 32}, 32, 1e-5f, false, true));
+    v.push_back(group_norm_case(dt, {1, 512, 128, 128}, 32, 1e-6f, true, true));
+
+    v.push_back(layer_norm_case(dt, {2, 4096, 640}, true, true));
+    v.push_back(layer_norm_case(dt, {2, 1024, 1280}, true, true));
+
+    v.push_back(softmax_case(dt, {20, 4096, 77}, 0.125f, false, true));
+
+    v.push_back(attention_case(dt, "sdxl_self_b2_q4096_k4096_h10_d64", 2, 4096, 4096, 10, 64, false, false, true));
+    v.push_back(attention_case(dt, "sdxl_cross_b2_q4096_k77_h10_d64", 2, 4096, 77, 10, 64, false, false, true));
+    v.push_back(attention_case(dt, "sdxl_l2_self_b2_q1024_k1024_h20_d64", 2, 1024, 1024, 20, 64, false, false, true));
+    v.push_back(attention_case(dt, "long_b1_q5000_k5000_h2_d64_causal", 1, 5000, 5000, 2, 64, true, false, true));
+    v.push_back(attention_case(dt, "vae_mid_b1_q16384_k16384_h1_d512", 1, 16384, 16384, 1, 512, false, false, true));
+
+    v.push_back(geglu_case(dt, {2, 4096, 10240}, true));
+    v.push_back(upsample_case(dt, {2, 1280, 32, 32}, true));
+    v.push_back(unary_case(dt, UnaryOp::kSilu, {2, 1280 * 4096}, false, true));
+    v.push_back(binary_case(dt, BinaryOp::kAdd, {2, 320, 128, 128}, {2, 320, 1, 1}, false, true));
+    v.push_back(concat_case(dt, {{2, 1280, 32, 32}, {2, 640, 32, 32}}, 1, true));
+  }
+}
+
+}  // namespace
+
+std::vector<ParityCase> parity_cases(bool heavy) {
+  std::vector<ParityCase> v;
+  if (heavy) add_heavy(v);
+  else add_light(v);
+  return v;
+}
+
+bool case_selected(const std::string& name) {
+  const char* env = std::getenv("HIPQ_PARITY_FILTER");
+  if (!env || !*env) return true;
+  std::stringstream ss(env);
+  std::string part;
+  while (std::getline(ss, part, ','))
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace hipq::kernels::parity

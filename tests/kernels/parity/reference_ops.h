@@ -1,0 +1,41 @@
+// Independent fp64 references for the parity harness: straightforward loops
+// over host views (f32 data, any strides) written from the op definitions in
+// docs/kernels.md, sharing no code with any backend. Each returns the value of
+// one output element by flat index; per-row statistics are precomputed.
+#pragma once
+
+#include <vector>
+
+#include "kernels/backend.h"
+#include "parity/parity_case.h"
+
+namespace hipq::kernels::parity::ref {
+
+// Element of a host view by multi-index.
+double at(const Tensor& t, std::initializer_list<int64_t> idx);
+// Element by row-major logical flat index.
+double at_flat(const Tensor& t, int64_t i);
+
+double activation(Activation a, double x);
+double unary(UnaryOp op, double x);
+
+ElementFn matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
+                 const MatmulOptions& o, const std::vector<int64_t>& out_shape);
+ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
+                 int stride, int padding, const std::vector<int64_t>& out_shape);
+ElementFn group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int groups, double eps,
+                     bool silu);
+ElementFn layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, double eps);
+ElementFn softmax(const Tensor& x, double scale, bool causal);
+ElementFn attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, double scale,
+                    bool causal);
+ElementFn geglu(const Tensor& x);
+ElementFn binary(BinaryOp op, const Tensor& a, const Tensor& b);
+ElementFn concat(const std::vector<Tensor>& xs, int dim, const std::vector<int64_t>& out_shape);
+ElementFn upsample_nearest2x(const Tensor& x);
+ElementFn timestep_embedding(const Tensor& t, const TimestepEmbeddingOptions& o);
+ElementFn embedding(const Tensor& ids, const Tensor& table);
+// Flat [8]: dot, norm_a2, norm_b2, sum_sq_diff, max_abs_diff, nonfinite_a, nonfinite_b, count.
+ElementFn parity_sums(const Tensor& a, const Tensor& b);
+
+}  // namespace hipq::kernels::parity::ref
