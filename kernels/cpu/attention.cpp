@@ -10,13 +10,54 @@
 #include <vector>
 
 #include "kernels/cpu/op_checks.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/tensor_io.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace hipq::kernels::cpu {
 namespace {
+
 constexpr int64_t kQueryBlock = 4;
+
+// s_r[j] = sum_d q_r[d] * kt[d][j] for four query rows, keys [0, nk).
+HIPQ_CPU_HOT void scores4(const float* __restrict q0, const float* __restrict q1, const float* __restrict q2,
+                          const float* __restrict q3, const float* __restrict kt, int64_t Sk, int64_t D,
+                          int64_t nk, float* __restrict s0, float* __restrict s1, float* __restrict s2,
+                          float* __restrict s3) {
+  for (int64_t j = 0; j < nk; ++j) s0[j] = s1[j] = s2[j] = s3[j] = 0.0f;
+  for (int64_t d = 0; d < D; ++d) {
+    const float* __restrict kd = kt + d * Sk;
+    const float x0 = q0[d], x1 = q1[d], x2 = q2[d], x3 = q3[d];
+    for (int64_t j = 0; j < nk; ++j) {
+      const float kv = kd[j];
+      s0[j] += x0 * kv;
+      s1[j] += x1 * kv;
+      s2[j] += x2 * kv;
+      s3[j] += x3 * kv;
+    }
+  }
+}
+
+// acc_r[d] = sum_j p_r[j] * v[j][d] for four rows, keys [0, nk).
+HIPQ_CPU_HOT void values4(const float* __restrict p0, const float* __restrict p1, const float* __restrict p2,
+                          const float* __restrict p3, const float* __restrict v, int64_t D, int64_t nk,
+                          float* __restrict a0, float* __restrict a1, float* __restrict a2,
+                          float* __restrict a3) {
+  for (int64_t d = 0; d < D; ++d) a0[d] = a1[d] = a2[d] = a3[d] = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* __restrict vj = v + j * D;
+    const float x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+    for (int64_t d = 0; d < D; ++d) {
+      const float vv = vj[d];
+      a0[d] += x0 * vv;
+      a1[d] += x1 * vv;
+      a2[d] += x2 * vv;
+      a3[d] += x3 * vv;
+    }
+  }
+}
+
 }  // namespace
 
 Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
@@ -70,45 +111,44 @@ Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, Sk * D));
   ThreadPool::global().parallel_for(B * H * qblocks, grain, [&](int64_t t0, int64_t t1) {
     float* scores = scratch(0, static_cast<size_t>(kQueryBlock * Sk));
-    float* acc = scratch(1, static_cast<size_t>(D));
+    float* acc = scratch(1, static_cast<size_t>(kQueryBlock * D));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / qblocks, qb = t % qblocks;
       const int64_t b = bh / H, h = bh % H;
       const float* ktp = kt.data() + bh * D * Sk;
       const float* vpp = vp.data() + bh * Sk * D;
-      const int64_t i0 = qb * kQueryBlock, i1 = std::min(Sq, i0 + kQueryBlock);
-      for (int64_t i = i0; i < i1; ++i) std::memset(scores + (i - i0) * Sk, 0, static_cast<size_t>(Sk) * sizeof(float));
-      for (int64_t d = 0; d < D; ++d) {
-        const float* kd = ktp + d * Sk;
-        for (int64_t i = i0; i < i1; ++i) {
-          const float qv = Q[(b * Sq + i) * HD + h * D + d];
-          float* __restrict s = scores + (i - i0) * Sk;
-          for (int64_t j = 0; j < Sk; ++j) s[j] += qv * kd[j];
-        }
+      const int64_t i0 = qb * kQueryBlock, rows = std::min(kQueryBlock, Sq - i0);
+      // Rows past the end of the sequence repeat the last one; their results are dropped.
+      const float* q[kQueryBlock];
+      int64_t n_keys[kQueryBlock];
+      int64_t nk_max = 0;
+      for (int64_t r = 0; r < kQueryBlock; ++r) {
+        const int64_t i = i0 + std::min(r, rows - 1);
+        q[r] = Q + (b * Sq + i) * HD + h * D;
+        n_keys[r] = o.causal ? std::clamp<int64_t>(i + offset + 1, 0, Sk) : Sk;
+        nk_max = std::max(nk_max, n_keys[r]);
       }
-      for (int64_t i = i0; i < i1; ++i) {
-        float* s = scores + (i - i0) * Sk;
-        const int64_t n_keys = o.causal ? std::clamp<int64_t>(i + offset + 1, 0, Sk) : Sk;
-        float* out_row = O + (b * Sq + i) * HD + h * D;
-        if (n_keys == 0) {
-          std::memset(out_row, 0, static_cast<size_t>(D) * sizeof(float));
-          continue;
-        }
+      float* s[kQueryBlock] = {scores, scores + Sk, scores + 2 * Sk, scores + 3 * Sk};
+      float* a[kQueryBlock] = {acc, acc + D, acc + 2 * D, acc + 3 * D};
+      scores4(q[0], q[1], q[2], q[3], ktp, Sk, D, nk_max, s[0], s[1], s[2], s[3]);
+      float inv[kQueryBlock];
+      for (int64_t r = 0; r < kQueryBlock; ++r) {
+        float* sr = s[r];
+        const int64_t nk = n_keys[r];
         float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, s[j] * scale);
+        for (int64_t j = 0; j < nk; ++j) mx = std::max(mx, sr[j] * scale);
         float sum = 0.0f;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          s[j] = std::exp(s[j] * scale - mx);
-          sum += s[j];
+        for (int64_t j = 0; j < nk; ++j) {
+          sr[j] = std::exp(sr[j] * scale - mx);
+          sum += sr[j];
         }
-        std::memset(acc, 0, static_cast<size_t>(D) * sizeof(float));
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const float p = s[j];
-          const float* __restrict vr = vpp + j * D;
-          for (int64_t d = 0; d < D; ++d) acc[d] += p * vr[d];
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t d = 0; d < D; ++d) out_row[d] = acc[d] * inv;
+        for (int64_t j = nk; j < nk_max; ++j) sr[j] = 0.0f;
+        inv[r] = nk > 0 ? 1.0f / sum : 0.0f;  // a fully masked row is all zeros
+      }
+      values4(s[0], s[1], s[2], s[3], vpp, D, nk_max, a[0], a[1], a[2], a[3]);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* out_row = O + (b * Sq + i0 + r) * HD + h * D;
+        for (int64_t d = 0; d < D; ++d) out_row[d] = a[r][d] * inv[r];
       }
     }
   });

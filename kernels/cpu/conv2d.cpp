@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/op_checks.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/tensor_io.h"
 #include "kernels/cpu/thread_pool.h"
@@ -17,7 +18,7 @@ namespace {
 constexpr int64_t kBlockK = 256;
 
 // acc_r[p] += w_r[k] * col[k][p] for four output channels over one depth block.
-void tile_kernel4(const float* __restrict w0, const float* __restrict w1, const float* __restrict w2,
+HIPQ_CPU_HOT void tile_kernel4(const float* __restrict w0, const float* __restrict w1, const float* __restrict w2,
                   const float* __restrict w3, const float* __restrict col, int64_t P,
                   float* __restrict c0, float* __restrict c1, float* __restrict c2,
                   float* __restrict c3, int64_t kb) {
@@ -34,7 +35,7 @@ void tile_kernel4(const float* __restrict w0, const float* __restrict w1, const 
   }
 }
 
-void tile_kernel1(const float* __restrict w0, const float* __restrict col, int64_t P,
+HIPQ_CPU_HOT void tile_kernel1(const float* __restrict w0, const float* __restrict col, int64_t P,
                   float* __restrict c0, int64_t kb) {
   for (int64_t k = 0; k < kb; ++k) {
     const float* __restrict ck = col + k * P;

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/op_checks.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/tensor_io.h"
 #include "kernels/cpu/thread_pool.h"
@@ -19,7 +20,7 @@ constexpr int64_t kBlockN = 256;
 constexpr int64_t kBlockK = 128;
 
 // c_r[j] += a_r * b[j] for four rows at once over one depth block.
-void kernel4(const float* __restrict a0, const float* __restrict a1, const float* __restrict a2,
+HIPQ_CPU_HOT void kernel4(const float* __restrict a0, const float* __restrict a1, const float* __restrict a2,
              const float* __restrict a3, const float* __restrict b, int64_t ldb,
              float* __restrict c0, float* __restrict c1, float* __restrict c2,
              float* __restrict c3, int64_t kb, int64_t nb) {
@@ -36,7 +37,7 @@ void kernel4(const float* __restrict a0, const float* __restrict a1, const float
   }
 }
 
-void kernel1(const float* __restrict a0, const float* __restrict b, int64_t ldb,
+HIPQ_CPU_HOT void kernel1(const float* __restrict a0, const float* __restrict b, int64_t ldb,
              float* __restrict c0, int64_t kb, int64_t nb) {
   for (int64_t k = 0; k < kb; ++k) {
     const float* __restrict bk = b + k * ldb;
