@@ -109,6 +109,17 @@ Result<bool> GoldenStore::remove(const std::string& key) {
   return db_.changes() > 0;
 }
 
+Status GoldenStore::update_provenance(const std::string& key, const nlohmann::json& provenance) {
+  static constexpr char kUpdate[] = "UPDATE goldens SET provenance = ? WHERE key = ?";
+  HIPQ_ASSIGN_OR_RETURN(Transaction tx, Transaction::begin_immediate(db_));
+  Statement s = db_.prepare(kUpdate);
+  s.bind_text(0, provenance.dump());
+  s.bind_text(1, key);
+  HIPQ_RETURN_IF_ERROR(s.run());
+  if (db_.changes() == 0) return Status::NotFound("no golden " + key + " in " + db_.describe());
+  return tx.commit();
+}
+
 Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<int64_t> job_id,
                                                                 std::optional<int64_t> batch_id) {
   if (!job_id && !batch_id) return Status::InvalidArgument("promotable_jobs: name a job or a batch");

@@ -65,6 +65,9 @@ class GoldenStore {
   // Keys that start with `prefix` (for `hipq golden show` with a short key).
   Result<std::vector<std::string>> keys_with_prefix(const std::string& prefix);
   Result<bool> remove(const std::string& key);
+  // Replaces the provenance JSON of a stored golden (`hipq golden floor` adds
+  // its measured noise floor there). NotFound for an unknown key.
+  Status update_provenance(const std::string& key, const nlohmann::json& provenance);
 
   // Jobs in state 'done' with a result: one job (batch_id = nullopt,
   // job_id given) or every job of a batch.

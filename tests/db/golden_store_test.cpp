@@ -71,6 +71,17 @@ TEST(GoldenStoreTest, SameFileTwiceIsIdempotentOtherFileIsRefusedUnlessReplace) 
   EXPECT_EQ((*store.find("k1"))->sha256, "sha-b");
 }
 
+TEST(GoldenStoreTest, UpdateProvenance) {
+  auto db = fresh_db();
+  GoldenStore store(*db);
+  ASSERT_TRUE(store.put(record("k", "s")).ok());
+  nlohmann::json p = (*store.find("k"))->provenance;
+  p["floor"] = {{"cosine", 0.99999}};
+  ASSERT_TRUE(store.update_provenance("k", p).ok());
+  EXPECT_EQ((*store.find("k"))->provenance["floor"]["cosine"], 0.99999);
+  EXPECT_EQ(store.update_provenance("nope", p).code(), StatusCode::kNotFound);
+}
+
 TEST(GoldenStoreTest, BadReferenceIsRejected) {
   auto db = fresh_db();
   GoldenStore store(*db);

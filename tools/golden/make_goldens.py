@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Make hipq golden files with the reference implementation (diffusers).
+
+For every job (a manifest's prompts x seeds, or settings given on the command
+line) this runs diffusers' StableDiffusionXLPipeline / StableDiffusionPipeline
+on a model folder written by `hipq weights export`, exactly as a user with
+diffusers would: the folder's scheduler config (turned into the scheduler the
+job's sampler names), generator = torch.Generator("cpu").manual_seed(seed)
+(rng "torch-cpu"), output_type="latent" for the final latent, then the VAE
+decode and diffusers' postprocess for the image. Each job's golden is written
+as OUT/<key>.safetensors with full provenance (docs/golden-format.md); the key
+is computed as hipq computes it (golden_key.py).
+
+Examples:
+  make_goldens.py --model tiny-sdxl/ --weights-sha256 SHA --out goldens/ \\
+      --prompt "a red fox" --seed 1 --seed 2 --width 64 --height 64 --steps 4
+  make_goldens.py --model sdxl/ --weights-sha256 SHA --manifest batch.yaml --out goldens/
+  make_goldens.py --model tiny-sdxl/ --weights-sha256 SHA --jobs jobs.json --out goldens/
+
+--weights-sha256 must be what hipq reports for the same folder (`hipq weights
+sha256 DIR`, or the "weights_sha256" of a latent.safetensors hipq wrote); it
+ties the golden to the weights. Without it the script computes it the way
+hipq does for a diffusers folder (see weights_sha256_of_folder).
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import golden_key  # noqa: E402
+
+GOLDEN_FORMAT = "hipq-golden/1"
+# hipq decodes tiled above this many latent pixels (engine/pipeline.h,
+# LoadOptions::vae_tile_above_latent_pixels); the goldens follow the same rule.
+VAE_TILE_ABOVE_LATENT_PIXELS = 128 * 128
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def weights_sha256_of_folder(folder):
+    """hipq's identity of a diffusers folder's weights (engine/model_files.h):
+    sha256 over the concatenated hex sha256 of each weight file, components in
+    the order unet, vae, text_encoder, text_encoder_2, files sorted by name."""
+    files = []
+    for comp in ("unet", "vae", "text_encoder", "text_encoder_2"):
+        d = os.path.join(folder, comp)
+        if not os.path.isdir(d):
+            continue
+        files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".safetensors"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(sha256_file(f).encode())
+    return h.hexdigest()
+
+
+def diffusers_commit(diffusers_module):
+    """The git commit of the diffusers checkout in use, when it is one."""
+    src = os.path.dirname(os.path.abspath(diffusers_module.__file__))
+    for root in (os.path.dirname(os.path.dirname(src)), os.path.dirname(src)):
+        if os.path.isdir(os.path.join(root, ".git")):
+            try:
+                return subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                      check=True).stdout.strip()
+            except (OSError, subprocess.CalledProcessError):
+                return ""
+    return ""
+
+
+def load_jobs(args):
+    """Settings dicts (GenerationSettings fields) for every job."""
+    common = {}
+    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+        v = getattr(args, field)
+        if v is not None:
+            common[field] = v
+    jobs = []
+    if args.jobs:
+        with open(args.jobs) as f:
+            for s in json.load(f):
+                jobs.append(dict(common, **s))
+    if args.manifest:
+        jobs += jobs_from_manifest(args.manifest, common)
+    for p in args.prompt or []:
+        for seed in args.seed or [0]:
+            jobs.append(dict(common, prompt=p, seed=seed))
+    if not jobs:
+        sys.exit("make_goldens: no jobs: give --prompt/--seed, --jobs FILE or --manifest FILE")
+    return jobs
+
+
+def jobs_from_manifest(path, common):
+    """Prompts x seeds of a hipq manifest (docs/manifest.md): defaults, then
+    per-prompt overrides. Repeats do not matter here: they share a golden."""
+    import yaml  # PyYAML, a dependency of transformers/diffusers
+    with open(path) as f:
+        m = yaml.safe_load(f)
+    d = dict(common)
+    defaults = m.get("defaults", {}) or {}
+    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+        if field in defaults:
+            d[field] = defaults[field]
+    if "negative" in defaults:
+        d["negative_prompt"] = defaults["negative"]
+    seeds = defaults.get("seeds", [0])
+    if isinstance(seeds, dict):  # {from: A, count: N}
+        seeds = list(range(int(seeds.get("from", 0)), int(seeds.get("from", 0)) + int(seeds["count"])))
+    jobs = []
+    base_dir = os.path.dirname(os.path.abspath(path))
+    prompts = m.get("prompts", [])
+    if isinstance(prompts, (str, dict)):
+        prompts = [prompts]
+    for p in prompts:
+        entries = []
+        if isinstance(p, str):
+            entries.append({"prompt": p})
+        elif "file" in p:
+            fp = os.path.join(base_dir, p["file"])
+            with open(fp) as f:
+                if fp.endswith(".jsonl"):
+                    entries += [json.loads(line) for line in f if line.strip()]
+                elif fp.endswith(".tsv"):
+                    lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+                    header = lines[0]
+                    entries += [dict(zip(header, row)) for row in lines[1:]]
+                else:
+                    entries += [{"prompt": line.strip()} for line in f if line.strip() and not line.startswith("#")]
+        else:
+            entries.append(p)
+        for e in entries:
+            s = dict(d)
+            for k, v in e.items():
+                if k == "text":
+                    s["prompt"] = v
+                elif k == "negative":
+                    s["negative_prompt"] = v
+                elif k in golden_key.DEFAULTS:
+                    s[k] = v
+            for seed in e.get("seeds", seeds):
+                jobs.append(dict(s, seed=int(seed)))
+    return jobs
+
+
+def make_scheduler(pipe, sampler):
+    import diffusers
+    cfg = pipe.scheduler.config
+    if sampler == "euler":
+        return diffusers.EulerDiscreteScheduler.from_config(cfg)
+    if sampler == "euler_karras":
+        return diffusers.EulerDiscreteScheduler.from_config(cfg, use_karras_sigmas=True)
+    if sampler == "ddim":
+        return diffusers.DDIMScheduler.from_config(cfg)
+    if sampler == "dpmpp_2m":
+        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2)
+    if sampler == "dpmpp_2m_karras":
+        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2,
+                                                                 use_karras_sigmas=True)
+    sys.exit("make_goldens: unknown sampler %r" % sampler)
+
+
+def jsonable(config):
+    out = {}
+    for k, v in dict(config).items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            out[k] = v
+        elif isinstance(v, (list, tuple)):
+            out[k] = list(v)
+        else:
+            out[k] = str(v)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="diffusers folder (from `hipq weights export`)")
+    ap.add_argument("--model-name", help="model name recorded in the golden (default: --model as given)")
+    ap.add_argument("--weights-sha256", help="hipq's weights sha256 of the folder")
+    ap.add_argument("--out", required=True, help="directory for <key>.safetensors")
+    ap.add_argument("--manifest", help="hipq manifest (YAML): its prompts x seeds")
+    ap.add_argument("--jobs", help="JSON list of settings objects (GenerationSettings fields)")
+    ap.add_argument("--prompt", action="append")
+    ap.add_argument("--seed", action="append", type=int)
+    ap.add_argument("--negative", dest="negative_prompt")
+    ap.add_argument("--width", type=int)
+    ap.add_argument("--height", type=int)
+    ap.add_argument("--steps", type=int)
+    ap.add_argument("--guidance", type=float)
+    ap.add_argument("--sampler")
+    ap.add_argument("--precision", help="fp32 | fp16 | bf16 (what the reference computes in)")
+    ap.add_argument("--rng", help="torch-cpu | torch-cuda")
+    ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    ap.add_argument("--no-image", action="store_true", help="latent only")
+    ap.add_argument("--deterministic", action="store_true", help="torch deterministic algorithms, no TF32")
+    args = ap.parse_args()
+
+    import numpy as np
+    import torch
+    import diffusers
+    import transformers
+    from safetensors.numpy import save_file
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    # The reference in full fp32: no TF32 shortcuts in matmul/conv.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True)
+    jobs = load_jobs(args)
+    weights_sha = args.weights_sha256 or weights_sha256_of_folder(args.model)
+    os.makedirs(args.out, exist_ok=True)
+
+    with open(os.path.join(args.model, "model_index.json")) as f:
+        pipeline_class_name = json.load(f)["_class_name"]
+    dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    pipes = {}
+    commit = diffusers_commit(diffusers)
+    device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else \
+        (platform.processor() or platform.machine() or "cpu")
+
+    for n, job in enumerate(jobs):
+        s = golden_key.full_settings(job)
+        key = golden_key.golden_key(weights_sha, s)
+        precision = s["precision"]
+        if precision not in pipes:
+            cls = getattr(diffusers, pipeline_class_name)
+            kw = {}
+            if pipeline_class_name == "StableDiffusionPipeline":
+                kw = {"safety_checker": None, "requires_safety_checker": False}
+            pipes[precision] = cls.from_pretrained(args.model, torch_dtype=dtypes[precision], **kw).to(device)
+            pipes[precision].set_progress_bar_config(disable=True)
+        pipe = pipes[precision]
+        pipe.scheduler = make_scheduler(pipe, s["sampler"])
+        gen_device = "cpu" if s["rng"] == "torch-cpu" else "cuda"
+        generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
+        h, w = int(s["height"]), int(s["width"])
+        t0 = time.time()
+        with torch.no_grad():
+            latents = pipe(prompt=s["prompt"],
+                           negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
+                           height=h, width=w, num_inference_steps=int(s["steps"]),
+                           guidance_scale=float(golden_key.as_float32(s["guidance"])),
+                           generator=generator, output_type="latent").images
+            image_u8 = None
+            if not args.no_image:
+                vae = pipe.vae
+                if (h // 8) * (w // 8) > VAE_TILE_ABOVE_LATENT_PIXELS:
+                    vae.enable_tiling()
+                else:
+                    vae.disable_tiling()
+                # As the pipelines decode: fp32 VAE when it would overflow in fp16.
+                needs_upcast = vae.dtype == torch.float16 and vae.config.force_upcast
+                if pipeline_class_name == "StableDiffusionXLPipeline" and vae.dtype != torch.float32:
+                    needs_upcast = True  # hipq runs SDXL's VAE in fp32 whatever the precision
+                if needs_upcast:
+                    vae.to(torch.float32)
+                z = latents.to(vae.dtype) / vae.config.scaling_factor
+                image = vae.decode(z, return_dict=False)[0]
+                image = pipe.image_processor.postprocess(image, output_type="np")  # [1, H, W, 3] in [0, 1]
+                image_u8 = (image * 255).round().astype("uint8")[0]  # numpy_to_pil's rounding
+                if needs_upcast:
+                    vae.to(dtypes[precision])
+        elapsed = time.time() - t0
+
+        latent = np.ascontiguousarray(latents.detach().float().cpu().numpy().astype("<f4"))
+        tensors = {"latent": latent}
+        content = hashlib.sha256(latent.tobytes())
+        if image_u8 is not None:
+            image_u8 = np.ascontiguousarray(image_u8)
+            tensors["image"] = image_u8
+            content.update(image_u8.tobytes())
+        created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        provenance = {
+            "reference": "diffusers",
+            "reference_version": diffusers.__version__,
+            "reference_commit": commit,
+            "torch_version": torch.__version__,
+            "device": device_name,
+            "precision": precision,
+            "pipeline_class": pipeline_class_name,
+            "scheduler_class": type(pipe.scheduler).__name__,
+            "created_at": created,
+            "source": "tools/golden/make_goldens.py " + " ".join(sys.argv[1:]),
+            "extra": {
+                "transformers_version": transformers.__version__,
+                "python_version": platform.python_version(),
+                "cuda_version": torch.version.cuda or "",
+                "tf32": False,
+                "seconds": round(elapsed, 3),
+            },
+        }
+        dumps = lambda o: json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # noqa: E731
+        metadata = {
+            "format": GOLDEN_FORMAT,
+            "key": key,
+            "key_material": golden_key.key_material(weights_sha, s),
+            "model": args.model_name or args.model,
+            "weights_sha256": weights_sha,
+            "settings": golden_key.settings_json(s),
+            "scheduler_config": dumps(jsonable(pipe.scheduler.config)),
+            "provenance": dumps(provenance),
+            "content_sha256": content.hexdigest(),
+            "created_at": created,
+        }
+        path = os.path.join(args.out, key + ".safetensors")
+        tmp = path + ".tmp"
+        save_file(tensors, tmp, metadata=metadata)
+        os.replace(tmp, path)
+        print("%d/%d %s seed %s %dx%d %s steps %s: %s (%.2f s)" % (n + 1, len(jobs), s["prompt"][:40], s["seed"],
+                                                                   w, h, s["steps"], s["sampler"], path, elapsed),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
