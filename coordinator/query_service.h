@@ -1,0 +1,48 @@
+// Query service: answers history and statistics questions from the
+// database, for `hipq runs/stats/compare/report` on a local .db file and for
+// remote users through the coordinator's QueryRequest (the same function
+// answers both, so local and remote output are identical).
+//
+//   Result<nlohmann::json> run_query(db, kind, args)
+//
+// kinds and their args (every kind accepts the run filter keys below):
+//   "runs"        → {"runs": [run…]}                       (+ "limit")
+//   "stats"       → {"groups": [group…], …}  args "group_by": [dims], "clock": "host"|"gpu",
+//                   "resamples", "seed"
+//   "compare"     → {"a": side, "b": side, "ratio", "ratio_ci", "p", "verdict", …}
+//                   args "a", "b": selector objects (filter keys), "phase" (default "total"),
+//                   "warmth": "warm"|"cold"|"all" (default "warm"), "threshold", "alpha",
+//                   "clock", "resamples", "seed"
+//   "parity"      → {"rows": [one per prompt+settings across seeds]}
+//   "report-data" → everything the HTML report draws, for one batch
+//                   args "batch" (default: the newest), "thumbnails" (max count, default 24),
+//                   "thumbnail_px" (default 160)
+// Run filter keys: batch, manifest, model, prompt (or "tag"), seed, gpu, host, build,
+// verdict, state, since, until (epoch seconds, "YYYY-MM-DD[THH:MM[:SS]]" UTC, or
+// "<N>h"/"<N>d" ago), warm (bool). Meanings in db/run_queries.h.
+// Group dimensions: model, resolution, steps, precision, sampler, gpu, host, build,
+// batch, day (UTC date of the run). Warm and cold runs are always separate groups.
+// Phases: load, text_encode, denoise, step (each denoising step, pooled), decode,
+// write, parity, total (sum of the run's recorded phases, host clock only).
+// The JSON shapes are documented in docs/statistics.md.
+//
+// Errors: InvalidArgument for an unknown kind, dimension, phase or arg of the
+// wrong type (naming it); NotFound for an unknown batch; FailedPrecondition
+// when a comparison side has too few runs; database errors as db/ maps them.
+// Thread safety: as the Database (the coordinator calls it from its loop).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace hipq::db {
+class Database;
+}
+
+namespace hipq::coordinator {
+
+Result<nlohmann::json> run_query(db::Database& db, std::string_view kind, const nlohmann::json& args);
+
+}  // namespace hipq::coordinator

@@ -1,0 +1,279 @@
+#include "coordinator/report/html_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "coordinator/report/svg_charts.h"
+
+namespace hipq::coordinator::report {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kStyle[] = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2329;background:#f6f7f9}
+header{background:#1f2a36;color:#fff;padding:18px 28px}
+header h1{margin:0;font-size:22px}header p{margin:4px 0 0;color:#c5d0db}
+main{padding:8px 28px 40px;max-width:1360px}
+section{background:#fff;border:1px solid #dde2e8;border-radius:8px;margin:16px 0;padding:14px 18px}
+h2{font-size:17px;margin:2px 0 10px}
+table{border-collapse:collapse;font-size:13px}th,td{padding:4px 9px;border-bottom:1px solid #e6e9ee;text-align:right;white-space:nowrap}
+th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:left}
+.tiles{display:flex;flex-wrap:wrap;gap:10px}.tile{border:1px solid #dde2e8;border-radius:6px;padding:8px 14px;min-width:110px}
+.tile b{display:block;font-size:20px}.tile span{color:#5a6672;font-size:12px}
+.PASS{color:#0a7d3b;font-weight:600}.FAIL,.NON_FINITE{color:#b3261e;font-weight:600}.NO_GOLDEN{color:#8a6d00}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+svg.chart{background:#fff}svg .grid{stroke:#e3e7ec}svg .tick{font-size:10px;fill:#5a6672}
+svg .axis{font-size:11px;fill:#37414b}svg .label{font-size:11px;fill:#1d2329}svg .title{font-size:13px;font-weight:600;fill:#1d2329}
+svg .small{font-size:12px}
+.thumbs{display:flex;flex-wrap:wrap;gap:10px}.thumbs figure{margin:0;width:170px;font-size:11px}
+.thumbs img{display:block;border-radius:4px;border:1px solid #ccd;max-width:160px;image-rendering:auto}
+.note{color:#5a6672;font-size:12px}.scroll{max-height:420px;overflow:auto}
+)css";
+
+// Sorts a table when its header is clicked; marks the page as scripted so a
+// headless test can tell the script ran.
+constexpr char kScript[] = R"js(
+document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){
+var t=th.closest('table'),b=t.tBodies[0],i=Array.prototype.indexOf.call(th.parentNode.children,th),
+d=th.dataset.dir==='asc'?-1:1;th.dataset.dir=d>0?'asc':'desc';
+Array.from(b.rows).sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,
+c=y.cells[i].dataset.v||y.cells[i].textContent,na=parseFloat(a),nc=parseFloat(c);
+return (isNaN(na)||isNaN(nc)?a.localeCompare(c):na-nc)*d;}).forEach(function(r){b.appendChild(r);});});});
+document.documentElement.setAttribute('data-scripted','1');
+)js";
+
+std::string num(double v, int prec = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  return buf;
+}
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+std::string jnum(const json& v, int prec = 4) { return v.is_number() ? num(v.get<double>(), prec) : "–"; }
+std::string jstr(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  return v.dump();
+}
+std::string esc(const json& v) { return html_escape(jstr(v)); }
+std::string when(const json& t) {
+  if (!t.is_number()) return "–";
+  const auto tt = static_cast<std::time_t>(t.get<double>());
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+std::string verdict_cell(const json& v) {
+  const std::string s = jstr(v);
+  return "<td class=\"l " + html_escape(s) + "\">" + (s.empty() ? "–" : html_escape(s)) + "</td>";
+}
+std::string tile(const std::string& value, const std::string& label) {
+  return "<div class=\"tile\"><b>" + html_escape(value) + "</b><span>" + html_escape(label) + "</span></div>";
+}
+std::string phase_title(const std::string& p) {
+  if (p == "step") return "denoising step";
+  if (p == "text_encode") return "text encode";
+  if (p == "total") return "total per image";
+  return p;
+}
+
+Status require(const json& data, const char* key) {
+  if (!data.contains(key)) {
+    return Status::InvalidArgument(std::string("report data lacks \"") + key +
+                                   "\"; produce it with the report-data query (same hipq version)");
+  }
+  return Status::Ok();
+}
+
+std::string summary_section(const json& b, const json& data) {
+  std::string h = "<section id=\"summary\"><h2>Batch summary</h2><div class=\"tiles\">";
+  h += tile(std::to_string(b.value("total", 0)), "jobs");
+  for (const auto& [state, n] : b["by_state"].items()) {
+    if (n.get<int64_t>() > 0) h += tile(std::to_string(n.get<int64_t>()), state);
+  }
+  for (const auto& [verdict, n] : b["by_verdict"].items()) h += tile(std::to_string(n.get<int64_t>()), verdict);
+  h += tile(std::to_string(data["workers"].size()), "workers");
+  h += "</div><table><tbody>";
+  h += "<tr><th class=\"l\">batch</th><td class=\"l\">" + std::to_string(b.value("id", 0)) + " " + esc(b["name"]) +
+       " (" + esc(b["state"]) + ")</td></tr>";
+  h += "<tr><th class=\"l\">manifest</th><td class=\"l\">" + esc(b["manifest_path"]) + " · sha256 " +
+       html_escape(jstr(b["manifest"]).substr(0, 16)) + "…</td></tr>";
+  h += "<tr><th class=\"l\">output root</th><td class=\"l\">" + esc(b["output_root"]) + "</td></tr>";
+  h += "<tr><th class=\"l\">created</th><td class=\"l\">" + when(b["created_at"]) + "</td></tr>";
+  h += "<tr><th class=\"l\">finished</th><td class=\"l\">" + when(b["finished_at"]) + "</td></tr>";
+  h += "</tbody></table></section>";
+  return h;
+}
+
+std::string workers_section(const json& workers) {
+  std::string h = "<section id=\"workers\"><h2>Workers</h2><table class=\"sortable\"><thead><tr>"
+                  "<th class=\"l\">worker</th><th class=\"l\">host</th><th class=\"l\">GPU</th><th class=\"l\">arch</th>"
+                  "<th class=\"l\">build</th><th class=\"l\">backend</th><th class=\"l\">runtime</th>"
+                  "<th class=\"l\">driver</th></tr></thead><tbody>";
+  for (const auto& w : workers) {
+    h += "<tr><td class=\"l\">" + esc(w["worker"]) + "</td><td class=\"l\">" + esc(w["host"]) +
+         "</td><td class=\"l\">" + esc(w["gpu"]) + "</td><td class=\"l\">" + esc(w["arch"]) + "</td><td class=\"l\">" +
+         esc(w["build"]) + "</td><td class=\"l\">" + esc(w["backend"]) + "</td><td class=\"l\">" +
+         esc(w["runtime_version"]) + "</td><td class=\"l\">" + esc(w["driver_version"]) + "</td></tr>";
+  }
+  return h + "</tbody></table></section>";
+}
+
+}  // namespace
+
+Result<std::string> render_html_report(const json& data) {
+  for (const char* k : {"batch", "workers", "stats", "samples", "step_traces", "parity", "runs", "thumbnails"}) {
+    HIPQ_RETURN_IF_ERROR(require(data, k));
+  }
+  try {
+    const json& b = data["batch"];
+    // A stable colour per GPU across every chart.
+    std::map<std::string, size_t> colour;
+    for (const auto& s : data["samples"]) colour.emplace(jstr(s["gpu"]), colour.size());
+    for (const auto& t : data["step_traces"]) colour.emplace(jstr(t["gpu"]), colour.size());
+
+    std::string h;
+    h += "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">";
+    h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">";
+    h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+    h += "<title>hipq report: batch " + std::to_string(b.value("id", 0)) + " " + esc(b["name"]) + "</title>";
+    h += "<style>" + std::string(kStyle) + "</style></head><body>";
+    h += "<header><h1>hipq report — batch " + std::to_string(b.value("id", 0)) + " “" + esc(b["name"]) +
+         "”</h1><p>generated " + when(data.value("generated_at", json(nullptr))) +
+         " · timings in milliseconds on the host clock · quantiles: numpy linear · median CI: bootstrap 95% (" +
+         jnum(data["stats"].value("resamples", json(nullptr))) + " resamples)</p></header><main>";
+    h += summary_section(b, data);
+    h += workers_section(data["workers"]);
+
+    // Box plots: one chart per phase, one box per (GPU, warmth).
+    h += "<section id=\"distributions\"><h2>Distributions per phase and GPU</h2><p class=\"note\">Box: quartiles; "
+         "line: median; whiskers: furthest values within 1.5 IQR; circles: outliers (Tukey). Warm and cold runs "
+         "(model load) are separate rows.</p><div class=\"charts\">";
+    std::map<std::string, std::vector<BoxSeries>> boxes;
+    std::vector<std::string> phase_order;
+    for (const auto& s : data["samples"]) {
+      const std::string phase = jstr(s["phase"]);
+      if (!boxes.count(phase)) phase_order.push_back(phase);
+      boxes[phase].push_back({jstr(s["gpu"]) + " · " + jstr(s["warmth"]), s["values"].get<std::vector<double>>(),
+                              colour[jstr(s["gpu"])]});
+    }
+    for (const auto& phase : phase_order) h += box_plot_svg(boxes[phase], phase_title(phase), "ms");
+    if (phase_order.empty()) h += "<p>No timings recorded in this batch yet.</p>";
+    h += "</div></section>";
+
+    h += "<section id=\"histograms\"><h2>Histograms</h2><div class=\"charts\">";
+    for (const auto& s : data["samples"]) {
+      const std::string phase = jstr(s["phase"]);
+      if (phase != "denoise" && phase != "step" && phase != "total") continue;
+      h += histogram_svg(s["values"].get<std::vector<double>>(),
+                         phase_title(phase) + " · " + jstr(s["gpu"]) + " · " + jstr(s["warmth"]), "ms",
+                         colour[jstr(s["gpu"])]);
+    }
+    h += "</div></section>";
+
+    h += "<section id=\"step-traces\"><h2>Step-time traces</h2><p class=\"note\">Median time of each denoising "
+         "step across runs; the band spans the 10th to 90th percentile.</p>";
+    std::vector<TraceSeries> traces;
+    for (const auto& t : data["step_traces"]) {
+      traces.push_back({jstr(t["gpu"]) + " · " + jstr(t["warmth"]) + " (" + jnum(t["runs"]) + ")",
+                        t["median"].get<std::vector<double>>(), t["low"].get<std::vector<double>>(),
+                        t["high"].get<std::vector<double>>(), colour[jstr(t["gpu"])]});
+    }
+    h += trace_svg(traces, "step time by step index", "ms") + "</section>";
+
+    h += "<section id=\"stats\"><h2>Statistics per GPU and phase</h2><div class=\"scroll\"><table class=\"sortable\">"
+         "<thead><tr><th class=\"l\">GPU</th><th class=\"l\">runs</th><th class=\"l\">phase</th><th>n</th><th>mean</th>"
+         "<th>sd</th><th>min</th><th>p50</th><th>p50 95% CI</th><th>p90</th><th>p95</th><th>p99</th><th>max</th>"
+         "<th>outliers</th><th>steps/s</th><th>images/h</th></tr></thead><tbody>";
+    for (const auto& g : data["stats"]["groups"]) {
+      const std::string gpu = g["key"].contains("gpu") ? jstr(g["key"]["gpu"]) : "all";
+      for (const auto& p : g["phases"]) {
+        const auto& o = p["outliers"];
+        const int64_t outl = o.value("low_severe", 0) + o.value("low_mild", 0) + o.value("high_mild", 0) +
+                             o.value("high_severe", 0);
+        h += "<tr><td class=\"l\">" + html_escape(gpu) + "</td><td class=\"l\">" + esc(g["warmth"]) + " (" +
+             jnum(g["runs"]) + ")</td><td class=\"l\">" + html_escape(phase_title(jstr(p["phase"]))) + "</td><td>" +
+             jnum(p["n"]) + "</td><td>" + jnum(p["mean"]) + "</td><td>" + jnum(p["sd"], 3) + "</td><td>" +
+             jnum(p["min"]) + "</td><td><b>" + jnum(p["p50"]) + "</b></td><td>" + jnum(p["median_ci"][0]) + "–" +
+             jnum(p["median_ci"][1]) + "</td><td>" + jnum(p["p90"]) + "</td><td>" + jnum(p["p95"]) + "</td><td>" +
+             jnum(p["p99"]) + "</td><td>" + jnum(p["max"]) + "</td><td data-v=\"" + std::to_string(outl) + "\">" +
+             (outl ? std::to_string(outl) + " (" + std::to_string(o.value("high_severe", 0) + o.value("low_severe", 0)) +
+                         " severe)"
+                   : "0") +
+             "</td><td>" + jnum(g["throughput"]["steps_per_s"]) + "</td><td>" +
+             jnum(g["throughput"]["images_per_hour"]) + "</td></tr>";
+      }
+    }
+    h += "</tbody></table></div></section>";
+
+    h += "<section id=\"parity\"><h2>Parity across seeds</h2><table class=\"sortable\"><thead><tr>"
+         "<th class=\"l\">prompt</th><th class=\"l\">settings</th><th>seeds</th><th>runs</th><th>cos min</th>"
+         "<th>cos mean</th><th>cos max</th><th>pass rate</th><th>no golden</th><th class=\"l\">worst job</th></tr>"
+         "</thead><tbody>";
+    for (const auto& p : data["parity"]) {
+      std::string worst = "–";
+      if (p["worst"].is_object()) {
+        worst = "job " + jnum(p["worst"]["job"], 12) + " · seed " + jnum(p["worst"]["seed"], 20) + " · " +
+                (p["worst"]["cosine"].is_number() ? fixed(p["worst"]["cosine"].get<double>(), 6) : "–") + " " +
+                jstr(p["worst"]["verdict"]);
+      }
+      h += "<tr><td class=\"l\">" + esc(p["prompt"]) + "</td><td class=\"l\">" + esc(p["model"]) + " " +
+           jnum(p["width"]) + "×" + jnum(p["height"]) + " " + jnum(p["steps"]) + " steps " + esc(p["sampler"]) +
+           " " + esc(p["precision"]) + "</td><td>" + jnum(p["seeds"]) + "</td><td>" + jnum(p["runs"]) + "</td><td>" +
+           (p["cosine_min"].is_number() ? fixed(p["cosine_min"].get<double>(), 6) : "–") + "</td><td>" +
+           (p["cosine_mean"].is_number() ? fixed(p["cosine_mean"].get<double>(), 6) : "–") + "</td><td>" +
+           (p["cosine_max"].is_number() ? fixed(p["cosine_max"].get<double>(), 6) : "–") + "</td><td>" +
+           (p["pass_rate"].is_number() ? fixed(100.0 * p["pass_rate"].get<double>(), 1) + "%" : "–") + "</td><td>" +
+           jnum(p["no_golden"]) + "</td><td class=\"l\">" + html_escape(worst) + "</td></tr>";
+    }
+    h += "</tbody></table></section>";
+
+    h += "<section id=\"thumbnails\"><h2>Images</h2>";
+    if (data["thumbnails"].empty()) {
+      h += "<p class=\"note\">No PNG outputs were readable where the report was made";
+      if (data.value("thumbnail_errors", 0) > 0) h += " (" + jnum(data["thumbnail_errors"]) + " unreadable)";
+      h += ".</p>";
+    }
+    h += "<div class=\"thumbs\">";
+    for (const auto& t : data["thumbnails"]) {
+      const std::string uri = jstr(t["uri"]);
+      if (uri.rfind("data:image/png;base64,", 0) != 0) continue;  // only embedded images, never a URL
+      h += "<figure><img alt=\"job " + jnum(t["job"], 12) + "\" src=\"" + uri + "\"><figcaption>job " +
+           jnum(t["job"], 12) + " · seed " + jnum(t["seed"], 20) + " · r" + jnum(t["repeat"]) + " <span class=\"" +
+           esc(t["verdict"]) + "\">" + esc(t["verdict"]) + "</span><br>" + esc(t["prompt"]) + "</figcaption></figure>";
+    }
+    h += "</div></section>";
+
+    h += "<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>job</th>"
+         "<th class=\"l\">prompt</th><th>seed</th><th>repeat</th><th class=\"l\">state</th><th class=\"l\">verdict</th>"
+         "<th>cosine</th><th class=\"l\">GPU</th><th class=\"l\">warm</th><th>total ms</th><th class=\"l\">error</th>"
+         "</tr></thead><tbody>";
+    for (const auto& r : data["runs"]) {
+      h += "<tr><td>" + jnum(r["job"], 12) + "</td><td class=\"l\">" + esc(r["prompt"]) + "</td><td>" +
+           jnum(r["seed"], 20) + "</td><td>" + jnum(r["repeat"]) + "</td><td class=\"l\">" + esc(r["state"]) +
+           "</td>" + verdict_cell(r["verdict"]) + "<td>" +
+           (r["cosine"].is_number() ? fixed(r["cosine"].get<double>(), 6) : "–") + "</td><td class=\"l\">" +
+           esc(r["gpu"]) + "</td><td class=\"l\">" +
+           (r["warm"].is_boolean() ? (r["warm"].get<bool>() ? "warm" : "cold") : "–") + "</td><td>" +
+           jnum(r["total_ms"], 6) + "</td><td class=\"l\">" + esc(r["error"]) + "</td></tr>";
+    }
+    h += "</tbody></table></div></section>";
+    h += "</main><script>" + std::string(kScript) + "</script></body></html>\n";
+    return h;
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("report data is malformed: ") + e.what());
+  }
+}
+
+}  // namespace hipq::coordinator::report

@@ -1,0 +1,25 @@
+// HTML report: renders report data (report_data.h, the "report-data" query)
+// into one self-contained HTML page — inline CSS, a few lines of inline
+// script (table sorting), inline SVG charts and base64 PNG thumbnails. A
+// Content-Security-Policy meta tag (default-src 'none') forbids every network
+// fetch, so the page opens offline and cannot leak where it is viewed.
+//
+// Sections (element ids, stable for tests and links): summary, workers,
+// distributions (box plots per phase, one box per GPU and warm/cold),
+// histograms (denoise and step time per GPU), step-traces, stats (per phase
+// table), parity (across seeds), thumbnails, runs.
+//
+// Errors: InvalidArgument when the data lacks a required member (names it).
+// Thread safety: pure function.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/result.h"
+
+namespace hipq::coordinator::report {
+
+Result<std::string> render_html_report(const nlohmann::json& data);
+
+}  // namespace hipq::coordinator::report

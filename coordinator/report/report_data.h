@@ -1,0 +1,37 @@
+// Report data: everything the HTML report (html_report.h) draws for one
+// batch, gathered from the database as one JSON document — the "report-data"
+// query kind (coordinator/query_service.h), so a remote coordinator can hand
+// it over the wire and the client renders the page.
+//
+// Shape (docs/statistics.md, "report-data"):
+//   {"batch": {id, name, state, manifest, manifest_path, output_root, created_at,
+//              finished_at, total, by_state, by_verdict},
+//    "workers": [{worker, host, gpu, arch, build, backend, runtime_version, driver_version}],
+//    "stats": <stats JSON grouped by gpu>, "runs": [compact run…],
+//    "samples": [{gpu, warmth, phase, values: [ms…]}],
+//    "step_traces": [{gpu, warmth, runs, median: [ms per step], low: [...], high: [...]}],
+//    "parity": [<parity rows>], "thumbnails": [{job, prompt, seed, repeat, verdict, cosine, gpu, uri}],
+//    "thumbnail_errors": n, "generated_at": epoch seconds}
+// Thumbnails are read from <output_root>/<png output path> on the machine
+// answering the query; a file it cannot read is counted, not fatal.
+//
+// args: "batch" (default: the newest batch), "thumbnails" (max count,
+// default 24, 0 = none), "thumbnail_px" (default 160), "resamples".
+// Errors: NotFound for an unknown batch or an empty database;
+// InvalidArgument for args of the wrong type.
+// Thread safety: as the Database.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+
+namespace hipq::db {
+class Database;
+}
+
+namespace hipq::coordinator::report {
+
+Result<nlohmann::json> build_report_data(db::Database& db, const nlohmann::json& args);
+
+}  // namespace hipq::coordinator::report

@@ -1,0 +1,468 @@
+#include "coordinator/statistics/run_stats.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <set>
+
+#include "coordinator/statistics/descriptive.h"
+#include "coordinator/statistics/outliers.h"
+#include "db/database.h"
+
+namespace hipq::coordinator::statistics {
+
+using nlohmann::json;
+
+const std::vector<std::string>& known_phases() {
+  static const std::vector<std::string> k{"load", "text_encode", "denoise", "step", "decode", "write", "parity",
+                                          "total"};
+  return k;
+}
+
+const std::vector<std::string>& known_dimensions() {
+  static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler",
+                                          "gpu",   "host",       "build", "batch",     "day"};
+  return k;
+}
+
+Status check_phase_name(const std::string& phase) {
+  const auto& k = known_phases();
+  if (std::find(k.begin(), k.end(), phase) != k.end()) return Status::Ok();
+  return Status::InvalidArgument("unknown phase \"" + phase +
+                                 "\"; known: load, text_encode, denoise, step, decode, write, parity, total");
+}
+
+namespace {
+
+std::optional<std::string> opt_string(const json& args, const char* key) {
+  if (!args.contains(key) || args[key].is_null()) return std::nullopt;
+  if (args[key].is_string()) return args[key].get<std::string>();
+  return args[key].dump();  // numbers given for text filters (e.g. build=1234)
+}
+
+double utc_from_fields(int y, int mo, int d, int h, int mi, int s) {
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<double>(timegm(&tm));
+}
+
+}  // namespace
+
+Result<double> parse_time(const json& value, const char* what, double now) {
+  if (value.is_number()) return value.get<double>();
+  if (!value.is_string()) {
+    return Status::InvalidArgument(std::string(what) + ": expected epoch seconds or a date string, got " + value.dump());
+  }
+  const std::string s = value.get<std::string>();
+  if (!s.empty() && (s.back() == 'h' || s.back() == 'd' || s.back() == 'm')) {
+    char* end = nullptr;
+    const double n = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() + s.size() - 1 && n >= 0) {
+      const double unit = s.back() == 'd' ? 86400.0 : s.back() == 'h' ? 3600.0 : 60.0;
+      return now - n * unit;
+    }
+  }
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  char tail[8] = {0};
+  const int got = std::sscanf(s.c_str(), "%4d-%2d-%2d%*[T ]%2d:%2d:%2d%7s", &y, &mo, &d, &h, &mi, &sec, tail);
+  const bool date_only = got == 3 && s.size() == 10;
+  const bool with_time = got >= 5 && (tail[0] == 0 || std::string(tail) == "Z");
+  if ((date_only || with_time) && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 61) {
+    return utc_from_fields(y, mo, d, h, mi, sec);
+  }
+  return Status::InvalidArgument(std::string(what) + ": \"" + s +
+                                 "\" is not a time; use epoch seconds, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC), "
+                                 "or an age like 24h / 7d");
+}
+
+Result<db::RunFilter> parse_run_filter(const json& args) {
+  db::RunFilter f;
+  const double now = db::wall_clock_seconds();
+  try {
+    if (args.contains("batch") && !args["batch"].is_null()) {
+      const auto& b = args["batch"];
+      f.batch = b.is_string() ? std::stoll(b.get<std::string>()) : b.get<int64_t>();
+    }
+    f.manifest = opt_string(args, "manifest");
+    f.model = opt_string(args, "model");
+    f.prompt = opt_string(args, "prompt");
+    if (!f.prompt) f.prompt = opt_string(args, "tag");
+    if (args.contains("seed") && !args["seed"].is_null()) {
+      const auto& s = args["seed"];
+      f.seed = s.is_string() ? std::stoull(s.get<std::string>()) : s.get<uint64_t>();
+    }
+    f.gpu = opt_string(args, "gpu");
+    f.host = opt_string(args, "host");
+    f.build = opt_string(args, "build");
+    f.verdict = opt_string(args, "verdict");
+    f.state = opt_string(args, "state");
+    if (args.contains("warm") && !args["warm"].is_null()) {
+      const auto& w = args["warm"];
+      if (w.is_boolean()) {
+        f.warm = w.get<bool>();
+      } else {
+        const std::string t = w.is_string() ? w.get<std::string>() : w.dump();
+        if (t == "warm" || t == "true" || t == "1") f.warm = true;
+        else if (t == "cold" || t == "false" || t == "0") f.warm = false;
+        else return Status::InvalidArgument("warm: \"" + t + "\" is not warm/cold/true/false");
+      }
+    }
+    if (args.contains("limit") && !args["limit"].is_null()) f.limit = args["limit"].get<int64_t>();
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("run filter: batch, seed and limit must be integers: ") + e.what());
+  }
+  if (args.contains("since") && !args["since"].is_null()) {
+    HIPQ_ASSIGN_OR_RETURN(double t, parse_time(args["since"], "since", now));
+    f.since = t;
+  }
+  if (args.contains("until") && !args["until"].is_null()) {
+    HIPQ_ASSIGN_OR_RETURN(double t, parse_time(args["until"], "until", now));
+    f.until = t;
+  }
+  if (f.state) {
+    static const std::set<std::string> states{"queued", "leased", "done", "failed", "dead", "cancelled"};
+    if (!states.count(*f.state)) {
+      return Status::InvalidArgument("state \"" + *f.state + "\" is not one of queued, leased, done, failed, dead, cancelled");
+    }
+  }
+  return f;
+}
+
+Result<StatsOptions> parse_stats_options(const json& args) {
+  StatsOptions o;
+  try {
+    if (args.contains("group_by") && !args["group_by"].is_null()) {
+      const auto& g = args["group_by"];
+      if (g.is_string()) {
+        std::string s = g.get<std::string>(), cur;
+        for (char c : s + ",") {
+          if (c == ',') {
+            if (!cur.empty()) o.group_by.push_back(cur);
+            cur.clear();
+          } else if (c != ' ') {
+            cur += c;
+          }
+        }
+      } else {
+        o.group_by = g.get<std::vector<std::string>>();
+      }
+    }
+    if (args.contains("clock")) o.clock = args["clock"].get<std::string>();
+    if (args.contains("resamples")) o.resamples = args["resamples"].get<int>();
+    if (args.contains("seed_bootstrap")) o.seed = args["seed_bootstrap"].get<uint64_t>();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("stats options: group_by is a list of names, clock a string, "
+                                               "resamples an integer: ") + e.what());
+  }
+  const auto& dims = known_dimensions();
+  for (const auto& d : o.group_by) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+      return Status::InvalidArgument("group_by: unknown dimension \"" + d +
+                                     "\"; known: model, resolution, steps, precision, sampler, gpu, host, build, "
+                                     "batch, day");
+    }
+  }
+  if (o.clock != "host" && o.clock != "gpu") {
+    return Status::InvalidArgument("clock \"" + o.clock + "\" is not host or gpu");
+  }
+  if (o.resamples < 1 || o.resamples > 1000000) {
+    return Status::InvalidArgument("resamples " + std::to_string(o.resamples) + " is outside 1..1000000");
+  }
+  return o;
+}
+
+namespace {
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+}  // namespace
+
+json run_to_json(const db::RunRow& r) {
+  json phases = json::object();
+  double total = 0;
+  for (const auto& p : r.phases) {
+    phases[p.phase] = {{"host_ms", p.host_ms}, {"gpu_ms", opt(p.gpu_ms)}};
+    total += p.host_ms;
+  }
+  json outputs = json::array();
+  try {
+    outputs = json::parse(r.outputs_json);
+  } catch (const json::exception&) {
+    outputs = json::array();
+  }
+  return json{{"job", r.job_id},
+              {"batch", r.batch_id},
+              {"batch_name", r.batch_name},
+              {"manifest", r.manifest_sha256},
+              {"manifest_path", r.manifest_path},
+              {"ordinal", r.ordinal},
+              {"model", r.model},
+              {"prompt", r.prompt},
+              {"tags", r.tags},
+              {"seed", r.seed},
+              {"repeat", r.repeat_index},
+              {"width", r.width},
+              {"height", r.height},
+              {"steps", r.steps},
+              {"guidance", r.guidance},
+              {"sampler", r.sampler},
+              {"precision", r.precision},
+              {"state", r.state},
+              {"verdict", opt(r.verdict)},
+              {"attempts", r.attempts},
+              {"attempt", r.attempt ? json(*r.attempt) : json(nullptr)},
+              {"worker", opt(r.worker_id)},
+              {"host", r.host},
+              {"gpu", r.gpu},
+              {"arch", r.arch},
+              {"build", r.build_sha},
+              {"backend", r.backend},
+              {"runtime_version", r.runtime_version},
+              {"driver_version", r.driver_version},
+              {"warm", r.has_result ? json(r.warm) : json(nullptr)},
+              {"cosine", opt(r.cosine)},
+              {"max_abs", opt(r.max_abs)},
+              {"rel_l2", opt(r.rel_l2)},
+              {"psnr", opt(r.psnr)},
+              {"peak_memory_bytes", opt(r.peak_memory_bytes)},
+              {"started_at", opt(r.started_at)},
+              {"finished_at", opt(r.finished_at)},
+              {"time", r.time},
+              {"error", opt(r.error)},
+              {"output_root", r.output_root},
+              {"output_dir", r.output_dir},
+              {"outputs", outputs},
+              {"phases", phases},
+              {"total_ms", r.phases.empty() ? json(nullptr) : json(total)}};
+}
+
+Result<std::vector<RunSample>> load_samples(db::Database& db, const std::vector<db::RunRow>& rows,
+                                            const std::string& clock) {
+  const bool gpu = clock == "gpu";
+  std::vector<RunSample> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    RunSample s;
+    s.row = &r;
+    double total = 0;
+    for (const auto& p : r.phases) {
+      if (gpu) {
+        if (p.gpu_ms) s.phases[p.phase] = *p.gpu_ms;
+      } else {
+        s.phases[p.phase] = p.host_ms;
+        total += p.host_ms;
+      }
+    }
+    // GPU events do not cover every phase (load, write), so a GPU-clock
+    // total would silently mean something else: it is host-only.
+    if (!gpu && !r.phases.empty()) s.phases["total"] = total;
+    if (r.attempt_id) {
+      HIPQ_ASSIGN_OR_RETURN(auto steps, db::query_step_timings(db, *r.attempt_id));
+      for (const auto& st : steps) {
+        if (gpu) {
+          if (st.gpu_ms) s.steps.push_back(*st.gpu_ms);
+        } else {
+          s.steps.push_back(st.host_ms);
+        }
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<double> phase_values(std::span<const RunSample> samples, const std::string& phase) {
+  std::vector<double> v;
+  for (const auto& s : samples) {
+    if (phase == "step") {
+      v.insert(v.end(), s.steps.begin(), s.steps.end());
+    } else if (auto it = s.phases.find(phase); it != s.phases.end()) {
+      v.push_back(it->second);
+    }
+  }
+  return v;
+}
+
+Result<json> summary_json(std::span<const double> values, const StatsOptions& options) {
+  HIPQ_ASSIGN_OR_RETURN(Summary s, summarize(values));
+  BootstrapOptions bo;
+  bo.resamples = options.resamples;
+  bo.seed = options.seed;
+  HIPQ_ASSIGN_OR_RETURN(Interval ci, bootstrap_median_ci(values, bo));
+  HIPQ_ASSIGN_OR_RETURN(OutlierReport out, classify_outliers(values));
+  return json{{"n", s.n},
+              {"mean", s.mean},
+              {"sd", finite_or_null(s.sd)},
+              {"min", s.min},
+              {"p50", s.p50},
+              {"p90", s.p90},
+              {"p95", s.p95},
+              {"p99", s.p99},
+              {"max", s.max},
+              {"median_ci", json::array({ci.low, ci.high})},
+              {"outliers",
+               {{"low_severe", out.low_severe},
+                {"low_mild", out.low_mild},
+                {"high_mild", out.high_mild},
+                {"high_severe", out.high_severe}}}};
+}
+
+std::string dimension_value(const db::RunRow& r, const std::string& d) {
+  if (d == "model") return r.model;
+  if (d == "resolution") return std::to_string(r.width) + "x" + std::to_string(r.height);
+  if (d == "steps") return std::to_string(r.steps);
+  if (d == "precision") return r.precision;
+  if (d == "sampler") return r.sampler;
+  if (d == "gpu") return r.gpu.empty() ? "?" : r.gpu;
+  if (d == "host") return r.host.empty() ? "?" : r.host;
+  if (d == "build") return r.build_sha.empty() ? "?" : r.build_sha;
+  if (d == "batch") return std::to_string(r.batch_id);
+  if (d == "day") {
+    const auto t = static_cast<std::time_t>(r.time);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+    return buf;
+  }
+  return "?";
+}
+
+json parity_summary(const std::vector<const db::RunRow*>& rows) {
+  size_t pass = 0, gated = 0, no_golden = 0, with_cosine = 0;
+  double cmin = std::numeric_limits<double>::infinity(), cmax = -cmin, csum = 0;
+  const db::RunRow* worst = nullptr;
+  std::set<uint64_t> seeds;
+  for (const auto* r : rows) {
+    seeds.insert(r->seed);
+    const std::string v = r->verdict.value_or("");
+    if (v == "NO_GOLDEN") ++no_golden;
+    if (v == "PASS" || v == "FAIL" || v == "NON_FINITE") ++gated;
+    if (v == "PASS") ++pass;
+    if (r->cosine && std::isfinite(*r->cosine)) {
+      ++with_cosine;
+      csum += *r->cosine;
+      cmax = std::max(cmax, *r->cosine);
+      if (*r->cosine < cmin) {
+        cmin = *r->cosine;
+        worst = r;
+      }
+    }
+    if (v == "NON_FINITE" && (worst == nullptr || worst->verdict.value_or("") != "NON_FINITE")) worst = r;
+  }
+  json p{{"runs", rows.size()},
+         {"seeds", seeds.size()},
+         {"gated", gated},
+         {"pass", pass},
+         {"no_golden", no_golden},
+         {"pass_rate", gated ? json(static_cast<double>(pass) / static_cast<double>(gated)) : json(nullptr)},
+         {"cosine_min", with_cosine ? json(cmin) : json(nullptr)},
+         {"cosine_mean", with_cosine ? json(csum / static_cast<double>(with_cosine)) : json(nullptr)},
+         {"cosine_max", with_cosine ? json(cmax) : json(nullptr)}};
+  if (worst) {
+    p["worst"] = {{"job", worst->job_id},
+                  {"seed", worst->seed},
+                  {"repeat", worst->repeat_index},
+                  {"cosine", opt(worst->cosine)},
+                  {"verdict", opt(worst->verdict)}};
+  } else {
+    p["worst"] = nullptr;
+  }
+  return p;
+}
+
+Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOptions& options) {
+  // Ordered map: groups print sorted by key, warm before cold.
+  std::map<std::pair<std::vector<std::string>, int>, std::vector<const RunSample*>> groups;
+  for (const auto& s : samples) {
+    std::vector<std::string> key;
+    for (const auto& d : options.group_by) key.push_back(dimension_value(*s.row, d));
+    groups[{key, s.row->warm ? 0 : 1}].push_back(&s);
+  }
+  json out_groups = json::array();
+  for (const auto& [gk, members] : groups) {
+    std::vector<RunSample> copy;
+    copy.reserve(members.size());
+    for (const auto* m : members) copy.push_back(*m);
+    json key = json::object();
+    for (size_t i = 0; i < options.group_by.size(); ++i) key[options.group_by[i]] = gk.first[i];
+    json phases = json::array();
+    for (const auto& ph : known_phases()) {
+      auto values = phase_values(copy, ph);
+      if (values.empty()) continue;
+      HIPQ_ASSIGN_OR_RETURN(json sj, summary_json(values, options));
+      sj["phase"] = ph;
+      phases.push_back(std::move(sj));
+    }
+    json throughput = json::object();
+    auto steps = phase_values(copy, "step");
+    auto totals = phase_values(copy, "total");
+    if (!steps.empty()) {
+      double sum = 0;
+      for (double v : steps) sum += v;
+      throughput["steps_per_s"] = 1000.0 * static_cast<double>(steps.size()) / sum;
+    } else {
+      throughput["steps_per_s"] = nullptr;
+    }
+    if (!totals.empty()) {
+      double sum = 0;
+      for (double v : totals) sum += v;
+      throughput["images_per_hour"] = 3.6e6 * static_cast<double>(totals.size()) / sum;
+    } else {
+      throughput["images_per_hour"] = nullptr;
+    }
+    std::vector<const db::RunRow*> rows;
+    std::set<std::string> workers;
+    for (const auto* m : members) {
+      rows.push_back(m->row);
+      if (m->row->worker_id) workers.insert(*m->row->worker_id);
+    }
+    out_groups.push_back(json{{"key", key},
+                              {"warmth", gk.second == 0 ? "warm" : "cold"},
+                              {"runs", members.size()},
+                              {"workers", workers.size()},
+                              {"phases", phases},
+                              {"throughput", throughput},
+                              {"parity", parity_summary(rows)}});
+  }
+  return json{{"group_by", options.group_by},
+              {"clock", options.clock},
+              {"unit", "ms"},
+              {"quantiles", "linear interpolation (numpy default, Hyndman-Fan type 7)"},
+              {"median_ci", "bootstrap percentile, 95%"},
+              {"resamples", options.resamples},
+              {"seed", options.seed},
+              {"groups", out_groups}};
+}
+
+json parity_table(const std::vector<db::RunRow>& rows) {
+  using Key = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double>;
+  std::map<Key, std::vector<const db::RunRow*>> groups;
+  for (const auto& r : rows) {
+    groups[{r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance}].push_back(&r);
+  }
+  json out = json::array();
+  for (const auto& [k, members] : groups) {
+    json p = parity_summary(members);
+    p["model"] = std::get<0>(k);
+    p["prompt"] = std::get<1>(k);
+    p["width"] = std::get<2>(k);
+    p["height"] = std::get<3>(k);
+    p["steps"] = std::get<4>(k);
+    p["sampler"] = std::get<5>(k);
+    p["precision"] = std::get<6>(k);
+    p["guidance"] = std::get<7>(k);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace hipq::coordinator::statistics

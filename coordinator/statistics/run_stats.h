@@ -1,0 +1,82 @@
+// Run statistics: turns run history rows (db/run_queries.h) into the numbers
+// `hipq stats`, `hipq compare` and the report show — grouping, per-phase
+// descriptive statistics with bootstrap median intervals and outlier counts,
+// throughput, and parity across seeds. Used by coordinator/query_service.cpp;
+// the JSON shapes are those of docs/statistics.md.
+//
+// Unlike the rest of coordinator/statistics/ (pure math, hipq_statistics),
+// this file reads the database (step timings) and is part of hipq_coordinator.
+//
+// Errors: InvalidArgument naming the bad arg, dimension or phase; database
+// errors as db/ maps them.
+// Thread safety: as the Database.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "coordinator/statistics/bootstrap.h"
+#include "db/run_queries.h"
+
+namespace hipq::db {
+class Database;
+}
+
+namespace hipq::coordinator::statistics {
+
+// Phases in display order; "step" is each denoising step, "total" the sum of
+// a run's phases.
+const std::vector<std::string>& known_phases();
+Status check_phase_name(const std::string& phase);
+// Group dimensions accepted by group_by.
+const std::vector<std::string>& known_dimensions();
+
+struct StatsOptions {
+  std::vector<std::string> group_by;  // known_dimensions(); empty = one group (per warmth)
+  std::string clock = "host";         // "host" | "gpu"
+  int resamples = kDefaultResamples;
+  uint64_t seed = kDefaultSeed;
+};
+
+// The run filter keys of query args (query_service.h); InvalidArgument on a
+// wrong type or an unparsable time.
+Result<db::RunFilter> parse_run_filter(const nlohmann::json& args);
+Result<StatsOptions> parse_stats_options(const nlohmann::json& args);
+// "since"/"until" values: epoch seconds, "YYYY-MM-DD[THH:MM[:SS]][Z]" (UTC), or "<N>h" / "<N>d" ago.
+Result<double> parse_time(const nlohmann::json& value, const char* what, double now);
+
+nlohmann::json run_to_json(const db::RunRow& row);
+
+// One run's timing values on one clock, in milliseconds.
+struct RunSample {
+  const db::RunRow* row = nullptr;   // borrowed from the caller's rows
+  std::map<std::string, double> phases;  // phase → ms ("total" included on the host clock)
+  std::vector<double> steps;             // per step, by step index
+};
+Result<std::vector<RunSample>> load_samples(db::Database& db, const std::vector<db::RunRow>& rows,
+                                            const std::string& clock);
+// The values of `phase` over samples ("step" pools every step of every run).
+std::vector<double> phase_values(std::span<const RunSample> samples, const std::string& phase);
+
+// {"n","mean","sd","min","p50","p90","p95","p99","max","median_ci":[lo,hi],
+//  "outliers":{"low_severe","low_mild","high_mild","high_severe"}}; sd null when n < 2.
+Result<nlohmann::json> summary_json(std::span<const double> values, const StatsOptions& options);
+
+// The value of one group dimension for a run ("resolution" → "1024x1024").
+std::string dimension_value(const db::RunRow& row, const std::string& dimension);
+
+// {"group_by","clock","quantiles","resamples","seed","groups":[…]} (docs/statistics.md).
+Result<nlohmann::json> compute_stats(const std::vector<RunSample>& samples, const StatsOptions& options);
+
+// Parity across seeds: one row per (model, prompt, size, steps, sampler,
+// precision, guidance) with cosine min/mean/max, pass rate and the worst job.
+nlohmann::json parity_table(const std::vector<db::RunRow>& rows);
+// The parity block of one set of runs (min/mean/max cosine, pass rate, worst job).
+nlohmann::json parity_summary(const std::vector<const db::RunRow*>& rows);
+
+}  // namespace hipq::coordinator::statistics
