@@ -3,8 +3,9 @@
 // one diffusers scheduler in fp32, in the same operation order.
 //
 // The callback contract: the sampler passes the model input (already scaled as
-// the scheduler's scale_model_input does: x / sqrt(sigma^2 + 1) for Euler and
-// DPM++ with sigmas, x unchanged for DDIM) and the timestep the UNet is given;
+// the scheduler's scale_model_input does: x / sqrt(sigma^2 + 1) for Euler, x
+// unchanged for DDIM and DPM++, whose latents live in the variance-preserving
+// space) and the timestep the UNet is given;
 // the callback writes the raw model output (epsilon or v, per
 // cfg.prediction_type, classifier-free guidance already applied) of the same
 // size into `model_output`. A non-OK Status from the callback (e.g. Cancelled)

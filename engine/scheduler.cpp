@@ -1,0 +1,360 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hipq::engine {
+namespace {
+
+// torch.linspace(start, end, steps, dtype=float32) on the CPU: the first half
+// counts up from start, the second half down from end; full 8-wide chunks
+// (AVX2 Vectorized<float>) are built as base + k * step from the chunk's base.
+// torch's kernels are compiled with multiply-add contraction, hence the fma.
+std::vector<float> torch_linspace_f32(double start_d, double end_d, int64_t steps) {
+  std::vector<float> out(static_cast<size_t>(steps));
+  if (steps == 1) {
+    out[0] = static_cast<float>(start_d);
+    return out;
+  }
+  const float start = static_cast<float>(start_d);
+  const float end = static_cast<float>(end_d);
+  const float step = (end - start) / static_cast<float>(steps - 1);
+  const int64_t halfway = steps / 2;
+  auto at = [&](int64_t idx) {
+    return idx < halfway ? std::fma(step, static_cast<float>(idx), start)
+                         : std::fma(-step, static_cast<float>(steps - idx - 1), end);
+  };
+  constexpr int64_t kVec = 8;
+  int64_t idx = 0;
+  for (; idx + kVec <= steps; idx += kVec) {
+    const float base = at(idx);
+    for (int64_t k = 0; k < kVec; ++k) out[static_cast<size_t>(idx + k)] = std::fma(static_cast<float>(k), step, base);
+  }
+  for (; idx < steps; ++idx) out[static_cast<size_t>(idx)] = at(idx);
+  return out;
+}
+
+// np.interp at x over xp = 0..n-1 (double math as numpy does).
+double interp(double x, const std::vector<float>& fp) {
+  const int64_t n = static_cast<int64_t>(fp.size());
+  if (x <= 0) return fp.front();
+  if (x >= static_cast<double>(n - 1)) return fp.back();
+  const int64_t j = static_cast<int64_t>(std::floor(x));
+  const double slope = (static_cast<double>(fp[j + 1]) - static_cast<double>(fp[j])) / 1.0;
+  return slope * (x - static_cast<double>(j)) + static_cast<double>(fp[j]);
+}
+
+// numpy's linspace(start, stop, num) in float64 (endpoint included).
+std::vector<double> np_linspace(double start, double stop, int64_t num) {
+  std::vector<double> y(static_cast<size_t>(num));
+  if (num == 1) {
+    y[0] = start;
+    return y;
+  }
+  const double step = (stop - start) / static_cast<double>(num - 1);
+  for (int64_t i = 0; i < num; ++i) y[static_cast<size_t>(i)] = static_cast<double>(i) * step + start;
+  y.back() = stop;
+  return y;
+}
+
+// np.arange(start, 0, -step) in float64: ceil(start / step) values start - i * step.
+std::vector<double> np_arange_down(double start, double step) {
+  const auto count = static_cast<int64_t>(std::ceil((0.0 - start) / -step));
+  std::vector<double> out;
+  for (int64_t i = 0; i < count; ++i) out.push_back(start + static_cast<double>(i) * -step);
+  return out;
+}
+
+// Karras et al. (2022) sigmas, rho = 7, from sigma_max down to sigma_min.
+std::vector<double> karras_sigmas(double sigma_min, double sigma_max, int steps) {
+  const double rho = 7.0;
+  const double min_inv = std::pow(sigma_min, 1.0 / rho);
+  const double max_inv = std::pow(sigma_max, 1.0 / rho);
+  const auto ramp = np_linspace(0.0, 1.0, steps);
+  std::vector<double> out(ramp.size());
+  for (size_t i = 0; i < ramp.size(); ++i) out[i] = std::pow(max_inv + ramp[i] * (min_inv - max_inv), rho);
+  return out;
+}
+
+// diffusers' _sigma_to_t: fractional timestep of `sigma` on the log-sigma table.
+double sigma_to_t(double sigma, const std::vector<float>& log_sigmas) {
+  const double log_sigma = std::log(std::max(sigma, 1e-10));
+  const int64_t n = static_cast<int64_t>(log_sigmas.size());
+  // low_idx = (number of entries with log_sigma - log_sigmas[i] >= 0) counted
+  // cumulatively, argmax = the last index where the count peaks; clipped.
+  int64_t count = 0, best = 0, low = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (log_sigma - static_cast<double>(log_sigmas[static_cast<size_t>(i)]) >= 0) ++count;
+    if (count > best) {
+      best = count;
+      low = i;
+    }
+  }
+  low = std::min(low, n - 2);
+  const int64_t high = low + 1;
+  const float lo = log_sigmas[static_cast<size_t>(low)];
+  const float hi = log_sigmas[static_cast<size_t>(high)];
+  double w = (static_cast<double>(lo) - log_sigma) / static_cast<double>(lo - hi);
+  w = std::clamp(w, 0.0, 1.0);
+  return (1.0 - w) * static_cast<double>(low) + w * static_cast<double>(high);
+}
+
+// ((1 - a) / a) ** 0.5 in fp32, as torch computes the sigma table.
+std::vector<float> train_sigmas(const std::vector<float>& alphas_cumprod) {
+  std::vector<float> s(alphas_cumprod.size());
+  for (size_t i = 0; i < s.size(); ++i) s[i] = std::sqrt((1.0f - alphas_cumprod[i]) / alphas_cumprod[i]);
+  return s;
+}
+
+// Integer timesteps for DDIM / DPM-Solver (int64 in diffusers).
+Result<std::vector<int64_t>> integer_timesteps(const SchedulerConfig& cfg, int steps, bool dpm) {
+  const int64_t n = cfg.num_train_timesteps;
+  std::vector<int64_t> ts;
+  if (cfg.timestep_spacing == "leading") {
+    // DPM-Solver divides by steps + 1 and drops the last point.
+    const int64_t count = dpm ? steps + 1 : steps;
+    const int64_t ratio = n / count;
+    for (int64_t i = count - 1; i >= (dpm ? 1 : 0); --i) ts.push_back(i * ratio + cfg.steps_offset);
+  } else if (cfg.timestep_spacing == "trailing") {
+    for (double v : np_arange_down(static_cast<double>(n), static_cast<double>(n) / steps))
+      ts.push_back(static_cast<int64_t>(std::nearbyint(v)) - 1);
+  } else if (cfg.timestep_spacing == "linspace") {
+    const auto lin = np_linspace(0.0, static_cast<double>(n - 1), dpm ? steps + 1 : steps);
+    for (int64_t i = static_cast<int64_t>(lin.size()) - 1; i >= (dpm ? 1 : 0); --i)
+      ts.push_back(static_cast<int64_t>(std::nearbyint(lin[static_cast<size_t>(i)])));
+  } else {
+    return Status::InvalidArgument("scheduler config: timestep_spacing '" + cfg.timestep_spacing +
+                                   "' is not one of leading, trailing, linspace");
+  }
+  return ts;
+}
+
+float max_of(const std::vector<float>& v) { return *std::max_element(v.begin(), v.end()); }
+
+Result<Schedule> euler_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
+  if (cfg.interpolation_type != "linear")
+    return Status::Unimplemented("scheduler config: interpolation_type '" + cfg.interpolation_type +
+                                 "' (only \"linear\" is supported)");
+  const int64_t n = cfg.num_train_timesteps;
+  std::vector<double> ts;
+  if (cfg.timestep_spacing == "linspace") {
+    const auto lin = np_linspace(0.0, static_cast<double>(n - 1), steps);
+    for (auto it = lin.rbegin(); it != lin.rend(); ++it) ts.push_back(static_cast<float>(*it));
+  } else if (cfg.timestep_spacing == "leading") {
+    const int64_t ratio = n / steps;
+    for (int64_t i = steps - 1; i >= 0; --i) ts.push_back(static_cast<double>(i * ratio + cfg.steps_offset));
+  } else if (cfg.timestep_spacing == "trailing") {
+    for (double v : np_arange_down(static_cast<double>(n), static_cast<double>(n) / steps))
+      ts.push_back(std::nearbyint(v) - 1.0);
+  } else {
+    return Status::InvalidArgument("scheduler config: timestep_spacing '" + cfg.timestep_spacing +
+                                   "' is not one of leading, trailing, linspace");
+  }
+  const auto full = train_sigmas(ac);
+  std::vector<double> sig;
+  for (double t : ts) sig.push_back(interp(t, full));
+  if (karras) {
+    std::vector<float> log_sigmas(full.size());
+    for (size_t i = 0; i < full.size(); ++i) log_sigmas[i] = std::log(full[i]);
+    sig = karras_sigmas(sig.back(), sig.front(), steps);
+    ts.clear();
+    for (double s : sig) ts.push_back(sigma_to_t(s, log_sigmas));
+  }
+  Schedule out;
+  out.kind = karras ? SamplerKind::kEulerKarras : SamplerKind::kEuler;
+  for (double t : ts) out.timesteps.push_back(static_cast<float>(t));
+  for (double s : sig) out.sigmas.push_back(static_cast<float>(s));
+  out.sigmas.push_back(cfg.final_sigmas_type == "sigma_min" ? full.front() : 0.0f);
+  const float max_sigma = max_of(out.sigmas);
+  out.init_noise_sigma = (cfg.timestep_spacing == "linspace" || cfg.timestep_spacing == "trailing")
+                             ? max_sigma
+                             : std::sqrt(max_sigma * max_sigma + 1.0f);
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+Result<Schedule> ddim_schedule(const SchedulerConfig& cfg, int steps, std::vector<float> ac) {
+  HIPQ_ASSIGN_OR_RETURN(auto ts, integer_timesteps(cfg, steps, false));
+  Schedule out;
+  out.kind = SamplerKind::kDdim;
+  const auto full = train_sigmas(ac);
+  for (int64_t t : ts) {
+    if (t < 0 || t >= cfg.num_train_timesteps)
+      return Status::InvalidArgument("scheduler config: steps_offset " + std::to_string(cfg.steps_offset) +
+                                     " puts timestep " + std::to_string(t) + " outside [0, " +
+                                     std::to_string(cfg.num_train_timesteps) + ")");
+    out.timesteps.push_back(static_cast<float>(t));
+    out.sigmas.push_back(full[static_cast<size_t>(t)]);
+  }
+  out.sigmas.push_back(0.0f);
+  out.final_alpha_cumprod = cfg.set_alpha_to_one ? 1.0f : ac.front();
+  out.init_noise_sigma = 1.0f;
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+Result<Schedule> dpm_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
+  const auto full = train_sigmas(ac);
+  std::vector<double> ts;
+  std::vector<double> sig;
+  if (karras) {
+    std::vector<float> log_sigmas(full.size());
+    for (size_t i = 0; i < full.size(); ++i) log_sigmas[i] = std::log(full[i]);
+    sig = karras_sigmas(full.front(), full.back(), steps);
+    for (double s : sig) ts.push_back(std::nearbyint(sigma_to_t(s, log_sigmas)));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(auto its, integer_timesteps(cfg, steps, true));
+    for (int64_t t : its) {
+      ts.push_back(static_cast<double>(t));
+      sig.push_back(interp(static_cast<double>(t), full));
+    }
+  }
+  Schedule out;
+  out.kind = karras ? SamplerKind::kDpmpp2mKarras : SamplerKind::kDpmpp2m;
+  for (double t : ts) out.timesteps.push_back(static_cast<float>(static_cast<int64_t>(t)));
+  for (double s : sig) out.sigmas.push_back(static_cast<float>(s));
+  out.sigmas.push_back(cfg.final_sigmas_type == "sigma_min" ? full.front() : 0.0f);
+  out.init_noise_sigma = 1.0f;
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+}  // namespace
+
+Result<SamplerKind> parse_sampler_kind(std::string_view name) {
+  if (name == "euler") return SamplerKind::kEuler;
+  if (name == "euler_karras") return SamplerKind::kEulerKarras;
+  if (name == "ddim") return SamplerKind::kDdim;
+  if (name == "dpmpp_2m") return SamplerKind::kDpmpp2m;
+  if (name == "dpmpp_2m_karras") return SamplerKind::kDpmpp2mKarras;
+  return Status::InvalidArgument("unknown sampler '" + std::string(name) +
+                                 "' (expected euler, euler_karras, ddim, dpmpp_2m, dpmpp_2m_karras)");
+}
+
+std::string_view sampler_kind_name(SamplerKind kind) {
+  switch (kind) {
+    case SamplerKind::kEuler: return "euler";
+    case SamplerKind::kEulerKarras: return "euler_karras";
+    case SamplerKind::kDdim: return "ddim";
+    case SamplerKind::kDpmpp2m: return "dpmpp_2m";
+    case SamplerKind::kDpmpp2mKarras: return "dpmpp_2m_karras";
+  }
+  return "?";
+}
+
+SchedulerConfig SchedulerConfig::defaults_for_family(std::string_view family) {
+  SchedulerConfig c;  // SDXL's published scheduler/config.json
+  if (family == "sd1" || family == "sd2") {
+    // SD 1.x / 2.x base ship a PNDM config with the same betas; only what the
+    // samplers here read differs: no timestep_spacing (diffusers' default for
+    // the scheduler class applies, "leading" for PNDM-derived configs).
+    c.steps_offset = 1;
+    c.timestep_spacing = "leading";
+  }
+  return c;
+}
+
+Result<SchedulerConfig> SchedulerConfig::from_json(const nlohmann::json& j) {
+  return from_json(j, SchedulerConfig{});
+}
+
+Result<SchedulerConfig> SchedulerConfig::from_json(const nlohmann::json& j, const SchedulerConfig& defaults) {
+  SchedulerConfig c = defaults;
+  if (!j.is_object()) return Status::InvalidArgument("scheduler config: not a JSON object");
+  auto bad = [](const char* field, const nlohmann::json& v, const char* want) {
+    return Status::InvalidArgument(std::string("scheduler config: field \"") + field + "\" is " + v.dump() +
+                                   ", expected " + want);
+  };
+  auto read_int = [&](const char* f, int& out) -> Status {
+    if (!j.contains(f) || j[f].is_null()) return Status::Ok();
+    if (!j[f].is_number_integer()) return bad(f, j[f], "an integer");
+    out = j[f].get<int>();
+    return Status::Ok();
+  };
+  auto read_double = [&](const char* f, double& out) -> Status {
+    if (!j.contains(f) || j[f].is_null()) return Status::Ok();
+    if (!j[f].is_number()) return bad(f, j[f], "a number");
+    out = j[f].get<double>();
+    return Status::Ok();
+  };
+  auto read_bool = [&](const char* f, bool& out) -> Status {
+    if (!j.contains(f) || j[f].is_null()) return Status::Ok();
+    if (!j[f].is_boolean()) return bad(f, j[f], "true or false");
+    out = j[f].get<bool>();
+    return Status::Ok();
+  };
+  auto read_string = [&](const char* f, std::string& out, std::initializer_list<const char*> allowed) -> Status {
+    if (!j.contains(f) || j[f].is_null()) return Status::Ok();
+    if (!j[f].is_string()) return bad(f, j[f], "a string");
+    const std::string v = j[f].get<std::string>();
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) {
+        out = v;
+        return Status::Ok();
+      }
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    return bad(f, j[f], ("one of " + list).c_str());
+  };
+  HIPQ_RETURN_IF_ERROR(read_int("num_train_timesteps", c.num_train_timesteps));
+  HIPQ_RETURN_IF_ERROR(read_double("beta_start", c.beta_start));
+  HIPQ_RETURN_IF_ERROR(read_double("beta_end", c.beta_end));
+  HIPQ_RETURN_IF_ERROR(read_string("beta_schedule", c.beta_schedule, {"linear", "scaled_linear"}));
+  HIPQ_RETURN_IF_ERROR(read_string("prediction_type", c.prediction_type, {"epsilon", "v_prediction", "sample"}));
+  HIPQ_RETURN_IF_ERROR(read_string("timestep_spacing", c.timestep_spacing, {"leading", "trailing", "linspace"}));
+  HIPQ_RETURN_IF_ERROR(read_int("steps_offset", c.steps_offset));
+  HIPQ_RETURN_IF_ERROR(read_bool("use_karras_sigmas", c.use_karras_sigmas));
+  HIPQ_RETURN_IF_ERROR(read_bool("set_alpha_to_one", c.set_alpha_to_one));
+  HIPQ_RETURN_IF_ERROR(read_bool("clip_sample", c.clip_sample));
+  HIPQ_RETURN_IF_ERROR(read_double("clip_sample_range", c.clip_sample_range));
+  HIPQ_RETURN_IF_ERROR(read_string("interpolation_type", c.interpolation_type, {"linear", "log_linear"}));
+  HIPQ_RETURN_IF_ERROR(read_bool("lower_order_final", c.lower_order_final));
+  HIPQ_RETURN_IF_ERROR(read_bool("euler_at_final", c.euler_at_final));
+  HIPQ_RETURN_IF_ERROR(read_string("final_sigmas_type", c.final_sigmas_type, {"zero", "sigma_min"}));
+  if (j.contains("trained_betas") && !j["trained_betas"].is_null())
+    return Status::Unimplemented("scheduler config: \"trained_betas\" is not supported");
+  if (c.num_train_timesteps < 2 || c.num_train_timesteps > 100000)
+    return bad("num_train_timesteps", j.value("num_train_timesteps", nlohmann::json()), "2..100000");
+  if (!(c.beta_start > 0) || !(c.beta_end > c.beta_start) || !(c.beta_end < 1))
+    return Status::InvalidArgument("scheduler config: need 0 < beta_start < beta_end < 1 (got " +
+                                   std::to_string(c.beta_start) + ", " + std::to_string(c.beta_end) + ")");
+  return c;
+}
+
+Result<std::vector<float>> make_alphas_cumprod(const SchedulerConfig& cfg) {
+  std::vector<float> betas;
+  if (cfg.beta_schedule == "linear") {
+    betas = torch_linspace_f32(cfg.beta_start, cfg.beta_end, cfg.num_train_timesteps);
+  } else if (cfg.beta_schedule == "scaled_linear") {
+    betas = torch_linspace_f32(std::sqrt(cfg.beta_start), std::sqrt(cfg.beta_end), cfg.num_train_timesteps);
+    for (auto& b : betas) b = b * b;
+  } else {
+    return Status::Unimplemented("scheduler config: beta_schedule '" + cfg.beta_schedule + "'");
+  }
+  // torch.cumprod on the CPU accumulates fp32 in double and rounds each output.
+  std::vector<float> ac(betas.size());
+  double acc = 1.0;
+  for (size_t i = 0; i < betas.size(); ++i) {
+    acc *= static_cast<double>(1.0f - betas[i]);
+    ac[i] = static_cast<float>(acc);
+  }
+  return ac;
+}
+
+Result<Schedule> make_schedule(const SchedulerConfig& cfg, int steps, SamplerKind kind) {
+  if (steps < 1 || steps > cfg.num_train_timesteps)
+    return Status::InvalidArgument("steps must be in 1.." + std::to_string(cfg.num_train_timesteps) + " (got " +
+                                   std::to_string(steps) + ")");
+  HIPQ_ASSIGN_OR_RETURN(auto ac, make_alphas_cumprod(cfg));
+  switch (kind) {
+    case SamplerKind::kEuler: return euler_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac));
+    case SamplerKind::kEulerKarras: return euler_schedule(cfg, steps, true, std::move(ac));
+    case SamplerKind::kDdim: return ddim_schedule(cfg, steps, std::move(ac));
+    case SamplerKind::kDpmpp2m: return dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac));
+    case SamplerKind::kDpmpp2mKarras: return dpm_schedule(cfg, steps, true, std::move(ac));
+  }
+  return Status::Internal("make_schedule: unknown sampler kind");
+}
+
+}  // namespace hipq::engine

@@ -1,0 +1,167 @@
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/fs.h"
+#include "engine/rng.h"
+
+namespace hipq::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The data distribution is a point mass at `c`, so the exact denoiser is known
+// in closed form for every parameterisation; each sampler must then land on c
+// (Euler, DPM++) or on DDIM's closed-form end point.
+class PointMass {
+ public:
+  PointMass(std::vector<float> c, const Schedule& s, SamplerKind kind) : c_(std::move(c)), s_(s), kind_(kind) {}
+
+  Denoiser denoiser() {
+    return [this](const std::vector<float>& in, const DenoiseStep& step, std::vector<float>& out) {
+      ++calls;
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (kind_ == SamplerKind::kDdim) {
+          const float a = s_.alphas_cumprod[static_cast<size_t>(step.timestep)];
+          out[k] = (in[k] - std::sqrt(a) * c_[k]) / std::sqrt(1 - a);
+        } else if (kind_ == SamplerKind::kDpmpp2m || kind_ == SamplerKind::kDpmpp2mKarras) {
+          const double alpha = 1 / std::sqrt(double(step.sigma) * step.sigma + 1);
+          out[k] = static_cast<float>((in[k] - alpha * c_[k]) / (step.sigma * alpha));
+        } else {
+          const double x = in[k] * std::sqrt(double(step.sigma) * step.sigma + 1);  // undo scale_model_input
+          out[k] = static_cast<float>((x - c_[k]) / step.sigma);
+        }
+      }
+      return Status::Ok();
+    };
+  }
+  int calls = 0;
+
+ private:
+  std::vector<float> c_;
+  const Schedule& s_;
+  SamplerKind kind_;
+};
+
+std::vector<float> target() { return {0.5f, -1.25f, 2.0f, 0.0f, -0.75f, 1.5f}; }
+
+TEST(Sampler, EulerLandsOnThePointMass) {
+  for (auto kind : {SamplerKind::kEuler, SamplerKind::kEulerKarras}) {
+    SchedulerConfig cfg;
+    auto s = make_schedule(cfg, 25, kind);
+    ASSERT_TRUE(s.ok());
+    PointMass pm(target(), *s, kind);
+    auto x = sample(*s, cfg, torch_randn_cpu(3, 6), pm.denoiser());
+    ASSERT_TRUE(x.ok()) << x.status().ToString();
+    EXPECT_EQ(pm.calls, 25);
+    for (size_t k = 0; k < x->size(); ++k) EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind);
+  }
+}
+
+TEST(Sampler, DpmppLandsOnThePointMass) {
+  for (auto kind : {SamplerKind::kDpmpp2m, SamplerKind::kDpmpp2mKarras}) {
+    SchedulerConfig cfg;
+    auto s = make_schedule(cfg, 20, kind);
+    ASSERT_TRUE(s.ok());
+    PointMass pm(target(), *s, kind);
+    auto x = sample(*s, cfg, torch_randn_cpu(4, 6), pm.denoiser());
+    ASSERT_TRUE(x.ok()) << x.status().ToString();
+    for (size_t k = 0; k < x->size(); ++k) EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind);
+  }
+}
+
+TEST(Sampler, DdimFollowsItsClosedForm) {
+  SchedulerConfig cfg;
+  auto s = make_schedule(cfg, 10, SamplerKind::kDdim);
+  ASSERT_TRUE(s.ok());
+  PointMass pm(target(), *s, SamplerKind::kDdim);
+  const auto noise = torch_randn_cpu(5, 6);
+  auto x = sample(*s, cfg, noise, pm.denoiser());
+  ASSERT_TRUE(x.ok());
+  // Deterministic DDIM with the exact epsilon keeps e = (x_T - sqrt(a_T) c) / sqrt(1 - a_T):
+  // the end point is sqrt(a_final) c + sqrt(1 - a_final) e.
+  const double a_T = s->alphas_cumprod[static_cast<size_t>(s->timesteps[0])];
+  const double a_f = s->final_alpha_cumprod;
+  for (size_t k = 0; k < 6; ++k) {
+    const double e = (noise[k] - std::sqrt(a_T) * target()[k]) / std::sqrt(1 - a_T);
+    EXPECT_NEAR((*x)[k], std::sqrt(a_f) * target()[k] + std::sqrt(1 - a_f) * e, 1e-4);
+  }
+}
+
+TEST(Sampler, EulerScalesInputAndShrinksNoiseGeometrically) {
+  SchedulerConfig cfg;
+  auto s = make_schedule(cfg, 8, SamplerKind::kEuler);
+  ASSERT_TRUE(s.ok());
+  std::vector<float> seen_sigmas;
+  // eps = x / sigma (point mass at 0): each step multiplies x by sigma_next / sigma.
+  Denoiser d = [&](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+    seen_sigmas.push_back(st.sigma);
+    for (size_t k = 0; k < in.size(); ++k) out[k] = in[k] * std::sqrt(st.sigma * st.sigma + 1) / st.sigma;
+    return Status::Ok();
+  };
+  cfg.final_sigmas_type = "sigma_min";
+  auto s2 = make_schedule(cfg, 8, SamplerKind::kEuler);
+  auto x = sample(*s2, cfg, {1.0f}, d);
+  ASSERT_TRUE(x.ok());
+  EXPECT_NEAR((*x)[0], s2->init_noise_sigma * s2->sigmas.back() / s2->sigmas.front(), 1e-5);
+  EXPECT_EQ(seen_sigmas.size(), 8u);
+}
+
+TEST(Sampler, CallbackErrorStopsTheLoop) {
+  auto s = make_schedule(SchedulerConfig{}, 10, SamplerKind::kEuler);
+  int calls = 0;
+  Denoiser d = [&](const std::vector<float>&, const DenoiseStep& st, std::vector<float>&) {
+    ++calls;
+    return st.index == 3 ? Status::Cancelled("job cancelled") : Status::Ok();
+  };
+  auto x = sample(*s, SchedulerConfig{}, {0.f, 1.f}, d);
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(calls, 4);
+}
+
+// Trajectories of diffusers' own step() with a fake model (tests/data/scheduler).
+TEST(Sampler, TrajectoriesMatchDiffusers) {
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  auto text = read_file(fs::path(src ? src : ".") / "tests/data/scheduler/diffusers_tables.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const auto j = nlohmann::json::parse(*text);
+  auto base = SchedulerConfig::from_json(j["sdxl_config"]);
+  ASSERT_TRUE(base.ok());
+  int checked = 0;
+  double worst = 0;
+  for (const auto& c : j["cases"]) {
+    if (!c.contains("final")) continue;
+    auto cfg = SchedulerConfig::from_json(c["config"], *base);
+    ASSERT_TRUE(cfg.ok());
+    const std::string sampler = c["sampler"];
+    auto s = make_schedule(*cfg, c["steps"].get<int>(), *parse_sampler_kind(sampler));
+    ASSERT_TRUE(s.ok());
+    Denoiser fake = [](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+      for (size_t k = 0; k < in.size(); ++k)
+        out[k] = 0.3f * in[k] + 0.2f * std::sin(in[k] * 1.7f + static_cast<float>(st.timestep / 250.0));
+      return Status::Ok();
+    };
+    auto x = sample(*s, *cfg, c["noise"].get<std::vector<float>>(), fake);
+    ASSERT_TRUE(x.ok());
+    const auto want = c["final"].get<std::vector<float>>();
+    ASSERT_EQ(x->size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const double err = std::abs((*x)[k] - want[k]);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, 2e-5 * (1 + std::abs(want[k])))
+          << sampler << "/" << c["variant"].get<std::string>() << "/" << c["steps"] << " index " << k;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+  RecordProperty("max_abs_error", std::to_string(worst));
+  std::printf("trajectories checked: %d, max abs error vs diffusers: %.3g\n", checked, worst);
+}
+
+}  // namespace
+}  // namespace hipq::engine

@@ -1,0 +1,129 @@
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/fs.h"
+
+namespace hipq::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+const nlohmann::json& tables() {
+  static const nlohmann::json j = [] {
+    const char* src = std::getenv("HIPQ_SOURCE_DIR");
+    auto text = read_file(fs::path(src ? src : ".") / "tests/data/scheduler/diffusers_tables.json");
+    return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
+  }();
+  return j;
+}
+
+int ulp_distance(float a, float b) {
+  if (a == b) return 0;
+  const auto ia = std::bit_cast<int32_t>(a), ib = std::bit_cast<int32_t>(b);
+  return (ia < 0) != (ib < 0) ? 1 << 30 : std::abs(ia - ib);
+}
+
+SchedulerConfig config_for(const nlohmann::json& c) {
+  auto cfg = SchedulerConfig::from_json(tables()["sdxl_config"]);
+  EXPECT_TRUE(cfg.ok());
+  auto out = SchedulerConfig::from_json(c["config"], *cfg);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return *out;
+}
+
+TEST(Scheduler, AlphasCumprodEqualsDiffusers) {
+  ASSERT_FALSE(tables().is_null()) << "tests/data/scheduler/diffusers_tables.json missing";
+  auto ac = make_alphas_cumprod(SchedulerConfig{});
+  ASSERT_TRUE(ac.ok());
+  const auto& want = tables()["sdxl_alphas_cumprod"];
+  ASSERT_EQ(ac->size(), want.size());
+  for (size_t i = 0; i < ac->size(); ++i)
+    ASSERT_EQ((*ac)[i], static_cast<float>(want[i].get<double>())) << "t=" << i;
+}
+
+TEST(Scheduler, TablesEqualDiffusers) {
+  ASSERT_FALSE(tables().is_null());
+  int cases = 0, inexact = 0;
+  for (const auto& c : tables()["cases"]) {
+    const std::string sampler = c["sampler"];
+    const int steps = c["steps"];
+    const std::string label = sampler + "/" + c["variant"].get<std::string>() + "/" + std::to_string(steps);
+    auto kind = parse_sampler_kind(sampler);
+    ASSERT_TRUE(kind.ok());
+    auto s = make_schedule(config_for(c), steps, *kind);
+    ASSERT_TRUE(s.ok()) << label << ": " << s.status().ToString();
+    const auto& ts = c["timesteps"];
+    ASSERT_EQ(s->timesteps.size(), ts.size()) << label;
+    // Karras timesteps come from numpy's own fp32 log (SIMD), which may differ
+    // from the C library's in the last bit; everything else is exact.
+    const bool fractional = sampler == "euler_karras";
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const float want = static_cast<float>(ts[i].get<double>());
+      if (fractional) {
+        EXPECT_NEAR(s->timesteps[i], want, 2e-4f) << label << " timestep " << i;
+        inexact += s->timesteps[i] != want;
+      } else {
+        EXPECT_EQ(s->timesteps[i], want) << label << " timestep " << i;
+      }
+    }
+    if (c.contains("sigmas")) {
+      const auto& sg = c["sigmas"];
+      ASSERT_EQ(s->sigmas.size(), sg.size()) << label;
+      for (size_t i = 0; i < sg.size(); ++i)
+        EXPECT_LE(ulp_distance(s->sigmas[i], static_cast<float>(sg[i].get<double>())), 0)
+            << label << " sigma " << i << ": " << s->sigmas[i] << " vs " << sg[i];
+    }
+    EXPECT_EQ(s->init_noise_sigma, static_cast<float>(c["init_noise_sigma"].get<double>())) << label;
+    ++cases;
+  }
+  EXPECT_GE(cases, 100);
+  RecordProperty("euler_karras_timesteps_not_bit_equal", inexact);
+}
+
+TEST(Scheduler, SdxlEulerThirtyStepsLeading) {
+  auto s = make_schedule(SchedulerConfig::defaults_for_family("sdxl"), 30, SamplerKind::kEuler);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->timesteps.size(), 30u);
+  EXPECT_EQ(s->timesteps.front(), 958.0f);  // 29 * (1000 // 30) + 1
+  EXPECT_EQ(s->timesteps.back(), 1.0f);
+  EXPECT_EQ(s->sigmas.back(), 0.0f);
+  EXPECT_NEAR(s->init_noise_sigma, std::sqrt(s->sigmas[0] * s->sigmas[0] + 1), 1e-4);
+}
+
+TEST(SchedulerConfig, FromJsonReadsFieldsAndRejectsBadOnes) {
+  auto c = SchedulerConfig::from_json(nlohmann::json::parse(
+      R"({"_class_name":"EulerDiscreteScheduler","beta_start":0.001,"timestep_spacing":"trailing",
+          "use_karras_sigmas":true,"steps_offset":0,"unknown_field":3})"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->beta_start, 0.001);
+  EXPECT_EQ(c->timestep_spacing, "trailing");
+  EXPECT_TRUE(c->use_karras_sigmas);
+  EXPECT_EQ(c->steps_offset, 0);
+
+  auto bad = SchedulerConfig::from_json(nlohmann::json::parse(R"({"timestep_spacing":"sideways"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("timestep_spacing"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("sideways"), std::string::npos);
+  auto bad2 = SchedulerConfig::from_json(nlohmann::json::parse(R"({"steps_offset":"one"})"));
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_NE(bad2.status().message().find("steps_offset"), std::string::npos);
+  auto bad3 = SchedulerConfig::from_json(nlohmann::json::parse(R"({"beta_start":0.5,"beta_end":0.1})"));
+  EXPECT_FALSE(bad3.ok());
+}
+
+TEST(Scheduler, RejectsBadStepCounts) {
+  EXPECT_EQ(make_schedule(SchedulerConfig{}, 0, SamplerKind::kEuler).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_schedule(SchedulerConfig{}, 1001, SamplerKind::kDdim).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_sampler_kind("heun").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sampler_kind_name(*parse_sampler_kind("dpmpp_2m_karras")), "dpmpp_2m_karras");
+}
+
+}  // namespace
+}  // namespace hipq::engine
