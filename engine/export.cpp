@@ -229,7 +229,8 @@ Status export_diffusers_folder(const ModelComponents& m, const fs::path& out, co
   if (family.empty()) {
     auto it = m.weights.find("unet");
     if (it == m.weights.end()) return Status::NotFound("export: model " + m.spec + " has no unet");
-    HIPQ_ASSIGN_OR_RETURN(family, detect_family(*it->second));
+    HIPQ_ASSIGN_OR_RETURN(UNetConfig unet, UNetConfig::from_weights(*it->second));
+    family = unet.is_sdxl() ? "sdxl" : (unet.cross_attention_dim == 1024 ? "sd2" : "sd1");
   }
   if (family != "sdxl" && family != "sd1" && family != "sd2")
     return Status::InvalidArgument("export: unknown model family '" + family + "'");
