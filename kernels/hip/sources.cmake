@@ -1,4 +1,22 @@
 # hip backend sources (one op per file). Included from kernels/CMakeLists.txt when HIPQ_GPU != none.
 hipq_gpu_sources(hipq_kernels
-  ${CMAKE_CURRENT_LIST_DIR}/hip_backend_placeholder.hip
+  ${CMAKE_CURRENT_LIST_DIR}/hip_backend.hip
+  ${CMAKE_CURRENT_LIST_DIR}/hip_checks.hip
+  ${CMAKE_CURRENT_LIST_DIR}/matmul.hip
+  ${CMAKE_CURRENT_LIST_DIR}/conv2d.hip
+  ${CMAKE_CURRENT_LIST_DIR}/group_norm.hip
+  ${CMAKE_CURRENT_LIST_DIR}/layer_norm.hip
+  ${CMAKE_CURRENT_LIST_DIR}/softmax.hip
+  ${CMAKE_CURRENT_LIST_DIR}/attention.hip
+  ${CMAKE_CURRENT_LIST_DIR}/unary.hip
+  ${CMAKE_CURRENT_LIST_DIR}/geglu.hip
+  ${CMAKE_CURRENT_LIST_DIR}/binary.hip
+  ${CMAKE_CURRENT_LIST_DIR}/scale.hip
+  ${CMAKE_CURRENT_LIST_DIR}/concat.hip
+  ${CMAKE_CURRENT_LIST_DIR}/upsample_nearest2x.hip
+  ${CMAKE_CURRENT_LIST_DIR}/timestep_embedding.hip
+  ${CMAKE_CURRENT_LIST_DIR}/embedding.hip
+  ${CMAKE_CURRENT_LIST_DIR}/copy.hip
+  ${CMAKE_CURRENT_LIST_DIR}/fill.hip
+  ${CMAKE_CURRENT_LIST_DIR}/parity_sums.hip
 )

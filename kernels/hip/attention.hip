@@ -1,0 +1,196 @@
+// attention: fused scaled-dot-product attention, flash style. For each
+// (batch, head) and block of queries, K and V are streamed through shared
+// memory in tiles of Bc keys; scores live in registers only, with an online
+// softmax (running max and sum, rescaled per chunk of 8 keys), so no Sq x Sk
+// matrix exists anywhere.
+//
+// Work split: G consecutive lanes of a warp share one query; lane l owns
+// head dims d = l + G*t (t < kDimsPerLane), so a dot product is kDimsPerLane
+// FMAs plus log2(G) xor-shuffles, and shared-memory reads are conflict-free.
+// G = smallest power of two with G * kDimsPerLane >= D (at most warpSize):
+// D = 64 -> G = 4, 64 queries per 256-thread block; D = 512 -> G = 32.
+// Causal: query i sees keys j <= i + (Sk - Sq); key tiles past the block's
+// last visible key are skipped.
+#include <string>
+
+#include "kernels/hip/hip_common.h"
+#include "kernels/hip/hip_ops.h"
+
+namespace hipq::kernels {
+namespace {
+
+constexpr int kDimsPerLane = 16;
+constexpr int kBlock = 256;
+constexpr int kChunk = 8;
+constexpr int kSharedFloats = 12288;  // 48 KiB: K and V tiles
+
+struct AttnArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  int dt_q, dt_k, dt_v, dt_o;
+  int64_t qsb, qss, ksb, kss, vsb, vss;  // batch and sequence strides (elements)
+  int B, H, Sq, Sk, D, G, Dp, Bc;        // Dp = G * kDimsPerLane (padded row in shared memory)
+  float scale_log2;                      // scale * log2(e): softmax in base 2
+  bool causal;
+};
+
+__global__ void __launch_bounds__(kBlock) attention_kernel(AttnArgs a) {
+  extern __shared__ float smem[];
+  float* Ks = smem;
+  float* Vs = smem + a.Bc * a.Dp;
+  const int G = a.G;
+  const int queries_per_block = kBlock / G;
+  const int bh = blockIdx.y;
+  const int b = bh / a.H;
+  const int h = bh - b * a.H;
+  const int lane = threadIdx.x % G;
+  const int q_first = blockIdx.x * queries_per_block;
+  const int i = q_first + threadIdx.x / G;
+  const bool valid = i < a.Sq;
+  const int causal_shift = a.Sk - a.Sq;
+
+  float q[kDimsPerLane], acc[kDimsPerLane];
+#pragma unroll
+  for (int t = 0; t < kDimsPerLane; ++t) {
+    const int d = lane + G * t;
+    q[t] = (valid && d < a.D) ? dev::ld(a.q, a.dt_q, b * a.qsb + i * a.qss + h * a.D + d) * a.scale_log2 : 0.0f;
+    acc[t] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+
+  int kv_end = a.Sk;
+  if (a.causal) {
+    const int last_q = min(q_first + queries_per_block - 1, a.Sq - 1);
+    kv_end = max(0, min(a.Sk, last_q + causal_shift + 1));
+  }
+  const int my_last_key = a.causal ? i + causal_shift : a.Sk - 1;
+
+  for (int j0 = 0; j0 < kv_end; j0 += a.Bc) {
+    const int jn = min(a.Bc, kv_end - j0);
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < a.Bc * a.Dp; idx += kBlock) {
+      const int r = idx / a.Dp;
+      const int d = idx - r * a.Dp;
+      const int j = j0 + r;
+      const bool in = r < jn && d < a.D;
+      Ks[idx] = in ? dev::ld(a.k, a.dt_k, b * a.ksb + j * a.kss + h * a.D + d) : 0.0f;
+      Vs[idx] = in ? dev::ld(a.v, a.dt_v, b * a.vsb + j * a.vss + h * a.D + d) : 0.0f;
+    }
+    __syncthreads();
+    for (int jc = 0; jc < jn; jc += kChunk) {
+      float s[kChunk];
+      float cmax = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < kChunk; ++u) {
+        const int r = jc + u < jn ? jc + u : jn - 1;  // clamp: keeps the shuffles uniform
+        const float* kr = Ks + r * a.Dp + lane;
+        float dot = 0.0f;
+#pragma unroll
+        for (int t = 0; t < kDimsPerLane; ++t) dot = fmaf(q[t], kr[G * t], dot);
+        for (int off = G >> 1; off > 0; off >>= 1) dot += HIPQ_SHFL_XOR(dot, off, G);
+        const bool visible = jc + u < jn && j0 + jc + u <= my_last_key;
+        s[u] = visible ? dot : -INFINITY;
+        cmax = fmaxf(cmax, s[u]);
+      }
+      const float m_new = fmaxf(m, cmax);
+      if (m_new == -INFINITY) continue;  // nothing visible yet for this query
+      const float corr = exp2f(m - m_new);
+      l *= corr;
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) acc[t] *= corr;
+#pragma unroll
+      for (int u = 0; u < kChunk; ++u) {
+        const float p = exp2f(s[u] - m_new);
+        l += p;
+        const int r = jc + u < jn ? jc + u : jn - 1;
+        const float* vr = Vs + r * a.Dp + lane;
+#pragma unroll
+        for (int t = 0; t < kDimsPerLane; ++t) acc[t] = fmaf(p, vr[G * t], acc[t]);
+      }
+      m = m_new;
+    }
+  }
+
+  if (!valid) return;
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+  for (int t = 0; t < kDimsPerLane; ++t) {
+    const int d = lane + G * t;
+    if (d < a.D) dev::st(a.out, a.dt_o, ((static_cast<int64_t>(b) * a.Sq + i) * a.H + h) * a.D + d, acc[t] * inv);
+  }
+}
+
+}  // namespace
+
+Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                     const AttentionOptions& o) {
+  HIPQ_RETURN_IF_ERROR(require_device_float(q, "attention", "q"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(k, "attention", "k"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(v, "attention", "v"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(out, "attention", "out"));
+  HIPQ_RETURN_IF_ERROR(require_contiguous_out(out, "attention", "out"));
+  if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3 || out.ndim != 3)
+    return Status::InvalidArgument("attention: q, k, v, out must be [B, S, H*D]: q " + q.describe() + ", k " +
+                                   k.describe() + ", v " + v.describe() + ", out " + out.describe());
+  if (o.heads < 1 || q.shape[2] % o.heads != 0)
+    return Status::InvalidArgument("attention: last dim of q " + q.describe() + " is not divisible by heads " +
+                                   std::to_string(o.heads));
+  if (!q.same_shape(out)) return shape_mismatch("attention", "out must have q's shape", q, out);
+  if (!k.same_shape(v)) return shape_mismatch("attention", "k and v shapes differ", k, v);
+  if (k.shape[0] != q.shape[0] || k.shape[2] != q.shape[2])
+    return shape_mismatch("attention", "k must be [B, Sk, H*D] with q's B and H*D", k, q);
+  for (const Tensor* t : {&q, &k, &v})
+    if (t->stride[2] != 1)
+      return Status::InvalidArgument("attention: the last dim must be contiguous (stride 1): " + t->describe());
+  const int B = static_cast<int>(q.shape[0]), Sq = static_cast<int>(q.shape[1]), Sk = static_cast<int>(k.shape[1]);
+  const int H = o.heads, D = static_cast<int>(q.shape[2] / o.heads);
+  int G = 1;
+  while (G * kDimsPerLane < D) G <<= 1;
+  if (G > ctx.warp_size)
+    return Status::Unimplemented("attention: head dim " + std::to_string(D) + " exceeds the supported maximum " +
+                                 std::to_string(kDimsPerLane * ctx.warp_size));
+  const int Dp = G * kDimsPerLane;
+  int Bc = kSharedFloats / (2 * Dp);
+  Bc = Bc >= 64 ? 64 : (Bc / kChunk) * kChunk;
+  if (Bc < kChunk) return Status::Unimplemented("attention: head dim " + std::to_string(D) + " too large");
+  if (static_cast<int64_t>(B) * H > 65535)
+    return Status::InvalidArgument("attention: B*heads too large for one launch: q " + q.describe());
+  if (B == 0 || Sq == 0) return Status::Ok();
+
+  AttnArgs a{};
+  a.q = q.data;
+  a.k = k.data;
+  a.v = v.data;
+  a.out = out.data;
+  a.dt_q = static_cast<int>(q.dtype);
+  a.dt_k = static_cast<int>(k.dtype);
+  a.dt_v = static_cast<int>(v.dtype);
+  a.dt_o = static_cast<int>(out.dtype);
+  a.qsb = q.stride[0];
+  a.qss = q.stride[1];
+  a.ksb = k.stride[0];
+  a.kss = k.stride[1];
+  a.vsb = v.stride[0];
+  a.vss = v.stride[1];
+  a.B = B;
+  a.H = H;
+  a.Sq = Sq;
+  a.Sk = Sk;
+  a.D = D;
+  a.G = G;
+  a.Dp = Dp;
+  a.Bc = Bc;
+  const float scale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
+  a.scale_log2 = scale * 1.4426950408889634f;
+  a.causal = o.causal;
+  const int queries_per_block = kBlock / G;
+  dim3 grid((Sq + queries_per_block - 1) / queries_per_block, B * H);
+  const size_t shmem = static_cast<size_t>(2) * Bc * Dp * sizeof(float);
+  attention_kernel<<<grid, kBlock, shmem, ctx.stream>>>(a);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+}
+
+}  // namespace hipq::kernels

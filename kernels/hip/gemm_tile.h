@@ -1,0 +1,111 @@
+// The shared-memory tiled GEMM core used by matmul.hip and conv2d.hip.
+//
+// C[batch](m, n) = sum_k A(batch, m, k) * B(batch, k, n), accumulated in fp32,
+// then handed to an epilogue functor (bias, activation, residual, store).
+// Operands are read through loader functors, so the same core serves strided
+// or transposed matrices (matmul) and implicit im2col (conv2d: no im2col
+// buffer). Each block computes a BM x BN tile; each thread a TM x TN
+// register micro-tile whose rows/columns are spread BM/TM resp. BN/TN apart,
+// so shared-memory reads are conflict-free and epilogue stores coalesce.
+// Loaders tell whether k is their fastest-varying index (a_k_fast,
+// b_k_fast) so that global loads go along contiguous memory.
+#pragma once
+
+#include "kernels/hip/hip_common.h"
+
+namespace hipq::kernels::dev {
+
+template <int BM, int BN, int BK, int TM, int TN, class LoadA, class LoadB, class Epilogue>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+    gemm_tiled_kernel(int M, int N, int K, LoadA la, bool a_k_fast, LoadB lb, bool b_k_fast, Epilogue ep) {
+  constexpr int kThreads = (BM / TM) * (BN / TN);
+  constexpr int kColsT = BN / TN;  // threads along n
+  constexpr int kRowsT = BM / TM;  // threads along m
+  __shared__ float As[BK][BM + 4];
+  __shared__ float Bs[BK][BN + 4];
+
+  const int batch = blockIdx.z;
+  const int m0 = blockIdx.y * BM;
+  const int n0 = blockIdx.x * BN;
+  const int tid = threadIdx.x;
+  const int tr = tid / kColsT;
+  const int tc = tid % kColsT;
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+    for (int i = tid; i < BM * BK; i += kThreads) {
+      int mm, kk;
+      if (a_k_fast) {
+        kk = i % BK;
+        mm = i / BK;
+      } else {
+        mm = i % BM;
+        kk = i / BM;
+      }
+      const int m = m0 + mm, k = k0 + kk;
+      As[kk][mm] = (m < M && k < K) ? la(batch, m, k) : 0.0f;
+    }
+#pragma unroll
+    for (int i = tid; i < BN * BK; i += kThreads) {
+      int nn, kk;
+      if (b_k_fast) {
+        kk = i % BK;
+        nn = i / BK;
+      } else {
+        nn = i % BN;
+        kk = i / BN;
+      }
+      const int n = n0 + nn, k = k0 + kk;
+      Bs[kk][nn] = (n < N && k < K) ? lb(batch, k, n) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = As[kk][tr + i * kRowsT];
+#pragma unroll
+      for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j * kColsT];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int m = m0 + tr + i * kRowsT;
+    if (m >= M) continue;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = n0 + tc + j * kColsT;
+      if (n < N) ep(batch, m, n, acc[i][j]);
+    }
+  }
+}
+
+// Launches the core with the big (128x128, 8x8 per thread) tile when the
+// problem fills the device, else the small one (64x64, 4x4).
+template <class LoadA, class LoadB, class Epilogue>
+hipError_t launch_gemm(hipStream_t stream, int multiprocessors, int batch, int M, int N, int K, const LoadA& la,
+                       bool a_k_fast, const LoadB& lb, bool b_k_fast, const Epilogue& ep) {
+  const int64_t big_blocks = static_cast<int64_t>((M + 127) / 128) * ((N + 127) / 128) * batch;
+  if (big_blocks >= multiprocessors) {
+    dim3 grid((N + 127) / 128, (M + 127) / 128, batch);
+    gemm_tiled_kernel<128, 128, 8, 8, 8><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
+  } else {
+    dim3 grid((N + 63) / 64, (M + 63) / 64, batch);
+    gemm_tiled_kernel<64, 64, 8, 4, 4><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
+  }
+  return hipGetLastError();
+}
+
+}  // namespace hipq::kernels::dev

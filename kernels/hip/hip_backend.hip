@@ -1,0 +1,289 @@
+// HipBackend: device, stream, pool allocator, events and BackendInfo for the
+// hip backend; ops forward to kernels/hip/<op>.hip.
+//
+// Memory: a caching pool. Requests are rounded up to a size class (256 B
+// granularity below 1 MiB, then 1/8 steps of the power of two) and freed
+// blocks wait in a per-class free list for reuse, so steady-state model steps
+// make no hipMalloc calls. Reuse is safe without events because every op runs
+// on the backend's single stream (stream order). On out-of-memory the cached
+// blocks are returned to the device and the allocation is retried once; if
+// it still fails, allocate() returns ResourceExhausted.
+// Timing: record_event() records a device event on the stream; ids index a
+// ring of events, so an id is valid for the next kEventRing recordings.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/hip/hip_backend.h"
+#include "kernels/hip/hip_common.h"
+#include "kernels/hip/hip_ops.h"
+
+namespace hipq::kernels {
+namespace {
+
+constexpr int kEventRing = 4096;
+
+size_t size_class(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (bytes <= (size_t{1} << 20)) return (bytes + 255) & ~size_t{255};
+  size_t p = size_t{1} << 20;
+  while (p < bytes) p <<= 1;
+  const size_t step = p / 16;  // p/2 .. p in 8 steps of p/16
+  return (bytes + step - 1) / step * step;
+}
+
+std::string version_string(int v, bool nvidia) {
+  if (nvidia) return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+  return std::to_string(v / 10000000) + "." + std::to_string((v / 100000) % 100) + "." + std::to_string(v % 100000);
+}
+
+class HipBackend final : public Backend {
+ public:
+  static Result<std::unique_ptr<Backend>> create(int device) {
+    int count = 0;
+    hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || count == 0)
+      return Status::Unavailable(std::string("hip backend: no device (") +
+                                 (e != hipSuccess ? hipGetErrorString(e) : "0 devices visible") + ")");
+    if (device < 0 || device >= count)
+      return Status::InvalidArgument("hip backend: device index " + std::to_string(device) + " out of range (" +
+                                     std::to_string(count) + " visible)");
+    auto b = std::unique_ptr<HipBackend>(new HipBackend(device));
+    HIPQ_RETURN_IF_ERROR(b->init());
+    return std::unique_ptr<Backend>(std::move(b));
+  }
+
+  ~HipBackend() override {
+    if (stream_) {
+      hipStreamSynchronize(stream_);
+      for (auto& [cls, blocks] : free_)
+        for (void* p : blocks) hipFree(p);
+      for (hipEvent_t ev : events_)
+        if (ev) hipEventDestroy(ev);
+      hipStreamDestroy(stream_);
+    }
+  }
+
+  const BackendInfo& info() const override { return info_; }
+
+  Result<Buffer> allocate(size_t bytes) override {
+    const size_t cls = size_class(bytes);
+    auto it = free_.find(cls);
+    void* p = nullptr;
+    if (it != free_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= static_cast<int64_t>(cls);
+    } else {
+      hipError_t e = hipMalloc(&p, cls);
+      if (e == hipErrorOutOfMemory) {
+        (void)hipGetLastError();
+        HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
+        release_cached();
+        e = hipMalloc(&p, cls);
+      }
+      if (e != hipSuccess) {
+        (void)hipGetLastError();
+        return hip_error_status(e, "hipMalloc", __func__, __FILE__, __LINE__)
+            .WithContext("allocating " + std::to_string(bytes) + " bytes (" + std::to_string(in_use_) +
+                         " in use)");
+      }
+    }
+    in_use_ += static_cast<int64_t>(cls);
+    peak_ = std::max(peak_, in_use_);
+    return Buffer(this, p, bytes);
+  }
+
+  void release(void* data, size_t bytes) override {
+    const size_t cls = size_class(bytes);
+    free_[cls].push_back(data);
+    in_use_ -= static_cast<int64_t>(cls);
+    cached_bytes_ += static_cast<int64_t>(cls);
+  }
+
+  Status copy_to_device(const void* host, void* device, size_t bytes) override {
+    HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(device, host, bytes, hipMemcpyHostToDevice, stream_));
+    return Status::Ok();
+  }
+  Status copy_to_host(const void* device, void* host, size_t bytes) override {
+    HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(host, device, bytes, hipMemcpyDeviceToHost, stream_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+  Status copy_device(const void* src, void* dst, size_t bytes) override {
+    HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream_));
+    return Status::Ok();
+  }
+  Status memset_zero(void* device, size_t bytes) override {
+    HIPQ_HIP_RETURN_IF_ERROR(hipMemsetAsync(device, 0, bytes, stream_));
+    return Status::Ok();
+  }
+  Status synchronize() override {
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+  Result<int> record_event() override {
+    const int id = next_event_++;
+    hipEvent_t& ev = events_[static_cast<size_t>(id % kEventRing)];
+    if (!ev) HIPQ_HIP_RETURN_IF_ERROR(hipEventCreate(&ev));
+    HIPQ_HIP_RETURN_IF_ERROR(hipEventRecord(ev, stream_));
+    return id;
+  }
+
+  Result<double> elapsed_ms(int start_event, int end_event) override {
+    for (int id : {start_event, end_event}) {
+      if (id < 0 || id >= next_event_ || id < next_event_ - kEventRing)
+        return Status::InvalidArgument("elapsed_ms: event id " + std::to_string(id) +
+                                       " is not a live event (recorded ids: " +
+                                       std::to_string(std::max(0, next_event_ - kEventRing)) + ".." +
+                                       std::to_string(next_event_ - 1) + ")");
+    }
+    hipEvent_t a = events_[static_cast<size_t>(start_event % kEventRing)];
+    hipEvent_t b = events_[static_cast<size_t>(end_event % kEventRing)];
+    HIPQ_HIP_RETURN_IF_ERROR(hipEventSynchronize(b));
+    float ms = 0;
+    HIPQ_HIP_RETURN_IF_ERROR(hipEventElapsedTime(&ms, a, b));
+    return static_cast<double>(ms);
+  }
+
+  int64_t bytes_in_use() const override { return in_use_; }
+  int64_t peak_bytes() const override { return peak_; }
+  void reset_peak() override { peak_ = in_use_; }
+
+  Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) override {
+    return hip_matmul(ctx_, a, b, out, o);
+  }
+  Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
+    return hip_conv2d(ctx_, x, w, y, o);
+  }
+  Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                    const GroupNormOptions& o) override {
+    return hip_group_norm(ctx_, x, gamma, beta, y, o);
+  }
+  Status layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y, float eps) override {
+    return hip_layer_norm(ctx_, x, gamma, beta, y, eps);
+  }
+  Status softmax(const Tensor& x, Tensor& y, float scale, bool causal) override {
+    return hip_softmax(ctx_, x, y, scale, causal);
+  }
+  Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                   const AttentionOptions& o) override {
+    return hip_attention(ctx_, q, k, v, out, o);
+  }
+  Status unary(UnaryOp op, const Tensor& x, Tensor& y) override { return hip_unary(ctx_, op, x, y); }
+  Status geglu(const Tensor& x, Tensor& y) override { return hip_geglu(ctx_, x, y); }
+  Status binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) override {
+    return hip_binary(ctx_, op, a, b, y);
+  }
+  Status scale(const Tensor& x, Tensor& y, float alpha, float beta) override {
+    return hip_scale(ctx_, x, y, alpha, beta);
+  }
+  Status concat(std::span<const Tensor> xs, int dim, Tensor& y) override { return hip_concat(ctx_, xs, dim, y); }
+  Status upsample_nearest2x(const Tensor& x, Tensor& y) override { return hip_upsample_nearest2x(ctx_, x, y); }
+  Status timestep_embedding(const Tensor& t, Tensor& y, const TimestepEmbeddingOptions& o) override {
+    return hip_timestep_embedding(ctx_, t, y, o);
+  }
+  Status embedding(const Tensor& ids, const Tensor& table, Tensor& y) override {
+    return hip_embedding(ctx_, ids, table, y);
+  }
+  Status copy(const Tensor& src, Tensor& dst) override { return hip_copy(ctx_, src, dst); }
+  Status fill(Tensor& y, float value) override { return hip_fill(ctx_, y, value); }
+  Result<ParitySums> parity_sums(const Tensor& a, const Tensor& b) override {
+    return hip_parity_sums(ctx_, a, b);
+  }
+
+ private:
+  explicit HipBackend(int device) : device_(device), events_(kEventRing, nullptr) {}
+
+  Status init() {
+    HIPQ_HIP_RETURN_IF_ERROR(hipSetDevice(device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
+    hipDeviceProp_t prop;
+    HIPQ_HIP_RETURN_IF_ERROR(hipGetDeviceProperties(&prop, device_));
+    int sms = 0, warp = 0, clock_khz = 0, mem_clock_khz = 0, bus_bits = 0, major = 0, minor = 0;
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&warp, hipDeviceAttributeWarpSize, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&clock_khz, hipDeviceAttributeClockRate, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&mem_clock_khz, hipDeviceAttributeMemoryClockRate, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&bus_bits, hipDeviceAttributeMemoryBusWidth, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, device_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, device_));
+    int runtime = 0, driver = 0;
+    HIPQ_HIP_RETURN_IF_ERROR(hipRuntimeGetVersion(&runtime));
+    HIPQ_HIP_RETURN_IF_ERROR(hipDriverGetVersion(&driver));
+
+    info_.name = "hip";
+    info_.device_name = prop.name;
+    info_.device_index = device_;
+    info_.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    info_.warp_size = warp;
+    info_.multiprocessors = sms;
+#if HIPQ_VENDOR_NVIDIA
+    info_.arch = "sm_" + std::to_string(major * 10 + minor);
+    info_.runtime_version = "CUDA runtime " + version_string(runtime, true);
+    info_.driver_version = "CUDA driver " + version_string(driver, true);
+    const double fp32_lanes_per_sm = major >= 8 && !(major == 8 && minor == 0) ? 128 : 64;
+#else
+    {
+      std::string arch = prop.gcnArchName;
+      info_.arch = arch.substr(0, arch.find(':'));
+    }
+    info_.runtime_version = "HIP " + version_string(runtime, false);
+    info_.driver_version = "HIP driver " + std::to_string(driver);
+    const double fp32_lanes_per_sm = 128;  // RDNA2 WGP-mode CU pair counts as 2 CUs of 64 lanes x dual issue
+#endif
+    tuning_ = &find_arch_tuning(info_.arch, info_.device_name);
+    info_.peak_fp32_tflops = tuning_->peak_fp32_tflops > 0
+                                 ? tuning_->peak_fp32_tflops
+                                 : 2.0 * fp32_lanes_per_sm * sms * clock_khz * 1e3 / 1e12;
+    info_.peak_fp16_tflops = tuning_->peak_fp16_tflops > 0 ? tuning_->peak_fp16_tflops : 2 * info_.peak_fp32_tflops;
+    info_.peak_bandwidth_gbs = tuning_->peak_bandwidth_gbs > 0
+                                   ? tuning_->peak_bandwidth_gbs
+                                   : 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+
+    ctx_.stream = stream_;
+    ctx_.backend = this;
+    ctx_.warp_size = warp;
+    ctx_.multiprocessors = sms;
+    ctx_.tuning = tuning_;
+    return Status::Ok();
+  }
+
+  void release_cached() {
+    for (auto& [cls, blocks] : free_) {
+      for (void* p : blocks) hipFree(p);
+      blocks.clear();
+    }
+    cached_bytes_ = 0;
+  }
+
+  int device_;
+  hipStream_t stream_ = nullptr;
+  BackendInfo info_;
+  const ArchTuning* tuning_ = nullptr;
+  HipContext ctx_;
+  std::map<size_t, std::vector<void*>> free_;
+  int64_t in_use_ = 0;
+  int64_t peak_ = 0;
+  int64_t cached_bytes_ = 0;
+  std::vector<hipEvent_t> events_;
+  int next_event_ = 0;
+};
+
+}  // namespace
+
+int hip_device_count() {
+  int n = 0;
+  if (hipGetDeviceCount(&n) != hipSuccess) {
+    (void)hipGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+Result<std::unique_ptr<Backend>> make_hip_backend(int device) { return HipBackend::create(device); }
+
+}  // namespace hipq::kernels

@@ -1,0 +1,67 @@
+// Entry points of the hip backend's ops, one per file kernels/hip/<op>.hip,
+// called by HipBackend (hip_backend.hip). Each checks shapes/dtypes, returns
+// InvalidArgument before launching anything when they are wrong, and enqueues
+// its kernels on ctx.stream without synchronising the host (parity_sums is
+// the exception: it returns host values, so it waits for its own result).
+// Included only by .hip files.
+#pragma once
+
+#include <hip/hip_runtime.h>
+
+#include <span>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "kernels/backend.h"
+#include "kernels/hip/arch_tuning.h"
+
+namespace hipq::kernels {
+
+// What an op needs from its backend. Not owned; valid during the call.
+struct HipContext {
+  hipStream_t stream = nullptr;
+  Backend* backend = nullptr;  // scratch buffers come from its pool
+  int warp_size = 32;
+  int multiprocessors = 1;
+  const ArchTuning* tuning = nullptr;
+
+  // Blocks for a grid-stride loop over n items with `block` threads each.
+  unsigned grid_for(int64_t n, int block) const {
+    int64_t want = (n + block - 1) / block;
+    int64_t cap = static_cast<int64_t>(multiprocessors) * (tuning ? tuning->blocks_per_sm : 8);
+    if (want > cap) want = cap;
+    return static_cast<unsigned>(want < 1 ? 1 : want);
+  }
+};
+
+// Shared checks (hip_checks.hip).
+Status require_device_float(const Tensor& t, const char* op, const char* operand);
+Status require_contiguous_out(const Tensor& t, const char* op, const char* operand);
+Status shape_mismatch(const char* op, const char* what, const Tensor& a, const Tensor& b);
+// `t` itself when contiguous, otherwise a contiguous copy in a pool buffer
+// held by `hold` (released to the pool when `hold` dies; the pool is
+// stream-ordered, so that is safe right after the launch).
+Result<Tensor> contiguous_or_copy(HipContext& ctx, const Tensor& t, Buffer& hold);
+
+Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o);
+Status hip_conv2d(HipContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);
+Status hip_group_norm(HipContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                      const GroupNormOptions& o);
+Status hip_layer_norm(HipContext& ctx, const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y,
+                      float eps);
+Status hip_softmax(HipContext& ctx, const Tensor& x, Tensor& y, float scale, bool causal);
+Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                     const AttentionOptions& o);
+Status hip_unary(HipContext& ctx, UnaryOp op, const Tensor& x, Tensor& y);
+Status hip_geglu(HipContext& ctx, const Tensor& x, Tensor& y);
+Status hip_binary(HipContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
+Status hip_scale(HipContext& ctx, const Tensor& x, Tensor& y, float alpha, float beta);
+Status hip_concat(HipContext& ctx, std::span<const Tensor> xs, int dim, Tensor& y);
+Status hip_upsample_nearest2x(HipContext& ctx, const Tensor& x, Tensor& y);
+Status hip_timestep_embedding(HipContext& ctx, const Tensor& t, Tensor& y, const TimestepEmbeddingOptions& o);
+Status hip_embedding(HipContext& ctx, const Tensor& ids, const Tensor& table, Tensor& y);
+Status hip_copy(HipContext& ctx, const Tensor& src, Tensor& dst);
+Status hip_fill(HipContext& ctx, Tensor& y, float value);
+Result<ParitySums> hip_parity_sums(HipContext& ctx, const Tensor& a, const Tensor& b);
+
+}  // namespace hipq::kernels

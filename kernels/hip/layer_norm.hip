@@ -1,0 +1,62 @@
+// layer_norm over the last dim: one block per row, two passes (mean, then
+// the centred sum of squares) for accuracy, then y = xhat * gamma + beta.
+// gamma/beta may be null (no affine). x is made contiguous first if needed.
+#include <string>
+
+#include "kernels/hip/hip_common.h"
+#include "kernels/hip/hip_ops.h"
+
+namespace hipq::kernels {
+namespace {
+
+__global__ void layer_norm_kernel(const void* __restrict__ x, int xdt, const void* __restrict__ gamma, int gdt,
+                                  int64_t gs, const void* __restrict__ beta, int bdt, int64_t bs,
+                                  void* __restrict__ y, int ydt, int64_t D, float eps) {
+  __shared__ float scratch[32];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * D;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < D; i += blockDim.x) sum += dev::ld(x, xdt, base + i);
+  const float mean = dev::block_reduce_sum(sum, scratch) / static_cast<float>(D);
+  float m2 = 0.0f;
+  for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+    const float d = dev::ld(x, xdt, base + i) - mean;
+    m2 += d * d;
+  }
+  const float rstd = rsqrtf(dev::block_reduce_sum(m2, scratch) / static_cast<float>(D) + eps);
+  for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+    float v = (dev::ld(x, xdt, base + i) - mean) * rstd;
+    if (gamma) v *= dev::ld(gamma, gdt, i * gs);
+    if (beta) v += dev::ld(beta, bdt, i * bs);
+    dev::st(y, ydt, base + i, v);
+  }
+}
+
+}  // namespace
+
+Status hip_layer_norm(HipContext& ctx, const Tensor& x_in, const Tensor* gamma, const Tensor* beta, Tensor& y,
+                      float eps) {
+  HIPQ_RETURN_IF_ERROR(require_device_float(x_in, "layer_norm", "x"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(y, "layer_norm", "y"));
+  HIPQ_RETURN_IF_ERROR(require_contiguous_out(y, "layer_norm", "y"));
+  if (x_in.ndim < 1 || !x_in.same_shape(y)) return shape_mismatch("layer_norm", "x and y shapes differ", x_in, y);
+  const int64_t D = x_in.dim(-1);
+  for (const Tensor* p : {gamma, beta}) {
+    if (!p) continue;
+    HIPQ_RETURN_IF_ERROR(require_device_float(*p, "layer_norm", "gamma/beta"));
+    if (p->ndim != 1 || p->shape[0] != D) return shape_mismatch("layer_norm", "gamma/beta must be [D] (param, x)", *p, x_in);
+  }
+  const int64_t rows = D ? x_in.numel() / D : 0;
+  if (rows == 0) return Status::Ok();
+  if (rows > 0x7fffffffLL) return Status::InvalidArgument("layer_norm: too many rows in x " + x_in.describe());
+  Buffer hold;
+  HIPQ_ASSIGN_OR_RETURN(Tensor x, contiguous_or_copy(ctx, x_in, hold));
+  const int block = D >= 1024 ? 512 : (D >= 256 ? 256 : 128);
+  layer_norm_kernel<<<static_cast<unsigned>(rows), block, 0, ctx.stream>>>(
+      x.data, static_cast<int>(x.dtype), gamma ? gamma->data : nullptr, gamma ? static_cast<int>(gamma->dtype) : 0,
+      gamma ? gamma->stride[0] : 0, beta ? beta->data : nullptr, beta ? static_cast<int>(beta->dtype) : 0,
+      beta ? beta->stride[0] : 0, y.data, static_cast<int>(y.dtype), D, eps);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+}
+
+}  // namespace hipq::kernels

@@ -1,0 +1,133 @@
+// matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] on the
+// tiled GEMM core (gemm_tile.h). Any strides on a and b (transposes are
+// stride swaps); leading dims of out are batch dims, and a/b either match
+// them or broadcast (all 1 or absent).
+#include <string>
+
+#include "kernels/hip/gemm_tile.h"
+#include "kernels/hip/hip_ops.h"
+
+namespace hipq::kernels {
+namespace {
+
+struct MatLoader {
+  const void* p;
+  int dt;
+  int64_t sb, sm, sk;
+  __device__ float operator()(int b, int m, int k) const { return dev::ld(p, dt, b * sb + m * sm + k * sk); }
+};
+
+struct MatEpilogue {
+  void* out;
+  int dt;
+  int64_t ob, om;
+  const void* bias;
+  int bias_dt;
+  int64_t bias_s;
+  const void* res;
+  int res_dt;
+  int64_t rb, rm, rn;
+  float alpha;
+  int act;
+  // Out of line: inlined 64 times per thread (activation included) the
+  // kernel takes minutes in ptxas for no speed gain at the end of the tile.
+  __device__ __noinline__ void operator()(int b, int m, int n, float acc) const {
+    float v = alpha * acc;
+    if (bias) v += dev::ld(bias, bias_dt, n * bias_s);
+    v = dev::activate(act, v);
+    if (res) v += dev::ld(res, res_dt, b * rb + m * rm + n * rn);
+    dev::st(out, dt, b * ob + m * om + n, v);
+  }
+};
+
+// Batch stride of `t` over the leading dims (all but the last two), or 0 when
+// they broadcast. Fails when they neither match `lead` nor are all 1, or
+// cannot be flattened into one stride.
+bool batch_stride(const Tensor& t, const std::vector<int64_t>& lead, int64_t& sb) {
+  const int tl = t.ndim - 2;
+  int64_t prod = 1;
+  for (int d = 0; d < tl; ++d) prod *= t.shape[d];
+  if (prod == 1) {
+    sb = 0;
+    return true;
+  }
+  if (tl != static_cast<int>(lead.size())) return false;
+  for (int d = 0; d < tl; ++d)
+    if (t.shape[d] != lead[d]) return false;
+  for (int d = 0; d + 1 < tl; ++d)
+    if (t.shape[d] != 1 && t.stride[d] != t.stride[d + 1] * t.shape[d + 1]) return false;
+  sb = t.stride[tl - 1];
+  return true;
+}
+
+}  // namespace
+
+Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) {
+  HIPQ_RETURN_IF_ERROR(require_device_float(a, "matmul", "a"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(b, "matmul", "b"));
+  HIPQ_RETURN_IF_ERROR(require_device_float(out, "matmul", "out"));
+  HIPQ_RETURN_IF_ERROR(require_contiguous_out(out, "matmul", "out"));
+  if (a.ndim < 2 || b.ndim < 2 || out.ndim < 2)
+    return Status::InvalidArgument("matmul: operands need at least 2 dims: a " + a.describe() + ", b " +
+                                   b.describe() + ", out " + out.describe());
+  const int64_t M = o.trans_a ? a.dim(-1) : a.dim(-2);
+  const int64_t K = o.trans_a ? a.dim(-2) : a.dim(-1);
+  const int64_t Kb = o.trans_b ? b.dim(-1) : b.dim(-2);
+  const int64_t N = o.trans_b ? b.dim(-2) : b.dim(-1);
+  if (K != Kb) return shape_mismatch("matmul", "inner dimensions differ (a, b)", a, b);
+  if (out.dim(-2) != M || out.dim(-1) != N)
+    return Status::InvalidArgument("matmul: out " + out.describe() + " must be [..., " + std::to_string(M) + ", " +
+                                   std::to_string(N) + "] for a " + a.describe() + " and b " + b.describe());
+  std::vector<int64_t> lead(out.shape.begin(), out.shape.begin() + out.ndim - 2);
+  int64_t batch = 1;
+  for (int64_t d : lead) batch *= d;
+  int64_t a_sb = 0, b_sb = 0, r_sb = 0;
+  if (!batch_stride(a, lead, a_sb)) return shape_mismatch("matmul", "batch dims of a do not match out", a, out);
+  if (!batch_stride(b, lead, b_sb)) return shape_mismatch("matmul", "batch dims of b do not match out", b, out);
+  if (batch > 65535 || M > (int64_t{1} << 30) || N > (int64_t{1} << 30) || K > (int64_t{1} << 30))
+    return Status::InvalidArgument("matmul: problem too large for one launch: out " + out.describe());
+
+  MatEpilogue ep{};
+  ep.out = out.data;
+  ep.dt = static_cast<int>(out.dtype);
+  ep.ob = M * N;
+  ep.om = N;
+  ep.alpha = o.alpha;
+  ep.act = static_cast<int>(o.activation);
+  if (o.bias) {
+    HIPQ_RETURN_IF_ERROR(require_device_float(*o.bias, "matmul", "bias"));
+    if (o.bias->numel() != N) return shape_mismatch("matmul", "bias must have N elements (bias, out)", *o.bias, out);
+    ep.bias = o.bias->data;
+    ep.bias_dt = static_cast<int>(o.bias->dtype);
+    ep.bias_s = o.bias->stride[o.bias->ndim - 1];
+  }
+  if (o.residual) {
+    const Tensor& r = *o.residual;
+    HIPQ_RETURN_IF_ERROR(require_device_float(r, "matmul", "residual"));
+    if (!r.same_shape(out)) return shape_mismatch("matmul", "residual must have out's shape", r, out);
+    if (!batch_stride(r, lead, r_sb))
+      return shape_mismatch("matmul", "residual batch dims cannot be flattened", r, out);
+    ep.res = r.data;
+    ep.res_dt = static_cast<int>(r.dtype);
+    ep.rb = r_sb;
+    ep.rm = r.stride[r.ndim - 2];
+    ep.rn = r.stride[r.ndim - 1];
+  }
+  if (M == 0 || N == 0 || batch == 0) return Status::Ok();
+
+  MatLoader la{a.data, static_cast<int>(a.dtype), a_sb, 0, 0};
+  la.sm = o.trans_a ? a.stride[a.ndim - 1] : a.stride[a.ndim - 2];
+  la.sk = o.trans_a ? a.stride[a.ndim - 2] : a.stride[a.ndim - 1];
+  MatLoader lb{b.data, static_cast<int>(b.dtype), b_sb, 0, 0};
+  // For b the loader is called (batch, k, n): reuse sm as the k stride, sk as the n stride.
+  lb.sm = o.trans_b ? b.stride[b.ndim - 1] : b.stride[b.ndim - 2];
+  lb.sk = o.trans_b ? b.stride[b.ndim - 2] : b.stride[b.ndim - 1];
+  const bool a_k_fast = la.sk == 1;
+  const bool b_k_fast = lb.sm == 1 && lb.sk != 1;
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, static_cast<int>(batch),
+                                            static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,
+                                            a_k_fast, lb, b_k_fast, ep));
+  return Status::Ok();
+}
+
+}  // namespace hipq::kernels
