@@ -66,6 +66,12 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   }
   size_t limit = std::max<size_t>(2, word.size() / 3);
   if (best_d <= limit) return "; did you mean '" + best + "'?";
+  // "cosine" for "cosine_min": a known key that starts with the word.
+  if (word.size() >= 3) {
+    for (const auto& k : known) {
+      if (k.rfind(std::string(word), 0) == 0) return "; did you mean '" + k + "'?";
+    }
+  }
   return "";
 }
 
@@ -623,7 +629,7 @@ class Parser {
         EntryMap d = read_map(e, field, kPromptKeys, p_);
         if (!d.count("text")) {
           p_.at(e, field, "missing text: (the prompt itself)");
-        } else if (auto s = get_string(d["text"].value, field + ".text", p_)) {
+        } else if (auto s = get_string(d["text"].value, field + ".text", p_, /*allow_empty=*/true)) {
           if (s->find_first_not_of(" \t\r\n") == std::string::npos) p_.at(d["text"].value, field + ".text", "empty prompt");
           spec.text = *s;
         }

@@ -1,0 +1,427 @@
+#include "coordinator/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "base/fs.h"
+#include "db/database.h"
+#include "db/job_store.h"
+#include "db/schema.h"
+#include "tests/coordinator/manifest_test_util.h"
+
+namespace hipq::coordinator {
+namespace {
+
+using testing::ManifestDir;
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// True when some problem line starts with "<file>:<line>:<col>: <field>:" and contains `text`.
+bool has_problem(const Status& s, const std::string& file, int line, int col, const std::string& field,
+                 const std::string& text) {
+  std::string head = file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + field + ":";
+  for (const auto& l : lines_of(s.message())) {
+    if (l.rfind(head, 0) == 0 && l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+constexpr char kMinimal[] = R"yaml(
+model: synthetic:tiny-sdxl
+prompts:
+  - a cat
+)yaml";
+
+TEST(ManifestTest, MinimalManifestTakesDefaults) {
+  ManifestDir dir;
+  auto path = dir.write("my run.yaml", kMinimal);
+  auto m = parse_manifest(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->batch_name, "my-run");  // from the file name
+  EXPECT_EQ(m->model, "synthetic:tiny-sdxl");
+  EXPECT_EQ(m->max_attempts, 3);
+  EXPECT_EQ(m->priority, 0);
+  EXPECT_EQ(m->defaults.width, 1024);
+  EXPECT_EQ(m->defaults.steps, 30);
+  EXPECT_EQ(m->defaults.seeds, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(m->parity.golden, "store");
+  EXPECT_EQ(m->outputs.root, dir.path() / "out");
+  EXPECT_EQ(m->outputs.save, (std::vector<std::string>{"latent", "png"}));
+  EXPECT_EQ(m->text, std::string(kMinimal));
+  EXPECT_EQ(m->sha256, sha256_hex(kMinimal));
+  EXPECT_EQ(m->job_count(), 1);
+}
+
+constexpr char kFull[] = R"yaml(
+batch: sweep-1
+priority: 4
+max_attempts: 5
+model: weights/model.safetensors
+defaults:
+  width: 512
+  height: 768
+  steps: 20
+  guidance: 7.1
+  sampler: dpmpp_2m_karras
+  precision: bf16
+  rng: torch-cuda
+  seeds: {from: 10, count: 3}
+  repeats: 2
+  negative_prompt: ugly
+parity:
+  golden: goldens
+  gate: {cosine_min: 0.99, max_abs_max: 0.5}
+  allow_unpinned: yes
+outputs:
+  directory: results
+  save: [latent]
+  layout: "{batch}/p{prompt:03}/s{seed}-r{repeat}"
+prompts:
+  - first prompt
+  - text: second prompt
+    negative: ""
+    tags: [a, b]
+    seeds: [99]
+  - text: third prompt
+    tags: {style: oil}
+)yaml";
+
+TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
+  ManifestDir dir;
+  dir.write("weights/model.safetensors", "x");
+  std::filesystem::create_directories(dir.path() / "goldens");
+  auto m = parse_manifest(dir.write("sub/../m.yaml", kFull));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->model, (dir.path() / "weights/model.safetensors").string());
+  EXPECT_EQ(m->parity.golden, (dir.path() / "goldens").string());
+  EXPECT_EQ(m->parity.gate, nlohmann::json({{"cosine_min", 0.99}, {"max_abs_max", 0.5}}));
+  EXPECT_TRUE(m->parity.allow_unpinned);
+  EXPECT_EQ(m->outputs.root, dir.path() / "results");
+  // 3 seeds x 2 repeats for prompts 0 and 2, 1 seed x 2 repeats for prompt 1.
+  EXPECT_EQ(m->job_count(), 6 + 2 + 6);
+  std::vector<JobSpec> jobs = m->expand_jobs();
+  ASSERT_EQ(jobs.size(), 14u);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].ordinal, static_cast<int64_t>(i));
+  EXPECT_EQ(jobs[0].seed, 10u);
+  EXPECT_EQ(jobs[0].repeat, 0);
+  EXPECT_EQ(jobs[1].seed, 10u);
+  EXPECT_EQ(jobs[1].repeat, 1);
+  EXPECT_EQ(jobs[5].seed, 12u);
+  EXPECT_EQ(jobs[6].prompt, "second prompt");
+  EXPECT_EQ(jobs[6].seed, 99u);
+  EXPECT_EQ(jobs[6].negative_prompt, "");  // explicit empty beats the default
+  EXPECT_EQ(jobs[6].tags, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(jobs[0].negative_prompt, "ugly");
+  EXPECT_EQ(jobs[13].tags, (std::vector<std::string>{"style:oil"}));
+  EXPECT_EQ(jobs[0].output_dir, "sweep-1/p000/s10-r0");
+  EXPECT_EQ(jobs[13].output_dir, "sweep-1/p002/s12-r1");
+  const nlohmann::json& s = jobs[6].settings;
+  EXPECT_EQ(s["prompt"], "second prompt");
+  EXPECT_EQ(s["seed"], 99);
+  EXPECT_EQ(s["width"], 512);
+  EXPECT_EQ(s["height"], 768);
+  EXPECT_EQ(s["steps"], 20);
+  EXPECT_EQ(s["guidance"].get<double>(), 7.1);  // through the engine's 6-digit form
+  EXPECT_EQ(s["sampler"], "dpmpp_2m_karras");
+  EXPECT_EQ(s["precision"], "bf16");
+  EXPECT_EQ(s["rng"], "torch-cuda");
+  EXPECT_EQ(s.size(), 10u);
+}
+
+TEST(ManifestTest, NewBatchCarriesEverythingAndInsertsIntoTheJobStore) {
+  ManifestDir dir;
+  dir.write("weights/model.safetensors", "x");
+  std::filesystem::create_directories(dir.path() / "goldens");
+  auto m = parse_manifest(dir.write("m.yaml", kFull));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  db::NewBatch b = m->to_new_batch();
+  EXPECT_EQ(b.name, "sweep-1");
+  EXPECT_EQ(b.priority, 4);
+  EXPECT_EQ(b.max_attempts, 5);
+  EXPECT_EQ(b.save, (std::vector<std::string>{"latent"}));
+  EXPECT_EQ(b.manifest_text, std::string(kFull));
+  ASSERT_EQ(b.jobs.size(), 14u);
+  EXPECT_EQ(b.jobs[6].model, m->model);
+  EXPECT_EQ(b.jobs[6].seed, 99u);
+  EXPECT_EQ(b.jobs[6].width, 512);
+  EXPECT_EQ(nlohmann::json::parse(b.jobs[6].settings_json)["prompt"], "second prompt");
+
+  auto database = db::Database::open_in_memory();
+  ASSERT_TRUE(database.ok());
+  ASSERT_TRUE(db::migrate(**database).ok());
+  db::JobStore store(**database);
+  auto id = store.insert_batch(b, 1000.0);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto jobs = store.list_jobs(*id);
+  ASSERT_EQ(jobs->size(), 14u);
+  EXPECT_EQ((*jobs)[13].output_dir, "sweep-1/p002/s12-r1");
+  auto manifest = store.get_manifest(store.get_batch(*id)->manifest_id);
+  EXPECT_EQ(manifest->sha256, m->sha256);
+  EXPECT_EQ(manifest->text, m->text);
+}
+
+// The acceptance case: one malformed manifest, every problem reported with
+// file, line, column and field.
+constexpr char kMalformed[] =
+    "batch: \"my batch!\"\n"               // 1
+    "modle: synthetic:tiny-sdxl\n"         // 2
+    "defaults:\n"                          // 3
+    "  width: 100\n"                       // 4
+    "  steps: many\n"                      // 5
+    "  sampler: eulr\n"                    // 6
+    "  seeeds: [1, 2]\n"                   // 7
+    "parity:\n"                            // 8
+    "  gate: {cosine: 0.9}\n"              // 9
+    "outputs:\n"                           // 10
+    "  save: [latent, jpeg]\n"             // 11
+    "prompts:\n"                           // 12
+    "  - a cat\n"                          // 13
+    "  - {negative: x}\n"                  // 14
+    "  - text: \"\"\n";                    // 15
+
+TEST(ManifestTest, MalformedManifestReportsEveryProblemWithLineAndColumn) {
+  ManifestDir dir;
+  auto path = dir.write("bad.yaml", kMalformed);
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  const Status& s = m.status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  std::string f = path.string();
+  EXPECT_TRUE(has_problem(s, f, 1, 8, "batch", "not a valid batch name")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 2, 1, "modle", "did you mean 'model'")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 1, 1, "model", "missing")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 4, 10, "defaults.width", "not a multiple of 8")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 5, 10, "defaults.steps", "expected an integer")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 6, 12, "defaults.sampler", "did you mean 'euler'")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 7, 3, "defaults.seeeds", "did you mean 'seeds'")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 9, 10, "parity.gate.cosine", "did you mean 'cosine_min'")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 11, 18, "outputs.save[1]", "unknown value 'jpeg'")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 14, 5, "prompts[1]", "missing text")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 15, 11, "prompts[2].text", "empty prompt")) << s.message();
+  EXPECT_EQ(lines_of(s.message()).size(), 11u) << s.message();
+}
+
+TEST(ManifestTest, YamlSyntaxErrorHasLineAndColumn) {
+  ManifestDir dir;
+  auto path = dir.write("syntax.yaml", "model: synthetic:tiny-sdxl\nprompts: [a cat, b dog\nbatch: x\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  auto lines = lines_of(m.status().message());
+  ASSERT_EQ(lines.size(), 1u) << m.status().message();
+  EXPECT_EQ(lines[0].rfind(path.string() + ":3:", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(": yaml: "), std::string::npos) << lines[0];
+}
+
+TEST(ManifestTest, TabIndentationAndDuplicateKeysAndWrongShapes) {
+  ManifestDir dir;
+  auto path = dir.write("shapes.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "model: synthetic:tiny-sd15\n"
+                        "defaults: [1, 2]\n"
+                        "outputs: {save: latent, layout: \"{batch}/{sed}\"}\n"
+                        "prompts: a single string\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  const Status& s = m.status();
+  std::string f = path.string();
+  EXPECT_TRUE(has_problem(s, f, 2, 1, "model", "duplicate key (first given at line 1)")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 3, 11, "defaults", "expected a mapping")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 4, 17, "outputs.save", "non-empty list")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 4, 33, "outputs.layout", "unknown placeholder {sed}; did you mean 'seed'"))
+      << s.message();
+  EXPECT_TRUE(has_problem(s, f, 5, 10, "prompts", "expected a list")) << s.message();
+}
+
+TEST(ManifestTest, SeedFormsAndTheirErrors) {
+  ManifestDir dir;
+  auto ok = parse_manifest(dir.write("ok.yaml",
+                                     "model: synthetic:tiny-sdxl\n"
+                                     "defaults: {seeds: 18446744073709551615}\n"
+                                     "prompts: [a, {text: b, seeds: {count: 2}}]\n"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  auto jobs = ok->expand_jobs();
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].seed, 18446744073709551615ull);
+  EXPECT_EQ(jobs[1].seed, 0u);
+  EXPECT_EQ(jobs[2].seed, 1u);
+
+  auto path = dir.write("bad.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "defaults: {seeds: [1, -2, 1]}\n"
+                        "prompts:\n"
+                        "  - {text: a, seeds: {from: 0}}\n"
+                        "  - {text: b, seeds: []}\n"
+                        "  - {text: c, seeds: {from: 18446744073709551615, count: 2}}\n");
+  auto bad = parse_manifest(path);
+  ASSERT_FALSE(bad.ok());
+  const Status& s = bad.status();
+  std::string f = path.string();
+  EXPECT_TRUE(has_problem(s, f, 2, 23, "defaults.seeds[1]", "non-negative")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 2, 27, "defaults.seeds[2]", "appears twice")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 4, 22, "prompts[0].seeds", "needs count")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 5, 22, "prompts[1].seeds", "empty")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 6, 22, "prompts[2].seeds", "passes 2^64 - 1")) << s.message();
+}
+
+TEST(ManifestTest, PathsAreRelativeToTheManifestNotTheWorkingDirectory) {
+  ManifestDir dir;
+  dir.write("cfg/prompts/list.txt", "from a file\n");
+  auto m = parse_manifest(dir.write("cfg/m.yaml",
+                                    "model: synthetic:tiny-sdxl\n"
+                                    "outputs: {directory: ../runs}\n"
+                                    "prompts_file: prompts/list.txt\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->outputs.root, dir.path() / "runs");
+  ASSERT_EQ(m->prompts.size(), 1u);
+  EXPECT_EQ(m->prompts[0].where.file, (dir.path() / "cfg/prompts/list.txt").string());
+  EXPECT_EQ(m->prompts[0].where.line, 1);
+}
+
+TEST(ManifestTest, MissingFilesAreReportedWithTheirManifestLocation) {
+  ManifestDir dir;
+  auto path = dir.write("m.yaml",
+                        "model: no/such/model\n"
+                        "parity: {golden: no-goldens}\n"
+                        "prompts_file: [missing.txt, {path: bad.jsonl}]\n");
+  dir.write("bad.jsonl", "{\"prompt\": \"fine\"}\n{\"prompt\": 3}\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  const Status& s = m.status();
+  std::string f = path.string();
+  EXPECT_TRUE(has_problem(s, f, 1, 8, "model", "does not exist")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 2, 18, "parity.golden", "not a directory")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 3, 16, "prompts_file[0]", "cannot read")) << s.message();
+  // A problem inside a prompt file names that file and its line.
+  EXPECT_TRUE(has_problem(s, (dir.path() / "bad.jsonl").string(), 2, 1, "prompts_file[1]", "\"prompt\""))
+      << s.message();
+}
+
+TEST(ManifestTest, PartiPromptsManifestExpandsWithTags) {
+  if (testing::source_dir().empty()) GTEST_SKIP() << "HIPQ_SOURCE_DIR not set (run through ctest)";
+  ManifestDir dir;
+  auto tsv = std::filesystem::weakly_canonical(testing::parti_prompts_tsv());
+  auto m = parse_manifest(dir.write("parti.yaml", "model: synthetic:tiny-sdxl\n"
+                                                  "defaults: {seeds: [0, 1]}\n"
+                                                  "prompts_file: " + tsv.string() + "\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->prompts.size(), 1632u);
+  EXPECT_EQ(m->job_count(), 3264);
+  db::NewBatch b = m->to_new_batch();
+  ASSERT_EQ(b.jobs.size(), 3264u);
+  EXPECT_EQ(b.jobs[0].prompt, "bond");
+  EXPECT_EQ(b.jobs[0].tags[0], "Category:Abstract");
+  EXPECT_EQ(b.jobs[3263].seed, 1u);
+  std::set<std::string> dirs;
+  for (const auto& j : b.jobs) dirs.insert(j.output_dir);
+  EXPECT_EQ(dirs.size(), 3264u);
+}
+
+// ---- output confinement ----------------------------------------------------------
+
+TEST(ManifestTest, LayoutThatLeavesTheRootIsRefused) {
+  ManifestDir dir;
+  auto path = dir.write("m.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "outputs: {layout: \"../{batch}-{seed}\"}\n"
+                        "prompts: [a]\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(has_problem(m.status(), path.string(), 2, 19, "outputs.layout", "'..'")) << m.status().message();
+  auto abs = parse_manifest(dir.write("abs.yaml",
+                                      "model: synthetic:tiny-sdxl\n"
+                                      "outputs: {layout: \"/{batch}/{seed}\"}\n"
+                                      "prompts: [a]\n"));
+  ASSERT_FALSE(abs.ok());
+  EXPECT_NE(abs.status().message().find("is absolute"), std::string::npos) << abs.status().message();
+}
+
+TEST(ManifestTest, SymlinkEscapeIsRefusedOnTheRealFilesystem) {
+  ManifestDir dir;
+  ManifestDir elsewhere;
+  std::filesystem::create_directories(dir.path() / "out");
+  std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() / "out" / "escape");
+  std::filesystem::create_directories(dir.path() / "out" / "real");
+  std::filesystem::create_directory_symlink(dir.path() / "out" / "real", dir.path() / "out" / "inside");
+  auto path = dir.write("m.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "outputs: {layout: \"escape/{seed}\"}\n"
+                        "prompts: [a]\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(has_problem(m.status(), path.string(), 2, 19, "outputs.layout", "symbolic link"))
+      << m.status().message();
+  // A link that stays inside the root is fine.
+  auto ok = parse_manifest(dir.write("ok.yaml",
+                                     "model: synthetic:tiny-sdxl\n"
+                                     "outputs: {layout: \"inside/{seed}\"}\n"
+                                     "prompts: [a]\n"));
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+TEST(ManifestTest, CheckConfinedDirectly) {
+  ManifestDir dir;
+  EXPECT_TRUE(check_confined(dir.path(), "a/b/c").ok());
+  EXPECT_TRUE(check_confined(dir.path() / "not-yet", "a").ok());
+  EXPECT_FALSE(check_confined(dir.path(), "").ok());
+  EXPECT_FALSE(check_confined(dir.path(), "/etc").ok());
+  EXPECT_FALSE(check_confined(dir.path(), "a/../../b").ok());
+  EXPECT_FALSE(check_confined(dir.path(), "./a").ok());
+  std::filesystem::create_directory_symlink("/", dir.path() / "root-link");
+  Status s = check_confined(dir.path(), "root-link/etc");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("symbolic link"), std::string::npos);
+}
+
+TEST(ManifestTest, LayoutThatMergesJobsIsRefused) {
+  ManifestDir dir;
+  auto path = dir.write("m.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "defaults: {seeds: [1, 2]}\n"
+                        "outputs: {layout: \"{batch}/{prompt}\"}\n"
+                        "prompts: [a, b]\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(has_problem(m.status(), path.string(), 3, 19, "outputs.layout", "jobs 0 and 1 would both write"))
+      << m.status().message();
+  EXPECT_EQ(lines_of(m.status().message()).size(), 2u);  // (0,1) and (2,3)
+}
+
+TEST(ManifestTest, EmptyAndMultiDocumentFiles) {
+  ManifestDir dir;
+  auto empty = parse_manifest(dir.write("empty.yaml", "# nothing here\n"));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("empty"), std::string::npos);
+  auto two = parse_manifest(dir.write("two.yaml", std::string(kMinimal) + "---\nmodel: x\n"));
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("more than one YAML document"), std::string::npos);
+  auto missing = parse_manifest(dir.path() / "nope.yaml");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(ManifestTest, ExamplesAreValid) {
+  if (testing::source_dir().empty()) GTEST_SKIP() << "HIPQ_SOURCE_DIR not set (run through ctest)";
+  struct Example {
+    const char* file;
+    int64_t jobs;
+  };
+  for (Example e : {Example{"quickstart.yaml", 4}, Example{"seed-sweep.yaml", 32}, Example{"prompt-files.yaml", 8},
+                    Example{"partiprompts-sdxl.yaml", 1632}}) {
+    auto m = parse_manifest(testing::source_dir() / "examples" / e.file);
+    ASSERT_TRUE(m.ok()) << e.file << ": " << m.status().ToString();
+    EXPECT_EQ(m->job_count(), e.jobs) << e.file;
+  }
+  auto q = parse_manifest(testing::source_dir() / "examples" / "quickstart.yaml");
+  EXPECT_EQ(q->defaults.width, 64);
+  EXPECT_EQ(q->defaults.steps, 4);
+  EXPECT_EQ(q->outputs.root.filename(), "hipq-out");
+}
+
+}  // namespace
+}  // namespace hipq::coordinator
