@@ -1,5 +1,6 @@
 #include "kernels/cpu/tensor_io.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -8,9 +9,66 @@
 
 namespace hipq::kernels::cpu {
 
+namespace {
+
+// 64K-entry table: f16 bits -> f32, built once; turns the branchy conversion
+// into one load per element.
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) t[i] = f16_to_f32(static_cast<uint16_t>(i));
+    return t;
+  }();
+  return table.data();
+}
+
+template <typename Load>
+void transpose_block_copy(const Tensor& t, float* dst, Load load) {
+  // t is [.., R, C] with stride[-2] == 1 (a transposed matrix): copy in
+  // 32 x 32 tiles so both the reads and the writes stay in cache.
+  constexpr int64_t kTile = 32;
+  const int64_t R = t.shape[t.ndim - 2], C = t.shape[t.ndim - 1], cs = t.stride[t.ndim - 1];
+  const int64_t batches = t.ndim == 3 ? t.shape[0] : 1;
+  const int64_t bs = t.ndim == 3 ? t.stride[0] : 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    float* out = dst + b * R * C;
+    const int64_t base = b * bs;
+    for (int64_t r0 = 0; r0 < R; r0 += kTile)
+      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+        const int64_t r1 = std::min(R, r0 + kTile), c1 = std::min(C, c0 + kTile);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t r = r0; r < r1; ++r) out[r * C + c] = load(base + r + c * cs);
+      }
+  }
+}
+
+}  // namespace
+
 void gather_f32(const Tensor& t, float* dst) {
   const int64_t n = t.numel();
   if (n == 0) return;
+  if ((t.ndim == 2 || t.ndim == 3) && t.stride[t.ndim - 2] == 1 && t.shape[t.ndim - 1] > 1 &&
+      t.shape[t.ndim - 2] > 1) {
+    switch (t.dtype) {
+      case DType::kF32: {
+        const auto* p = static_cast<const float*>(t.data);
+        transpose_block_copy(t, dst, [p](int64_t i) { return p[i]; });
+        return;
+      }
+      case DType::kF16: {
+        const auto* p = static_cast<const uint16_t*>(t.data);
+        const float* lut = f16_table();
+        transpose_block_copy(t, dst, [p, lut](int64_t i) { return lut[p[i]]; });
+        return;
+      }
+      case DType::kBF16: {
+        const auto* p = static_cast<const uint16_t*>(t.data);
+        transpose_block_copy(t, dst, [p](int64_t i) { return bf16_to_f32(p[i]); });
+        return;
+      }
+      default: break;
+    }
+  }
   if (t.is_contiguous()) {
     switch (t.dtype) {
       case DType::kF32:
@@ -18,7 +76,8 @@ void gather_f32(const Tensor& t, float* dst) {
         return;
       case DType::kF16: {
         const auto* p = static_cast<const uint16_t*>(t.data);
-        for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(p[i]);
+        const float* lut = f16_table();
+        for (int64_t i = 0; i < n; ++i) dst[i] = lut[p[i]];
         return;
       }
       case DType::kBF16: {
