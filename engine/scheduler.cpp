@@ -6,10 +6,11 @@
 namespace hipq::engine {
 namespace {
 
-// torch.linspace(start, end, steps, dtype=float32) on the CPU: the first half
-// counts up from start, the second half down from end; full 8-wide chunks
-// (AVX2 Vectorized<float>) are built as base + k * step from the chunk's base.
-// torch's kernels are compiled with multiply-add contraction, hence the fma.
+// torch.linspace(start, end, steps, dtype=float32) on the CPU as torch 2.x
+// computes it: the first half counts up from start, the second half down from
+// end, each element one fused multiply-add (torch's kernels are compiled with
+// contraction). torch 1.x built 8-wide chunks from a chunk base instead, which
+// differs in the last bit of some betas.
 std::vector<float> torch_linspace_f32(double start_d, double end_d, int64_t steps) {
   std::vector<float> out(static_cast<size_t>(steps));
   if (steps == 1) {
@@ -20,17 +21,10 @@ std::vector<float> torch_linspace_f32(double start_d, double end_d, int64_t step
   const float end = static_cast<float>(end_d);
   const float step = (end - start) / static_cast<float>(steps - 1);
   const int64_t halfway = steps / 2;
-  auto at = [&](int64_t idx) {
-    return idx < halfway ? std::fma(step, static_cast<float>(idx), start)
-                         : std::fma(-step, static_cast<float>(steps - idx - 1), end);
-  };
-  constexpr int64_t kVec = 8;
-  int64_t idx = 0;
-  for (; idx + kVec <= steps; idx += kVec) {
-    const float base = at(idx);
-    for (int64_t k = 0; k < kVec; ++k) out[static_cast<size_t>(idx + k)] = std::fma(static_cast<float>(k), step, base);
+  for (int64_t idx = 0; idx < steps; ++idx) {
+    out[static_cast<size_t>(idx)] = idx < halfway ? std::fma(step, static_cast<float>(idx), start)
+                                                  : std::fma(-step, static_cast<float>(steps - idx - 1), end);
   }
-  for (; idx < steps; ++idx) out[static_cast<size_t>(idx)] = at(idx);
   return out;
 }
 

