@@ -38,7 +38,6 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
   for (int k0 = 0; k0 < K; k0 += BK) {
-#pragma unroll
     for (int i = tid; i < BM * BK; i += kThreads) {
       int mm, kk;
       if (a_k_fast) {
@@ -51,7 +50,6 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
       const int m = m0 + mm, k = k0 + kk;
       As[kk][mm] = (m < M && k < K) ? la(batch, m, k) : 0.0f;
     }
-#pragma unroll
     for (int i = tid; i < BN * BK; i += kThreads) {
       int nn, kk;
       if (b_k_fast) {

@@ -57,12 +57,12 @@ class HipBackend final : public Backend {
 
   ~HipBackend() override {
     if (stream_) {
-      hipStreamSynchronize(stream_);
+      (void)hipStreamSynchronize(stream_);
       for (auto& [cls, blocks] : free_)
-        for (void* p : blocks) hipFree(p);
+        for (void* p : blocks) (void)hipFree(p);
       for (hipEvent_t ev : events_)
-        if (ev) hipEventDestroy(ev);
-      hipStreamDestroy(stream_);
+        if (ev) (void)hipEventDestroy(ev);
+      (void)hipStreamDestroy(stream_);
     }
   }
 
@@ -254,7 +254,7 @@ class HipBackend final : public Backend {
 
   void release_cached() {
     for (auto& [cls, blocks] : free_) {
-      for (void* p : blocks) hipFree(p);
+      for (void* p : blocks) (void)hipFree(p);
       blocks.clear();
     }
     cached_bytes_ = 0;

@@ -1,0 +1,288 @@
+// hipq_bench_ops: times the hip backend's ops on the SDXL 1024 px shapes.
+//
+// For each case: inputs filled with random values, warm-up launches, then
+// `repeats` timed launches, each between two device events; the median is
+// reported with achieved TFLOP/s (matmul, conv2d, attention) or GB/s
+// (memory-bound ops) and the percentage of the device's peak from
+// BackendInfo. Output: one JSON object per line (tools/bench/compare.py joins
+// it with tools/bench/torch_ops.py's output). Not a test.
+//
+// Usage: hipq_bench_ops [--dtype f16|bf16|f32]... [--repeats N] [--warmup N] [--filter SUBSTR]
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace hipq::kernels {
+namespace {
+
+struct BenchCase {
+  std::string op, name;
+  std::vector<std::vector<int64_t>> inputs;  // shapes, all of the case dtype
+  std::vector<int64_t> out;
+  double flops = 0;  // 0: memory-bound, report GB/s
+  double bytes_elems = 0;  // elements moved (read + written), for GB/s
+  std::function<Status(Backend&, std::vector<Tensor>&, Tensor&)> run;
+};
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::vector<BenchCase> sdxl_cases() {
+  std::vector<BenchCase> v;
+  auto gemm = [&](std::string name, int64_t M, int64_t N, int64_t K, bool bias) {
+    BenchCase c;
+    c.op = "matmul";
+    c.name = name;
+    c.inputs = {{M, K}, {N, K}};
+    if (bias) c.inputs.push_back({N});
+    c.out = {M, N};
+    c.flops = 2.0 * M * N * K;
+    c.run = [bias](Backend& be, std::vector<Tensor>& in, Tensor& out) {
+      MatmulOptions o;
+      o.trans_b = true;
+      o.bias = bias ? &in[2] : nullptr;
+      return be.matmul(in[0], in[1], out, o);
+    };
+    v.push_back(c);
+  };
+  gemm("sdxl_l1_qkv_8192x640x640", 8192, 640, 640, false);
+  gemm("sdxl_l1_ff_in_8192x5120x640", 8192, 5120, 640, true);
+  gemm("sdxl_l2_ff_in_2048x10240x1280", 2048, 10240, 1280, true);
+  gemm("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, true);
+
+  auto conv = [&](std::string name, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int s, int p) {
+    BenchCase c;
+    c.op = "conv2d";
+    c.name = name;
+    const int64_t Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+    c.inputs = {{N, C, H, W}, {O, C, k, k}, {O}};
+    c.out = {N, O, Ho, Wo};
+    c.flops = 2.0 * N * O * Ho * Wo * C * k * k;
+    c.run = [s, p](Backend& be, std::vector<Tensor>& in, Tensor& out) {
+      Conv2dOptions o;
+      o.stride = s;
+      o.padding = p;
+      o.bias = &in[2];
+      return be.conv2d(in[0], in[1], out, o);
+    };
+    v.push_back(c);
+  };
+  conv("sdxl_2x320x128x128_o320_k3", 2, 320, 128, 128, 320, 3, 1, 1);
+  conv("sdxl_2x640x64x64_o640_k3", 2, 640, 64, 64, 640, 3, 1, 1);
+  conv("sdxl_2x1280x32x32_o1280_k3", 2, 1280, 32, 32, 1280, 3, 1, 1);
+  conv("sdxl_2x640x32x32_o1280_k1", 2, 640, 32, 32, 1280, 1, 1, 0);
+
+  auto attn = [&](std::string name, int64_t B, int64_t Sq, int64_t Sk, int H, int64_t D) {
+    BenchCase c;
+    c.op = "attention";
+    c.name = name;
+    c.inputs = {{B, Sq, H * D}, {B, Sk, H * D}, {B, Sk, H * D}};
+    c.out = {B, Sq, H * D};
+    c.flops = 4.0 * B * H * Sq * Sk * D;
+    c.run = [H](Backend& be, std::vector<Tensor>& in, Tensor& out) {
+      AttentionOptions o;
+      o.heads = H;
+      return be.attention(in[0], in[1], in[2], out, o);
+    };
+    v.push_back(c);
+  };
+  attn("sdxl_self_b2_q4096_h10_d64", 2, 4096, 4096, 10, 64);
+  attn("sdxl_cross_b2_q4096_k77_h10_d64", 2, 4096, 77, 10, 64);
+  attn("sdxl_l2_self_b2_q1024_h20_d64", 2, 1024, 1024, 20, 64);
+
+  auto gn = [&](std::string name, std::vector<int64_t> shape, bool silu) {
+    BenchCase c;
+    c.op = "group_norm";
+    c.name = name;
+    c.inputs = {shape, {shape[1]}, {shape[1]}};
+    c.out = shape;
+    c.bytes_elems = 2.0 * numel(shape);
+    c.run = [silu](Backend& be, std::vector<Tensor>& in, Tensor& out) {
+      GroupNormOptions o;
+      o.groups = 32;
+      o.fuse_silu = silu;
+      return be.group_norm(in[0], in[1], in[2], out, o);
+    };
+    v.push_back(c);
+  };
+  gn("sdxl_2x320x128x128_silu", {2, 320, 128, 128}, true);
+  gn("sdxl_2x1280x32x32", {2, 1280, 32, 32}, false);
+
+  {
+    BenchCase c;
+    c.op = "layer_norm";
+    c.name = "sdxl_2x4096x640";
+    c.inputs = {{2, 4096, 640}, {640}, {640}};
+    c.out = {2, 4096, 640};
+    c.bytes_elems = 2.0 * numel(c.out);
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) { return be.layer_norm(in[0], &in[1], &in[2], out, 1e-5f); };
+    v.push_back(c);
+  }
+  {
+    BenchCase c;
+    c.op = "geglu";
+    c.name = "sdxl_2x4096x10240";
+    c.inputs = {{2, 4096, 10240}};
+    c.out = {2, 4096, 5120};
+    c.bytes_elems = 1.5 * numel(c.inputs[0]);
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) { return be.geglu(in[0], out); };
+    v.push_back(c);
+  }
+  {
+    BenchCase c;
+    c.op = "binary_add";
+    c.name = "sdxl_2x320x128x128";
+    c.inputs = {{2, 320, 128, 128}, {2, 320, 128, 128}};
+    c.out = {2, 320, 128, 128};
+    c.bytes_elems = 3.0 * numel(c.out);
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) { return be.binary(BinaryOp::kAdd, in[0], in[1], out); };
+    v.push_back(c);
+  }
+  {
+    BenchCase c;
+    c.op = "softmax";
+    c.name = "sdxl_20x4096x77";
+    c.inputs = {{20, 4096, 77}};
+    c.out = {20, 4096, 77};
+    c.bytes_elems = 2.0 * numel(c.out);
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) { return be.softmax(in[0], out, 0.125f, false); };
+    v.push_back(c);
+  }
+  {
+    BenchCase c;
+    c.op = "upsample_nearest2x";
+    c.name = "sdxl_2x1280x32x32";
+    c.inputs = {{2, 1280, 32, 32}};
+    c.out = {2, 1280, 64, 64};
+    c.bytes_elems = 1.25 * numel(c.out);
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) { return be.upsample_nearest2x(in[0], out); };
+    v.push_back(c);
+  }
+  return v;
+}
+
+int run(int argc, char** argv) {
+  std::vector<DType> dtypes;
+  int repeats = 20, warmup = 3;
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "hipq_bench_ops: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--dtype") {
+      const std::string d = next();
+      auto t = parse_dtype(d);
+      if (!t || !is_float(*t) || *t == DType::kF64) {
+        std::fprintf(stderr, "hipq_bench_ops: --dtype must be f32, f16 or bf16 (got '%s')\n", d.c_str());
+        return 2;
+      }
+      dtypes.push_back(*t);
+    } else if (a == "--repeats") {
+      repeats = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--warmup") {
+      warmup = std::max(0, std::atoi(next().c_str()));
+    } else if (a == "--filter") {
+      filter = next();
+    } else {
+      std::fprintf(stderr, "usage: hipq_bench_ops [--dtype f16|bf16|f32]... [--repeats N] [--warmup N] [--filter SUBSTR]\n");
+      return 2;
+    }
+  }
+  if (dtypes.empty()) dtypes = {DType::kF16};
+  auto be_r = make_backend("hip", 0);
+  if (!be_r.ok()) {
+    std::fprintf(stderr, "hipq_bench_ops: %s\n", be_r.status().ToString().c_str());
+    return 1;
+  }
+  Backend& be = **be_r;
+  const BackendInfo& info = be.info();
+  std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"runtime\": \"%s\", \"driver\": \"%s\", \"sms\": %d, "
+              "\"peak_fp32_tflops\": %.1f, \"peak_fp16_tflops\": %.1f, \"peak_bandwidth_gbs\": %.0f}\n",
+              info.device_name.c_str(), info.arch.c_str(), info.runtime_version.c_str(), info.driver_version.c_str(),
+              info.multiprocessors, info.peak_fp32_tflops, info.peak_fp16_tflops, info.peak_bandwidth_gbs);
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (DType dt : dtypes) {
+    for (BenchCase& c : sdxl_cases()) {
+      if (!filter.empty() && (c.op + "_" + c.name).find(filter) == std::string::npos) continue;
+      std::vector<Buffer> bufs;
+      std::vector<Tensor> in;
+      bool ok = true;
+      for (auto& shape : c.inputs) {
+        const int64_t n = numel(shape);
+        std::vector<uint8_t> host(static_cast<size_t>(n) * dtype_size(dt));
+        const float sc = c.op == "conv2d" || c.op == "matmul" ? 0.05f : 1.0f;
+        for (int64_t i = 0; i < n; ++i) store_from_f32(host.data(), dt, i, sc * dist(rng));
+        auto b = be.allocate(host.size());
+        if (!b.ok() || !be.copy_to_device(host.data(), b->data(), host.size()).ok()) {
+          ok = false;
+          break;
+        }
+        in.push_back(b->tensor(dt, shape));
+        bufs.push_back(std::move(*b));
+      }
+      auto ob = be.allocate(static_cast<size_t>(numel(c.out)) * dtype_size(dt));
+      if (!ok || !ob.ok()) {
+        std::fprintf(stderr, "hipq_bench_ops: allocation failed for %s\n", c.name.c_str());
+        return 1;
+      }
+      Tensor out = ob->tensor(dt, c.out);
+      for (int w = 0; w < warmup; ++w) {
+        Status s = c.run(be, in, out);
+        if (!s.ok()) {
+          std::fprintf(stderr, "hipq_bench_ops: %s: %s\n", c.name.c_str(), s.ToString().c_str());
+          return 1;
+        }
+      }
+      std::vector<double> times;
+      for (int r = 0; r < repeats; ++r) {
+        auto e0 = be.record_event();
+        Status s = c.run(be, in, out);
+        auto e1 = be.record_event();
+        if (!s.ok() || !e0.ok() || !e1.ok()) return 1;
+        auto ms = be.elapsed_ms(*e0, *e1);
+        if (!ms.ok()) return 1;
+        times.push_back(*ms);
+      }
+      std::sort(times.begin(), times.end());
+      const double med = times[times.size() / 2];
+      double rate = 0, pct = 0;
+      const char* unit;
+      if (c.flops > 0) {
+        rate = c.flops / (med * 1e-3) / 1e12;
+        unit = "TFLOP/s";
+        const double peak = dt == DType::kF32 ? info.peak_fp32_tflops : info.peak_fp16_tflops;
+        pct = peak > 0 ? 100.0 * rate / peak : 0;
+      } else {
+        rate = c.bytes_elems * dtype_size(dt) / (med * 1e-3) / 1e9;
+        unit = "GB/s";
+        pct = info.peak_bandwidth_gbs > 0 ? 100.0 * rate / info.peak_bandwidth_gbs : 0;
+      }
+      std::printf("{\"impl\": \"hipq\", \"op\": \"%s\", \"case\": \"%s\", \"dtype\": \"%s\", \"ms\": %.4f, "
+                  "\"min_ms\": %.4f, \"rate\": %.3f, \"unit\": \"%s\", \"pct_peak\": %.2f}\n",
+                  c.op.c_str(), c.name.c_str(), std::string(dtype_name(dt)).c_str(), med, times.front(), rate, unit,
+                  pct);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hipq::kernels
+
+int main(int argc, char** argv) { return hipq::kernels::run(argc, argv); }
