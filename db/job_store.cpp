@@ -399,7 +399,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     }
   }
 
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::string sha = sha256_hex(batch.manifest_text);
   {
     Statement m(db_, kInsertManifest);
@@ -469,7 +469,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
                                                       const std::vector<std::string>& loaded_models, double now,
                                                       double lease_seconds) {
   if (worker_id.empty()) return Status::InvalidArgument("lease_next: empty worker id");
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   int priority = 0;
   {
     Statement p(db_, kSelectTopQueuedPriority);
@@ -539,7 +539,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
 
 Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view worker_id, double now,
                               double lease_seconds) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, job_id));
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, job_id, attempt, worker_id, r));
   Statement s(db_, kExtendLease);
@@ -553,7 +553,7 @@ Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view work
 }
 
 Result<int64_t> JobStore::extend_worker_leases(std::string_view worker_id, double now, double lease_seconds) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   Statement s(db_, kExtendWorkerLeases);
   s.bind_double(0, now + lease_seconds);
   s.bind_double(1, now);
@@ -585,7 +585,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     }
   }
 
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, result.job_id));
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, result.job_id, result.attempt, result.worker_id, r));
   int64_t attempt_id = 0;
@@ -663,7 +663,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
 
 Result<FailureOutcome> JobStore::record_failure(int64_t job_id, int attempt, std::string_view worker_id,
                                                 std::string_view error, bool retryable, double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, job_id));
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, job_id, attempt, worker_id, r));
   HIPQ_ASSIGN_OR_RETURN(FailureOutcome out,
@@ -673,7 +673,7 @@ Result<FailureOutcome> JobStore::record_failure(int64_t job_id, int attempt, std
 }
 
 Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
     Statement s(db_, kSelectExpiredLeases);
@@ -695,7 +695,7 @@ Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
 
 Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_view worker_id,
                                                                     std::string_view reason, double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
     Statement s(db_, kSelectWorkerLeases);
@@ -717,7 +717,7 @@ Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_
 // ---- cancel ----------------------------------------------------------------------
 
 Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   {
     Statement s(db_, kSelectBatchState);
     s.bind_int64(0, batch_id);
@@ -758,7 +758,7 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
 }
 
 Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   JobState state;
   int attempts = 0;
   std::optional<std::string> worker;
@@ -940,7 +940,12 @@ Result<std::vector<CancelledLease>> JobStore::list_leases() {
 }
 
 Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_deferred(db_));
+  // One snapshot for both counts; inside a caller's transaction that is it.
+  std::optional<Transaction> txn;
+  if (!db_.in_transaction()) {
+    HIPQ_ASSIGN_OR_RETURN(Transaction t, Transaction::begin_deferred(db_));
+    txn.emplace(std::move(t));
+  }
   BatchCounts c;
   c.batch_id = batch_id;
   {
@@ -972,7 +977,7 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
       c.by_verdict[s.column_text(0)] = s.column_int64(1);
     }
   }
-  HIPQ_RETURN_IF_ERROR(txn.commit());
+  if (txn) HIPQ_RETURN_IF_ERROR(txn->commit());
   return c;
 }
 
@@ -996,7 +1001,7 @@ Result<int64_t> JobStore::queued_count() {
 
 Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
   if (w.id.empty()) return Status::InvalidArgument("upsert_worker: empty worker id");
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   Statement s(db_, kUpsertWorker);
   s.bind_text(0, w.id);
   s.bind_text(1, w.host);
@@ -1016,7 +1021,7 @@ Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
 }
 
 Status JobStore::set_worker_state(std::string_view worker_id, std::string_view state, double now) {
-  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_immediate(db_));
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   Statement s(db_, kSetWorkerState);
   s.bind_text(0, state);
   s.bind_double(1, now);

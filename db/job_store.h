@@ -5,6 +5,13 @@
 // coordinator restarted on the same file recovers everything (leases that
 // ran out meanwhile are requeued by the next expire_leases).
 //
+// Group commit: a caller may open Transaction::begin_immediate() around
+// several calls (e.g. everything one coordinator poll-loop turn records); each
+// call then runs in a savepoint (still all-or-nothing on its own) and the
+// caller's COMMIT makes them durable together: one fsync instead of one per
+// call. Nothing is durable, or visible to other connections, before that
+// COMMIT, so send replies that depend on a write only after it.
+//
 // Time is injected: every operation that stamps or compares time takes `now`
 // (seconds since the Unix epoch; callers use wall_clock_seconds()); no SQL
 // reads the clock, so tests control it.

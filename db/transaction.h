@@ -8,8 +8,11 @@
 // write lock up front (waiting up to the busy timeout), so two writers never
 // deadlock upgrading read locks. begin_deferred() is for multi-statement
 // reads that need one consistent snapshot.
-// Nested transactions are not supported: beginning one while the connection
-// is already in a transaction returns FailedPrecondition.
+// begin_immediate/begin_deferred refuse to nest (FailedPrecondition when the
+// connection is already in a transaction). begin_write() nests: it is BEGIN
+// IMMEDIATE on its own, and a SAVEPOINT inside a caller's open transaction, so
+// an operation stays atomic (its rollback undoes only its own writes) while
+// the caller groups many operations under one durable COMMIT (group commit).
 //
 // Ownership: borrows the Database, which must outlive it. Move-only.
 // Thread safety: as the Database.
@@ -26,6 +29,8 @@ class Transaction {
  public:
   static Result<Transaction> begin_immediate(Database& db);
   static Result<Transaction> begin_deferred(Database& db);
+  // BEGIN IMMEDIATE, or a SAVEPOINT when a transaction is already open.
+  static Result<Transaction> begin_write(Database& db);
 
   ~Transaction();  // rolls back when still open
   Transaction(Transaction&& other) noexcept;
@@ -38,12 +43,16 @@ class Transaction {
   Status commit();
   Status rollback();
   bool is_open() const { return db_ != nullptr; }
+  // True when this is a savepoint inside an outer transaction: commit()
+  // releases it, and the outer COMMIT makes it durable.
+  bool is_savepoint() const { return savepoint_; }
 
  private:
-  explicit Transaction(Database* db) : db_(db) {}
+  Transaction(Database* db, bool savepoint) : db_(db), savepoint_(savepoint) {}
   static Result<Transaction> begin(Database& db, const char* sql);
 
   Database* db_ = nullptr;  // null once committed or rolled back
+  bool savepoint_ = false;
 };
 
 }  // namespace hipq::db

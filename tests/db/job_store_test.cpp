@@ -14,6 +14,7 @@
 #include "db/database.h"
 #include "db/schema.h"
 #include "db/statement.h"
+#include "db/transaction.h"
 #include "tests/db/test_util.h"
 
 namespace hipq::db {
@@ -547,6 +548,37 @@ TEST_F(JobStoreTest, UpsertWorkerKeepsFirstSeen) {
   EXPECT_EQ((*ws)[0].state, "draining");
   EXPECT_EQ((*ws)[0].driver_version, "6.3");
   EXPECT_EQ((*ws)[0].memory_bytes, int64_t{24} << 30);
+}
+
+// ---- group commit -------------------------------------------------------------------
+
+TEST_F(JobStoreTest, OperationsInsideACallersTransactionCommitTogether) {
+  insert(make_batch(3));
+  {
+    auto outer = Transaction::begin_immediate(*db_);
+    ASSERT_TRUE(outer.ok());
+    LeasedJob a = lease("w1");
+    LeasedJob b = lease("w2");
+    ASSERT_TRUE(store_->record_result(result_for(a), kT0 + 1).ok());
+    // A refused operation inside the group changes nothing and leaves the rest.
+    EXPECT_EQ(store_->record_result(result_for(a), kT0 + 2).code(), StatusCode::kAlreadyExists);
+    EXPECT_EQ(store_->batch_counts(a.job.batch_id)->by_state.at("done"), 1);
+    EXPECT_TRUE(db_->in_transaction());
+    (void)b;
+    // outer destroyed without commit: everything above is undone
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 3);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM attempts"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM results"), 0);
+
+  auto outer = Transaction::begin_immediate(*db_);
+  ASSERT_TRUE(outer.ok());
+  LeasedJob a = lease("w1");
+  ASSERT_TRUE(store_->record_result(result_for(a), kT0 + 1).ok());
+  LeasedJob b = lease("w2");
+  ASSERT_TRUE(outer->commit().ok());
+  EXPECT_EQ(store_->get_job(a.job.id)->state, JobState::kDone);
+  EXPECT_EQ(store_->get_job(b.job.id)->state, JobState::kLeased);
 }
 
 // ---- concurrency on one file ----------------------------------------------------------

@@ -79,6 +79,41 @@ TEST_F(TransactionTest, MovedTransactionRollsBackOnce) {
   EXPECT_EQ(count_rows(*db_), 0);
 }
 
+TEST_F(TransactionTest, BeginWriteIsImmediateAlone) {
+  auto txn = Transaction::begin_write(*db_);
+  ASSERT_TRUE(txn.ok());
+  EXPECT_FALSE(txn->is_savepoint());
+  ASSERT_TRUE(db_->execute("INSERT INTO t (v) VALUES (1)").ok());
+  ASSERT_TRUE(txn->commit().ok());
+  EXPECT_FALSE(db_->in_transaction());
+  EXPECT_EQ(count_rows(*db_), 1);
+}
+
+TEST_F(TransactionTest, BeginWriteNestsAsSavepointThatRollsBackAlone) {
+  auto outer = Transaction::begin_immediate(*db_);
+  ASSERT_TRUE(outer.ok());
+  ASSERT_TRUE(db_->execute("INSERT INTO t (v) VALUES (1)").ok());
+  {
+    auto inner = Transaction::begin_write(*db_);
+    ASSERT_TRUE(inner.ok());
+    EXPECT_TRUE(inner->is_savepoint());
+    ASSERT_TRUE(db_->execute("INSERT INTO t (v) VALUES (2)").ok());
+    // destroyed uncommitted: only its own row goes
+  }
+  EXPECT_TRUE(db_->in_transaction());
+  EXPECT_EQ(count_rows(*db_), 1);
+  {
+    auto inner = Transaction::begin_write(*db_);
+    ASSERT_TRUE(inner.ok());
+    ASSERT_TRUE(db_->execute("INSERT INTO t (v) VALUES (3)").ok());
+    ASSERT_TRUE(inner->commit().ok());
+  }
+  EXPECT_TRUE(db_->in_transaction());  // released, not committed
+  EXPECT_EQ(count_rows(*db_), 2);
+  ASSERT_TRUE(outer->rollback().ok());
+  EXPECT_EQ(count_rows(*db_), 0);  // the outer rollback takes the released savepoint too
+}
+
 TEST(TransactionFileTest, ImmediateWriterBlocksSecondWriterUntilTimeout) {
   TempDir dir;
   auto a = Database::open(dir.path() / "x.db");
