@@ -2,10 +2,9 @@
 // rules (b's dims right-aligned; each is 1 or equal to a's).
 #include <vector>
 
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/tensor_io.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace hipq::kernels::cpu {
 
@@ -42,21 +41,16 @@ Status binary(BinaryOp f, const Tensor& a, const Tensor& b, Tensor& y) {
                              " (dim " + std::to_string(d - lead) + ")");
     }
   }
-  const int64_t n = a.numel();
-  if (n == 0) return Status::Ok();
-  float* A = scratch(0, static_cast<size_t>(n));
-  float* B = scratch(1, static_cast<size_t>(n));
-  gather_f32(a, A);
-  gather_f32(bb, B);
-  ThreadPool::global().parallel_for(n, 32768, [&](int64_t s, int64_t e) {
+  elementwise<2>({a, bb}, y, [f](float* const* buf, int64_t n) {
+    float* A = buf[0];
+    const float* B = buf[1];
     switch (f) {
-      case BinaryOp::kAdd: for (int64_t i = s; i < e; ++i) A[i] += B[i]; break;
-      case BinaryOp::kSub: for (int64_t i = s; i < e; ++i) A[i] -= B[i]; break;
-      case BinaryOp::kMul: for (int64_t i = s; i < e; ++i) A[i] *= B[i]; break;
-      case BinaryOp::kDiv: for (int64_t i = s; i < e; ++i) A[i] /= B[i]; break;
+      case BinaryOp::kAdd: for (int64_t i = 0; i < n; ++i) A[i] += B[i]; break;
+      case BinaryOp::kSub: for (int64_t i = 0; i < n; ++i) A[i] -= B[i]; break;
+      case BinaryOp::kMul: for (int64_t i = 0; i < n; ++i) A[i] *= B[i]; break;
+      case BinaryOp::kDiv: for (int64_t i = 0; i < n; ++i) A[i] /= B[i]; break;
     }
   });
-  scatter_f32(A, y);
   return Status::Ok();
 }
 

@@ -125,6 +125,81 @@ void scatter_f32(const float* src, const Tensor& t) {
                   [&](int64_t i, int64_t off) { store_from_f32(data, dt, off, src[i]); });
 }
 
+namespace {
+
+// Calls f(k, offset) for logical elements begin + k, k < count, of a view.
+template <typename F>
+void for_range(const Tensor& t, int64_t begin, int64_t count, F&& f) {
+  if (count <= 0) return;
+  int64_t idx[kMaxDims] = {};
+  int64_t off = 0, rest = begin;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    idx[d] = rest % t.shape[d];
+    rest /= t.shape[d];
+    off += idx[d] * t.stride[d];
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    f(k, off);
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      off += t.stride[d];
+      if (++idx[d] < t.shape[d]) break;
+      off -= t.stride[d] * t.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void gather_range_f32(const Tensor& t, int64_t begin, int64_t count, float* dst) {
+  if (t.is_contiguous()) {
+    switch (t.dtype) {
+      case DType::kF32:
+        std::memcpy(dst, static_cast<const float*>(t.data) + begin, static_cast<size_t>(count) * sizeof(float));
+        return;
+      case DType::kF16: {
+        const auto* p = static_cast<const uint16_t*>(t.data) + begin;
+        const float* lut = f16_table();
+        for (int64_t i = 0; i < count; ++i) dst[i] = lut[p[i]];
+        return;
+      }
+      case DType::kBF16: {
+        const auto* p = static_cast<const uint16_t*>(t.data) + begin;
+        for (int64_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(p[i]);
+        return;
+      }
+      default:
+        for (int64_t i = 0; i < count; ++i) dst[i] = load_as_f32(t.data, t.dtype, begin + i);
+        return;
+    }
+  }
+  for_range(t, begin, count, [&](int64_t k, int64_t off) { dst[k] = load_as_f32(t.data, t.dtype, off); });
+}
+
+void scatter_range_f32(const float* src, const Tensor& t, int64_t begin, int64_t count) {
+  if (t.is_contiguous()) {
+    switch (t.dtype) {
+      case DType::kF32:
+        std::memcpy(static_cast<float*>(t.data) + begin, src, static_cast<size_t>(count) * sizeof(float));
+        return;
+      case DType::kF16: {
+        auto* p = static_cast<uint16_t*>(t.data) + begin;
+        for (int64_t i = 0; i < count; ++i) p[i] = f32_to_f16(src[i]);
+        return;
+      }
+      case DType::kBF16: {
+        auto* p = static_cast<uint16_t*>(t.data) + begin;
+        for (int64_t i = 0; i < count; ++i) p[i] = f32_to_bf16(src[i]);
+        return;
+      }
+      default:
+        for (int64_t i = 0; i < count; ++i) store_from_f32(t.data, t.dtype, begin + i, src[i]);
+        return;
+    }
+  }
+  for_range(t, begin, count, [&](int64_t k, int64_t off) { store_from_f32(t.data, t.dtype, off, src[k]); });
+}
+
 const float* as_f32(const Tensor& t, std::vector<float>& buf) {
   if (t.dtype == DType::kF32 && t.is_contiguous()) return static_cast<const float*>(t.data);
   buf.resize(static_cast<size_t>(t.numel()));

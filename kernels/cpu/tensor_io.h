@@ -20,6 +20,11 @@ namespace hipq::kernels::cpu {
 void gather_f32(const Tensor& t, float* dst);
 // Writes src[numel] into `t` (any strides, any float dtype), rounding once.
 void scatter_f32(const float* src, const Tensor& t);
+// Elements [begin, begin + count) of t in row-major logical order, as float.
+void gather_range_f32(const Tensor& t, int64_t begin, int64_t count, float* dst);
+// Writes src[count] into elements [begin, begin + count) of t.
+void scatter_range_f32(const float* src, const Tensor& t, int64_t begin, int64_t count);
+
 // Pointer to t's data as contiguous f32 when it already is; else gathers into
 // `scratch` (resized) and returns its data.
 const float* as_f32(const Tensor& t, std::vector<float>& scratch);

@@ -4,10 +4,9 @@
 #include <vector>
 
 #include "kernels/cpu/activations.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/tensor_io.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace hipq::kernels::cpu {
 
@@ -20,21 +19,17 @@ Status unary(UnaryOp f, const Tensor& x, Tensor& y) {
   HIPQ_RETURN_IF_ERROR(check_shape(op, "y", y, x.shape_vec()));
   if (static_cast<int>(f) > static_cast<int>(UnaryOp::kExp))
     return invalid(op, "unknown UnaryOp " + std::to_string(static_cast<int>(f)));
-  const int64_t n = x.numel();
-  if (n == 0) return Status::Ok();
-  float* buf = scratch(0, static_cast<size_t>(n));
-  gather_f32(x, buf);
-  ThreadPool::global().parallel_for(n, 16384, [&](int64_t b, int64_t e) {
+  elementwise<1>({x}, y, [f](float* const* b, int64_t n) {
+    float* v = b[0];
     switch (f) {
-      case UnaryOp::kGelu: for (int64_t i = b; i < e; ++i) buf[i] = gelu_erf(buf[i]); break;
-      case UnaryOp::kGeluTanh: for (int64_t i = b; i < e; ++i) buf[i] = gelu_tanh(buf[i]); break;
-      case UnaryOp::kSilu: for (int64_t i = b; i < e; ++i) buf[i] = silu(buf[i]); break;
-      case UnaryOp::kQuickGelu: for (int64_t i = b; i < e; ++i) buf[i] = quick_gelu(buf[i]); break;
-      case UnaryOp::kNeg: for (int64_t i = b; i < e; ++i) buf[i] = -buf[i]; break;
-      case UnaryOp::kExp: for (int64_t i = b; i < e; ++i) buf[i] = std::exp(buf[i]); break;
+      case UnaryOp::kGelu: for (int64_t i = 0; i < n; ++i) v[i] = gelu_erf(v[i]); break;
+      case UnaryOp::kGeluTanh: for (int64_t i = 0; i < n; ++i) v[i] = gelu_tanh(v[i]); break;
+      case UnaryOp::kSilu: for (int64_t i = 0; i < n; ++i) v[i] = silu(v[i]); break;
+      case UnaryOp::kQuickGelu: for (int64_t i = 0; i < n; ++i) v[i] = quick_gelu(v[i]); break;
+      case UnaryOp::kNeg: for (int64_t i = 0; i < n; ++i) v[i] = -v[i]; break;
+      case UnaryOp::kExp: for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]); break;
     }
   });
-  scatter_f32(buf, y);
   return Status::Ok();
 }
 

@@ -38,6 +38,24 @@ TEST(CpuUnary, InPlaceOnTheSameTensorWorks) {
   EXPECT_VALUES_NEAR(x.values(), (std::vector<float>{-1, 2}), 0);
 }
 
+TEST(CpuUnary, InPlaceThroughATransposedViewReadsTheOldValues) {
+  auto x = make({2, 2}, {1, 2, 3, 4});
+  ASSERT_TRUE(cpu::unary(UnaryOp::kNeg, x.t.transpose(0, 1), x.t).ok());
+  EXPECT_VALUES_NEAR(x.values(), (std::vector<float>{-1, -3, -2, -4}), 0);
+}
+
+TEST(CpuUnary, LargeStridedInputSpansManyChunks) {
+  std::vector<float> v(300 * 301);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
+  auto x = make({300, 301}, v, DType::kF16);
+  auto y = zeros({301, 300}, DType::kF16);
+  ASSERT_TRUE(cpu::unary(UnaryOp::kNeg, x.t.transpose(0, 1), y.t).ok());
+  const auto out = y.values();
+  for (int64_t r = 0; r < 301; ++r)
+    for (int64_t c = 0; c < 300; ++c)
+      ASSERT_EQ(out[static_cast<size_t>(r * 300 + c)], -v[static_cast<size_t>(c * 301 + r)]);
+}
+
 TEST(CpuUnary, OutputShapeMismatchIsRejected) {
   auto x = make({2, 3}, {1});
   auto y = zeros({3, 2});
