@@ -89,6 +89,31 @@ TEST(TorchRandnCpu, MatchesLiveTorchWhenAvailable) {
   EXPECT_EQ(sha_of(torch_randn_cpu(777, 3 * 5 * 67)), want);
 }
 
+TEST(TorchRandnCuda, MatchesTorchOnTheGpuToFloatRounding) {
+  auto text = read_file(data_dir() / "torch_randn_cuda.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const auto j = nlohmann::json::parse(*text);
+  double worst = 0;
+  int checked = 0;
+  for (const auto& c : j["cases"]) {
+    const uint64_t seed = std::stoull(c["seed"].get<std::string>());
+    const int64_t numel = c["numel"];
+    const auto v = torch_randn_cuda(seed, numel, j["multiprocessors"], j["max_threads_per_sm"]);
+    const auto& idx = c["index"];
+    const auto& val = c["value"];
+    for (size_t i = 0; i < idx.size(); ++i) {
+      const double want = val[i].get<double>();
+      const double err = std::abs(v[idx[i].get<size_t>()] - want);
+      worst = std::max(worst, err);
+      // The GPU uses logf and the __sincosf intrinsic (abs. error ~1e-6 on the angle).
+      ASSERT_LE(err, 2e-5 * (1 + std::abs(want))) << "seed " << seed << " numel " << numel << " index " << idx[i];
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 1000);
+  std::printf("torch cuda randn: %d values, max abs error %.3g\n", checked, worst);
+}
+
 TEST(TorchRandnCuda, PhiloxLayoutIsDeterministicAndNormal) {
   const auto a = torch_randn_cuda(5, 1 << 16);
   const auto b = torch_randn_cuda(5, 1 << 16);
