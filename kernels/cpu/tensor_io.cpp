@@ -232,6 +232,15 @@ bool overlaps(const Tensor& a, const Tensor& b) {
   return alo < bhi && blo < ahi;
 }
 
+const float* as_f32_input(const Tensor& t, const Tensor& out, std::vector<float>& buf) {
+  const float* p = as_f32(t, buf);
+  if (p == t.data && t.data != out.data && overlaps(t, out)) {
+    buf.assign(p, p + t.numel());
+    p = buf.data();
+  }
+  return p;
+}
+
 float* scratch(int slot, size_t count) {
   thread_local std::array<std::vector<float>, 8> buffers;
   HIPQ_CHECK(slot >= 0 && slot < 8);

@@ -32,6 +32,11 @@ const float* as_f32(const Tensor& t, std::vector<float>& scratch);
 // True when the memory spans of a and b (first to last element) intersect.
 bool overlaps(const Tensor& a, const Tensor& b);
 
+// as_f32 for an op input that `out` may share memory with: the very same
+// memory is returned as is (row-wise ops read a row before writing it), a
+// partial overlap is copied first.
+const float* as_f32_input(const Tensor& t, const Tensor& out, std::vector<float>& scratch);
+
 // A per-thread reusable buffer; `slot` distinguishes buffers used together in
 // one op (0..7). Contents are unspecified; grows, never shrinks.
 float* scratch(int slot, size_t count);

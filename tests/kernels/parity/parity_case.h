@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct ParityCase {
 
 // The whole table; `heavy` selects the SDXL-size cases or the rest.
 std::vector<ParityCase> parity_cases(bool heavy);
+
+// gtest prints a case by its name.
+inline void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }
 
 // HIPQ_PARITY_FILTER: comma-separated substrings; a case runs when its name
 // contains one of them (all cases when unset or empty).
