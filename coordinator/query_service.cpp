@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/client.h"
 #include "coordinator/report/report_data.h"
 #include "coordinator/statistics/run_stats.h"
 #include "coordinator/statistics/comparison.h"
 #include "db/database.h"
 #include "db/run_queries.h"
+#include "db/schema.h"
 
 namespace hipq::coordinator {
 namespace {
@@ -129,6 +131,37 @@ Result<json> run_query(db::Database& db, std::string_view kind, const json& args
   if (kind == "report-data") return report::build_report_data(db, a);
   return Status::InvalidArgument("unknown query kind \"" + std::string(kind) +
                                  "\"; known: runs, stats, compare, parity, report-data");
+}
+
+Result<json> run_query_at(const QueryTarget& target, std::string_view kind, const json& args) {
+  const bool local = !target.db_path.empty(), remote = !target.endpoint.empty();
+  if (local == remote) {
+    return Status::InvalidArgument("give either a database file (--db) or a coordinator endpoint (--connect)");
+  }
+  if (remote) {
+    zmq::context_t context;
+    ClientOptions options;
+    options.endpoint = target.endpoint;
+    options.curve = target.curve;
+    options.timeout = target.timeout;
+    HIPQ_ASSIGN_OR_RETURN(auto client, Client::connect(context, options));
+    auto r = client->query(std::string(kind), args);
+    client.reset();  // closes the socket before the context goes
+    return r;
+  }
+  db::Database::Options options;
+  options.must_exist = true;
+  auto opened = db::Database::open(target.db_path, options);
+  if (!opened.ok()) return opened.status();
+  auto& database = *opened.value();
+  HIPQ_ASSIGN_OR_RETURN(int version, db::schema_version(database));
+  if (version != db::kLatestSchemaVersion) {
+    return Status::FailedPrecondition("database " + target.db_path.string() + " is at schema version " +
+                                      std::to_string(version) + ", this hipq reads version " +
+                                      std::to_string(db::kLatestSchemaVersion) +
+                                      "; start `hipq coordinator` on it once to migrate (queries never write)");
+  }
+  return run_query(database, kind, args);
 }
 
 }  // namespace hipq::coordinator

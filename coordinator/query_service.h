@@ -32,10 +32,15 @@
 // Thread safety: as the Database (the coordinator calls it from its loop).
 #pragma once
 
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "base/result.h"
+#include "proto/transport.h"
 
 namespace hipq::db {
 class Database;
@@ -44,5 +49,21 @@ class Database;
 namespace hipq::coordinator {
 
 Result<nlohmann::json> run_query(db::Database& db, std::string_view kind, const nlohmann::json& args);
+
+// Where a CLI query goes: a local database file (opened, must exist, at the
+// latest schema; never migrated by a query) or a coordinator endpoint (the
+// QueryRequest call, answered by run_query there). Exactly one is set.
+struct QueryTarget {
+  std::filesystem::path db_path;
+  std::string endpoint;
+  std::optional<proto::CurveClientKeys> curve;
+  std::chrono::milliseconds timeout{120000};
+};
+
+// run_query on the target. Errors: InvalidArgument when neither or both are
+// set; NotFound when the database file does not exist; FailedPrecondition
+// when its schema is older than this hipq (start the coordinator once to
+// migrate it); Unavailable when the coordinator does not answer.
+Result<nlohmann::json> run_query_at(const QueryTarget& target, std::string_view kind, const nlohmann::json& args);
 
 }  // namespace hipq::coordinator

@@ -176,9 +176,9 @@ Result<std::string> render_html_report(const json& data) {
     for (const auto& s : data["samples"]) {
       const std::string phase = jstr(s["phase"]);
       if (phase != "denoise" && phase != "step" && phase != "total") continue;
-      h += histogram_svg(s["values"].get<std::vector<double>>(),
-                         phase_title(phase) + " · " + jstr(s["gpu"]) + " · " + jstr(s["warmth"]), "ms",
-                         colour[jstr(s["gpu"])]);
+      h += histogram_svg(s["values"].get<std::vector<double>>(), phase_title(phase),
+                         jstr(s["gpu"]) + " · " + jstr(s["warmth"]) + " · n=" + std::to_string(s["values"].size()),
+                         "ms", colour[jstr(s["gpu"])]);
     }
     h += "</div></section>";
 

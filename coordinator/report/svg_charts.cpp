@@ -94,7 +94,12 @@ std::string x_axis(const Axis& ax, double y, double grid_top, const std::string&
 }  // namespace
 
 std::string box_plot_svg(const std::vector<BoxSeries>& series, const std::string& title, const std::string& unit) {
-  const double width = 640, left = 190, right = 20, row_h = 34, top = 28;
+  // The label column grows with the longest label (about 6.3 px per character
+  // at the label font size) so GPU names are never clipped.
+  size_t longest = 0;
+  for (const auto& s : series) longest = std::max(longest, s.label.size() + 8);
+  const double left = std::clamp(10.0 + 6.3 * static_cast<double>(longest), 120.0, 330.0);
+  const double width = 620, right = 20, row_h = 34, top = 28;
   const double height = top + row_h * static_cast<double>(series.size()) + 40;
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& s : series) {
@@ -162,13 +167,14 @@ std::string box_plot_svg(const std::vector<BoxSeries>& series, const std::string
   return svg + "</svg>";
 }
 
-std::string histogram_svg(const std::vector<double>& values, const std::string& title, const std::string& unit,
-                          size_t colour) {
-  const double width = 310, height = 190, left = 36, right = 10, top = 26, bottom = 40;
+std::string histogram_svg(const std::vector<double>& values, const std::string& title, const std::string& subtitle,
+                          const std::string& unit, size_t colour) {
+  const double width = 320, height = 204, left = 36, right = 10, top = 40, bottom = 40;
   std::string svg = "<svg class=\"chart hist\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) +
                     "\" height=\"" + px(height) + "\" viewBox=\"0 0 " + px(width) + " " + px(height) +
                     "\" role=\"img\" aria-label=\"" + html_escape(title) + "\">";
-  svg += "<text x=\"4\" y=\"16\" class=\"title small\">" + html_escape(title) + "</text>";
+  svg += "<text x=\"4\" y=\"15\" class=\"title small\">" + html_escape(title) + "</text>";
+  svg += "<text x=\"4\" y=\"30\" class=\"label\">" + html_escape(subtitle) + "</text>";
   if (values.empty()) return svg + "<text x=\"8\" y=\"48\">no data</text></svg>";
   std::vector<double> v = values;
   std::sort(v.begin(), v.end());
@@ -206,7 +212,7 @@ std::string histogram_svg(const std::vector<double>& values, const std::string& 
 }
 
 std::string trace_svg(const std::vector<TraceSeries>& series, const std::string& title, const std::string& unit) {
-  const double width = 640, height = 260, left = 56, right = 170, top = 28, bottom = 40;
+  const double width = 900, height = 280, left = 56, right = 260, top = 28, bottom = 40;
   std::string svg = "<svg class=\"chart trace\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) +
                     "\" height=\"" + px(height) + "\" viewBox=\"0 0 " + px(width) + " " + px(height) +
                     "\" role=\"img\" aria-label=\"" + html_escape(title) + "\">";

@@ -24,8 +24,8 @@ struct BoxSeries {
 };
 std::string box_plot_svg(const std::vector<BoxSeries>& series, const std::string& title, const std::string& unit);
 
-std::string histogram_svg(const std::vector<double>& values, const std::string& title, const std::string& unit,
-                          size_t colour);
+std::string histogram_svg(const std::vector<double>& values, const std::string& title, const std::string& subtitle,
+                          const std::string& unit, size_t colour);
 
 struct TraceSeries {
   std::string label;

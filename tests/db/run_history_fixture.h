@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "db/database.h"
 #include "db/job_store.h"
