@@ -26,6 +26,7 @@ double wall_clock_seconds() {
 Database::Database(sqlite3* db, std::string describe) : db_(db), describe_(std::move(describe)) {}
 
 Database::~Database() {
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached->stmt);
   // Statements must be gone already (they borrow the connection); close_v2
   // defers the close rather than failing if one was leaked.
   if (db_ != nullptr) sqlite3_close_v2(db_);
@@ -121,6 +122,22 @@ Status Database::execute(std::string_view sql) {
 }
 
 Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
+
+Statement Database::prepare_cached(std::string_view sql) {
+  std::string key(sql);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    Statement fresh(*this, sql);
+    if (!fresh.is_valid()) return fresh;  // errors are not cached
+    auto cached = std::make_unique<CachedStatement>();
+    cached->stmt = std::exchange(fresh.stmt_, nullptr);
+    it = cache_.emplace(std::move(key), std::move(cached)).first;
+  }
+  CachedStatement& c = *it->second;
+  if (c.in_use) return Statement(*this, sql);
+  c.in_use = true;
+  return Statement(*this, c.stmt, std::string(sql), &c.in_use);
+}
 
 int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 int64_t Database::changes() const { return sqlite3_changes64(db_); }

@@ -25,11 +25,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "base/result.h"
 #include "base/status.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace hipq::db {
 
@@ -65,6 +67,11 @@ class Database {
   // Prepares one statement. Same as Statement(*this, sql); errors surface
   // from the Statement's first use (see Statement::status()).
   Statement prepare(std::string_view sql);
+  // Like prepare(), but the compiled statement is kept (keyed by its SQL
+  // text) and reused by the next prepare_cached() of the same text once this
+  // Statement is gone: for SQL run over and over (Chromium's cached
+  // statements). While one is in use, the same text gets a fresh statement.
+  Statement prepare_cached(std::string_view sql);
 
   // The rowid of the last successful INSERT on this connection.
   int64_t last_insert_rowid() const;
@@ -81,8 +88,14 @@ class Database {
   Database(sqlite3* db, std::string describe);
   Status apply_pragmas(const Options& options, bool in_memory);
 
+  struct CachedStatement {
+    sqlite3_stmt* stmt = nullptr;  // owned; finalized in ~Database
+    bool in_use = false;
+  };
+
   sqlite3* db_ = nullptr;  // owned; closed in the destructor
   std::string describe_;
+  std::unordered_map<std::string, std::unique_ptr<CachedStatement>> cache_;
 };
 
 // Wall-clock time as stored in the database: seconds since the Unix epoch.

@@ -261,7 +261,7 @@ struct LeaseRow {
 };
 
 Result<LeaseRow> read_lease_row(Database& db, int64_t job_id) {
-  Statement s(db, kSelectLeaseState);
+  Statement s = db.prepare_cached(kSelectLeaseState);
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return Status::NotFound("job " + std::to_string(job_id) + " does not exist");
@@ -283,7 +283,7 @@ Status check_current_lease(Database& db, int64_t job_id, int attempt, std::strin
   }
   std::string who = "job " + std::to_string(job_id) + " attempt " + std::to_string(attempt) + " (worker " +
                     std::string(worker_id) + ")";
-  Statement a(db, kSelectAttemptState);
+  Statement a = db.prepare_cached(kSelectAttemptState);
   a.bind_int64(0, job_id);
   a.bind_int64(1, attempt);
   HIPQ_ASSIGN_OR_RETURN(bool row, a.step());
@@ -299,7 +299,7 @@ Status check_current_lease(Database& db, int64_t job_id, int attempt, std::strin
 }
 
 Status finish_batch_if_drained(Database& db, int64_t batch_id, double now) {
-  Statement s(db, kFinishBatchIfDrained);
+  Statement s = db.prepare_cached(kFinishBatchIfDrained);
   s.bind_double(0, now);
   s.bind_int64(1, batch_id);
   s.bind_int64(2, batch_id);
@@ -310,7 +310,7 @@ Status finish_batch_if_drained(Database& db, int64_t batch_id, double now) {
 // attempts remain (and the error is retryable), else dead, or failed at once.
 Result<FailureOutcome> end_attempt(Database& db, int64_t job_id, const LeaseRow& r, AttemptState attempt_state,
                                    std::string_view error, bool retryable, double now) {
-  Statement a(db, kFinishAttempt);
+  Statement a = db.prepare_cached(kFinishAttempt);
   a.bind_text(0, attempt_state_name(attempt_state));
   a.bind_double(1, now);
   a.bind_text(2, error);
@@ -329,7 +329,7 @@ Result<FailureOutcome> end_attempt(Database& db, int64_t job_id, const LeaseRow&
   } else {
     out.new_state = JobState::kDead;
   }
-  Statement j(db, kJobEndLease);
+  Statement j = db.prepare_cached(kJobEndLease);
   j.bind_text(0, job_state_name(out.new_state));
   j.bind_double(1, now);
   j.bind_int64(2, job_id);
@@ -402,7 +402,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::string sha = sha256_hex(batch.manifest_text);
   {
-    Statement m(db_, kInsertManifest);
+    Statement m = db_.prepare_cached(kInsertManifest);
     m.bind_text(0, sha);
     m.bind_text(1, batch.manifest_path);
     m.bind_text(2, batch.manifest_text);
@@ -411,7 +411,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   }
   int64_t manifest_id = 0;
   {
-    Statement m(db_, kSelectManifestIdBySha);
+    Statement m = db_.prepare_cached(kSelectManifestIdBySha);
     m.bind_text(0, sha);
     HIPQ_ASSIGN_OR_RETURN(bool row, m.step());
     if (!row) return Status::Internal("manifest " + sha + " vanished inside its own transaction");
@@ -419,7 +419,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   }
   int64_t batch_id = 0;
   {
-    Statement b(db_, kInsertBatch);
+    Statement b = db_.prepare_cached(kInsertBatch);
     b.bind_int64(0, manifest_id);
     b.bind_text(1, batch.name);
     b.bind_int(2, batch.priority);
@@ -434,7 +434,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     HIPQ_RETURN_IF_ERROR(b.run());
     batch_id = db_.last_insert_rowid();
   }
-  Statement s(db_, kInsertJob);
+  Statement s = db_.prepare_cached(kInsertJob);
   for (const auto& job : batch.jobs) {
     s.reset();
     s.bind_int64(0, batch_id);
@@ -472,7 +472,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   int priority = 0;
   {
-    Statement p(db_, kSelectTopQueuedPriority);
+    Statement p = db_.prepare_cached(kSelectTopQueuedPriority);
     HIPQ_ASSIGN_OR_RETURN(bool row, p.step());
     if (!row) return std::optional<LeasedJob>();  // nothing queued; txn rolls back
     priority = p.column_int(0);
@@ -481,7 +481,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   // One indexed probe per loaded model (a worker holds few).
   std::optional<int64_t> job_id;
   {
-    Statement m(db_, kSelectQueuedForModel);
+    Statement m = db_.prepare_cached(kSelectQueuedForModel);
     for (const auto& model : loaded_models) {
       m.reset();
       m.bind_int(0, priority);
@@ -491,7 +491,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
     }
   }
   if (!job_id) {
-    Statement f(db_, kSelectQueuedFifo);
+    Statement f = db_.prepare_cached(kSelectQueuedFifo);
     f.bind_int(0, priority);
     HIPQ_ASSIGN_OR_RETURN(bool row, f.step());
     if (!row) return Status::Internal("queued job at priority " + std::to_string(priority) + " vanished");
@@ -499,7 +499,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   }
   double deadline = now + lease_seconds;
   {
-    Statement u(db_, kLeaseJob);
+    Statement u = db_.prepare_cached(kLeaseJob);
     u.bind_text(0, worker_id);
     u.bind_double(1, deadline);
     u.bind_double(2, now);
@@ -509,14 +509,14 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   }
   LeasedJob leased;
   {
-    Statement j(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+    Statement j = db_.prepare_cached(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
     j.bind_int64(0, *job_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, j.step());
     if (!row) return Status::Internal("leased job " + std::to_string(*job_id) + " vanished");
     HIPQ_ASSIGN_OR_RETURN(leased.job, read_job(j));
   }
   {
-    Statement b(db_, std::string("SELECT ") + kBatchColumns + " FROM batches WHERE id = ?");
+    Statement b = db_.prepare_cached(std::string("SELECT ") + kBatchColumns + " FROM batches WHERE id = ?");
     b.bind_int64(0, leased.job.batch_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, b.step());
     if (!row) return Status::Internal("batch of job " + std::to_string(*job_id) + " vanished");
@@ -525,7 +525,7 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   leased.attempt = leased.job.attempts;
   leased.lease_deadline = deadline;
   {
-    Statement a(db_, kInsertAttempt);
+    Statement a = db_.prepare_cached(kInsertAttempt);
     a.bind_int64(0, *job_id);
     a.bind_int(1, leased.attempt);
     a.bind_text(2, worker_id);
@@ -542,7 +542,7 @@ Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view work
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, job_id));
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, job_id, attempt, worker_id, r));
-  Statement s(db_, kExtendLease);
+  Statement s = db_.prepare_cached(kExtendLease);
   s.bind_double(0, now + lease_seconds);
   s.bind_double(1, now);
   s.bind_int64(2, job_id);
@@ -554,7 +554,7 @@ Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view work
 
 Result<int64_t> JobStore::extend_worker_leases(std::string_view worker_id, double now, double lease_seconds) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
-  Statement s(db_, kExtendWorkerLeases);
+  Statement s = db_.prepare_cached(kExtendWorkerLeases);
   s.bind_double(0, now + lease_seconds);
   s.bind_double(1, now);
   s.bind_text(2, worker_id);
@@ -590,7 +590,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, result.job_id, result.attempt, result.worker_id, r));
   int64_t attempt_id = 0;
   {
-    Statement a(db_, kSelectAttemptState);
+    Statement a = db_.prepare_cached(kSelectAttemptState);
     a.bind_int64(0, result.job_id);
     a.bind_int(1, result.attempt);
     HIPQ_ASSIGN_OR_RETURN(bool row, a.step());
@@ -601,7 +601,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     attempt_id = a.column_int64(0);
   }
   {
-    Statement s(db_, kInsertResult);
+    Statement s = db_.prepare_cached(kInsertResult);
     s.bind_int64(0, result.job_id);
     s.bind_int64(1, attempt_id);
     s.bind_text(2, result.worker_id);
@@ -619,7 +619,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
-    Statement s(db_, kInsertPhaseTiming);
+    Statement s = db_.prepare_cached(kInsertPhaseTiming);
     for (const auto& p : result.phases) {
       s.reset();
       s.bind_int64(0, attempt_id);
@@ -630,7 +630,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     }
   }
   {
-    Statement s(db_, kInsertStepTiming);
+    Statement s = db_.prepare_cached(kInsertStepTiming);
     for (const auto& st : result.steps) {
       s.reset();
       s.bind_int64(0, attempt_id);
@@ -641,7 +641,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     }
   }
   {
-    Statement s(db_, kFinishAttempt);
+    Statement s = db_.prepare_cached(kFinishAttempt);
     s.bind_text(0, attempt_state_name(AttemptState::kDone));
     s.bind_double(1, now);
     s.bind_null(2);
@@ -650,7 +650,7 @@ Status JobStore::record_result(const JobResult& result, double now) {
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
-    Statement s(db_, kJobDone);
+    Statement s = db_.prepare_cached(kJobDone);
     s.bind_text(0, result.verdict);
     s.bind_optional_text(1, result.golden_key);
     s.bind_double(2, now);
@@ -676,7 +676,7 @@ Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
-    Statement s(db_, kSelectExpiredLeases);
+    Statement s = db_.prepare_cached(kSelectExpiredLeases);
     s.bind_double(0, now);
     HIPQ_ASSIGN_OR_RETURN(leases, collect_leases(s));
   }
@@ -698,7 +698,7 @@ Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
-    Statement s(db_, kSelectWorkerLeases);
+    Statement s = db_.prepare_cached(kSelectWorkerLeases);
     s.bind_text(0, worker_id);
     HIPQ_ASSIGN_OR_RETURN(leases, collect_leases(s));
   }
@@ -719,7 +719,7 @@ Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_
 Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   {
-    Statement s(db_, kSelectBatchState);
+    Statement s = db_.prepare_cached(kSelectBatchState);
     s.bind_int64(0, batch_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
@@ -729,26 +729,26 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
   }
   CancelOutcome out;
   {
-    Statement s(db_, kSelectBatchLeases);
+    Statement s = db_.prepare_cached(kSelectBatchLeases);
     s.bind_int64(0, batch_id);
     HIPQ_ASSIGN_OR_RETURN(out.leases, collect_cancelled(s));
   }
   {
-    Statement s(db_, kCancelBatchAttempts);
+    Statement s = db_.prepare_cached(kCancelBatchAttempts);
     s.bind_double(0, now);
     s.bind_text(1, "batch " + std::to_string(batch_id) + " cancelled");
     s.bind_int64(2, batch_id);
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
-    Statement s(db_, kCancelBatchJobs);
+    Statement s = db_.prepare_cached(kCancelBatchJobs);
     s.bind_double(0, now);
     s.bind_int64(1, batch_id);
     HIPQ_RETURN_IF_ERROR(s.run());
     out.jobs_cancelled = db_.changes();
   }
   {
-    Statement s(db_, kCancelBatch);
+    Statement s = db_.prepare_cached(kCancelBatch);
     s.bind_double(0, now);
     s.bind_int64(1, batch_id);
     HIPQ_RETURN_IF_ERROR(s.run());
@@ -764,7 +764,7 @@ Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
   std::optional<std::string> worker;
   int64_t batch_id = 0;
   {
-    Statement s(db_, kSelectJobForCancel);
+    Statement s = db_.prepare_cached(kSelectJobForCancel);
     s.bind_int64(0, job_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::NotFound("job " + std::to_string(job_id) + " does not exist");
@@ -781,7 +781,7 @@ Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
   out.jobs_cancelled = 1;
   if (state == JobState::kLeased) {
     out.leases.push_back({job_id, attempts, worker.value_or("")});
-    Statement a(db_, kFinishAttempt);
+    Statement a = db_.prepare_cached(kFinishAttempt);
     a.bind_text(0, attempt_state_name(AttemptState::kCancelled));
     a.bind_double(1, now);
     a.bind_text(2, "job " + std::to_string(job_id) + " cancelled");
@@ -790,7 +790,7 @@ Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
     HIPQ_RETURN_IF_ERROR(a.run());
   }
   {
-    Statement s(db_, kJobEndLease);
+    Statement s = db_.prepare_cached(kJobEndLease);
     s.bind_text(0, job_state_name(JobState::kCancelled));
     s.bind_double(1, now);
     s.bind_int64(2, job_id);
@@ -804,7 +804,7 @@ Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
 // ---- reads -------------------------------------------------------------------------
 
 Result<BatchRecord> JobStore::get_batch(int64_t batch_id) {
-  Statement s(db_, std::string("SELECT ") + kBatchColumns + " FROM batches WHERE id = ?");
+  Statement s = db_.prepare_cached(std::string("SELECT ") + kBatchColumns + " FROM batches WHERE id = ?");
   s.bind_int64(0, batch_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
@@ -812,7 +812,7 @@ Result<BatchRecord> JobStore::get_batch(int64_t batch_id) {
 }
 
 Result<JobRecord> JobStore::get_job(int64_t job_id) {
-  Statement s(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+  Statement s = db_.prepare_cached(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return Status::NotFound("job " + std::to_string(job_id) + " does not exist");
@@ -820,7 +820,7 @@ Result<JobRecord> JobStore::get_job(int64_t job_id) {
 }
 
 Result<ManifestRecord> JobStore::get_manifest(int64_t manifest_id) {
-  Statement s(db_, kSelectManifest);
+  Statement s = db_.prepare_cached(kSelectManifest);
   s.bind_int64(0, manifest_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return Status::NotFound("manifest " + std::to_string(manifest_id) + " does not exist");
@@ -838,7 +838,7 @@ Result<std::vector<BatchRecord>> JobStore::list_batches(std::optional<BatchState
   if (state) sql += " WHERE state = ?";
   sql += " ORDER BY id";
   if (limit > 0) sql += " LIMIT ?";
-  Statement s(db_, sql);
+  Statement s = db_.prepare_cached(sql);
   int i = 0;
   if (state) s.bind_text(i++, batch_state_name(*state));
   if (limit > 0) s.bind_int64(i++, limit);
@@ -853,7 +853,7 @@ Result<std::vector<BatchRecord>> JobStore::list_batches(std::optional<BatchState
 }
 
 Result<std::vector<JobRecord>> JobStore::list_jobs(int64_t batch_id) {
-  Statement s(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE batch_id = ? ORDER BY ordinal");
+  Statement s = db_.prepare_cached(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE batch_id = ? ORDER BY ordinal");
   s.bind_int64(0, batch_id);
   std::vector<JobRecord> out;
   while (true) {
@@ -866,7 +866,7 @@ Result<std::vector<JobRecord>> JobStore::list_jobs(int64_t batch_id) {
 }
 
 Result<std::vector<AttemptRecord>> JobStore::list_attempts(int64_t job_id) {
-  Statement s(db_, kSelectAttempts);
+  Statement s = db_.prepare_cached(kSelectAttempts);
   s.bind_int64(0, job_id);
   std::vector<AttemptRecord> out;
   while (true) {
@@ -887,7 +887,7 @@ Result<std::vector<AttemptRecord>> JobStore::list_attempts(int64_t job_id) {
 }
 
 Result<ResultRecord> JobStore::get_result(int64_t job_id) {
-  Statement s(db_, kSelectResult);
+  Statement s = db_.prepare_cached(kSelectResult);
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return Status::NotFound("job " + std::to_string(job_id) + " has no result");
@@ -911,7 +911,7 @@ Result<ResultRecord> JobStore::get_result(int64_t job_id) {
 }
 
 Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t attempt_id) {
-  Statement s(db_, kSelectPhaseTimings);
+  Statement s = db_.prepare_cached(kSelectPhaseTimings);
   s.bind_int64(0, attempt_id);
   std::vector<PhaseTimingRecord> out;
   while (true) {
@@ -923,7 +923,7 @@ Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t atte
 }
 
 Result<std::vector<StepTimingRecord>> JobStore::list_step_timings(int64_t attempt_id) {
-  Statement s(db_, kSelectStepTimings);
+  Statement s = db_.prepare_cached(kSelectStepTimings);
   s.bind_int64(0, attempt_id);
   std::vector<StepTimingRecord> out;
   while (true) {
@@ -935,7 +935,7 @@ Result<std::vector<StepTimingRecord>> JobStore::list_step_timings(int64_t attemp
 }
 
 Result<std::vector<CancelledLease>> JobStore::list_leases() {
-  Statement s(db_, kSelectLeases);
+  Statement s = db_.prepare_cached(kSelectLeases);
   return collect_cancelled(s);
 }
 
@@ -949,7 +949,7 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
   BatchCounts c;
   c.batch_id = batch_id;
   {
-    Statement s(db_, kSelectBatchState);
+    Statement s = db_.prepare_cached(kSelectBatchState);
     s.bind_int64(0, batch_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
@@ -959,7 +959,7 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
                       JobState::kCancelled})
     c.by_state[std::string(job_state_name(st))] = 0;
   {
-    Statement s(db_, kCountJobsByState);
+    Statement s = db_.prepare_cached(kCountJobsByState);
     s.bind_int64(0, batch_id);
     while (true) {
       HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -969,7 +969,7 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
     }
   }
   {
-    Statement s(db_, kCountJobsByVerdict);
+    Statement s = db_.prepare_cached(kCountJobsByVerdict);
     s.bind_int64(0, batch_id);
     while (true) {
       HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -992,7 +992,7 @@ Result<std::vector<BatchCounts>> JobStore::all_batch_counts(std::optional<BatchS
 }
 
 Result<int64_t> JobStore::queued_count() {
-  Statement s(db_, kCountQueued);
+  Statement s = db_.prepare_cached(kCountQueued);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   return row ? s.column_int64(0) : 0;
 }
@@ -1002,7 +1002,7 @@ Result<int64_t> JobStore::queued_count() {
 Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
   if (w.id.empty()) return Status::InvalidArgument("upsert_worker: empty worker id");
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
-  Statement s(db_, kUpsertWorker);
+  Statement s = db_.prepare_cached(kUpsertWorker);
   s.bind_text(0, w.id);
   s.bind_text(1, w.host);
   s.bind_int(2, w.device_index);
@@ -1022,7 +1022,7 @@ Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
 
 Status JobStore::set_worker_state(std::string_view worker_id, std::string_view state, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
-  Statement s(db_, kSetWorkerState);
+  Statement s = db_.prepare_cached(kSetWorkerState);
   s.bind_text(0, state);
   s.bind_double(1, now);
   s.bind_text(2, worker_id);
@@ -1032,7 +1032,7 @@ Status JobStore::set_worker_state(std::string_view worker_id, std::string_view s
 }
 
 Result<std::vector<WorkerRecord>> JobStore::list_workers() {
-  Statement s(db_, kSelectWorkers);
+  Statement s = db_.prepare_cached(kSelectWorkers);
   std::vector<WorkerRecord> out;
   while (true) {
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());

@@ -19,9 +19,25 @@ Statement::Statement(Database& db, std::string_view sql)
   }
 }
 
-Statement::~Statement() {
-  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+Statement::Statement(Database& db, sqlite3_stmt* cached, std::string sql, bool* in_use)
+    : db_(db.handle()), stmt_(cached), sql_(std::move(sql)), db_describe_(db.describe()), cached_in_use_(in_use) {}
+
+void Statement::release() {
+  if (stmt_ == nullptr) return;
+  if (cached_in_use_ != nullptr) {
+    // Back to the cache clean: no open read (which would pin a WAL snapshot)
+    // and no binds left for the next user.
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *cached_in_use_ = false;
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+  stmt_ = nullptr;
+  cached_in_use_ = nullptr;
 }
+
+Statement::~Statement() { release(); }
 
 Statement::Statement(Statement&& other) noexcept
     : db_(other.db_),
@@ -29,17 +45,19 @@ Statement::Statement(Statement&& other) noexcept
       sql_(std::move(other.sql_)),
       db_describe_(std::move(other.db_describe_)),
       status_(std::move(other.status_)),
-      has_row_(std::exchange(other.has_row_, false)) {}
+      has_row_(std::exchange(other.has_row_, false)),
+      cached_in_use_(std::exchange(other.cached_in_use_, nullptr)) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    release();
     db_ = other.db_;
     stmt_ = std::exchange(other.stmt_, nullptr);
     sql_ = std::move(other.sql_);
     db_describe_ = std::move(other.db_describe_);
     status_ = std::move(other.status_);
     has_row_ = std::exchange(other.has_row_, false);
+    cached_in_use_ = std::exchange(other.cached_in_use_, nullptr);
   }
   return *this;
 }

@@ -86,6 +86,12 @@ class Statement {
   const std::string& sql() const { return sql_; }
 
  private:
+  friend class Database;
+  // A statement borrowed from Database's cache: reset, not finalized, at the
+  // end, and *in_use cleared.
+  Statement(Database& db, sqlite3_stmt* cached, std::string sql, bool* in_use);
+  void release();
+
   Status error_from_sqlite(int rc, std::string_view what) const;
   void set_error(Status status);
   bool bind_ok(int index, int rc);
@@ -96,6 +102,7 @@ class Statement {
   std::string db_describe_;
   Status status_;
   bool has_row_ = false;
+  bool* cached_in_use_ = nullptr;  // non-null: stmt_ belongs to the Database's cache
 };
 
 }  // namespace hipq::db

@@ -136,6 +136,37 @@ TEST_F(StatementTest, MovedFromStatementIsEmptyAndMovedToWorks) {
   EXPECT_EQ(b.column_int(0), 7);
 }
 
+TEST_F(StatementTest, CachedStatementsAreReusedCleanAndNeverShared) {
+  ASSERT_TRUE(db_->execute("INSERT INTO t (i) VALUES (1), (2), (3)").ok());
+  constexpr char kSql[] = "SELECT i FROM t WHERE i >= ? ORDER BY i";
+  {
+    Statement a = db_->prepare_cached(kSql);
+    a.bind_int(0, 2);
+    ASSERT_TRUE(*a.step());
+    EXPECT_EQ(a.column_int(0), 2);
+    // The same text while `a` is mid-read: a separate statement.
+    Statement b = db_->prepare_cached(kSql);
+    b.bind_int(0, 1);
+    ASSERT_TRUE(*b.step());
+    EXPECT_EQ(b.column_int(0), 1);
+    ASSERT_TRUE(*a.step());
+    EXPECT_EQ(a.column_int(0), 3);
+  }
+  // Reused after release: starts from the top with no binds left over (NULL
+  // bind → no row matches).
+  Statement c = db_->prepare_cached(kSql);
+  EXPECT_FALSE(*c.step());
+  c.reset();
+  c.bind_int(0, 3);
+  ASSERT_TRUE(*c.step());
+  EXPECT_EQ(c.column_int(0), 3);
+  // Errors are reported, not cached.
+  Statement bad = db_->prepare_cached("SELECT nope FROM t");
+  EXPECT_FALSE(bad.is_valid());
+  Statement bad2 = db_->prepare_cached("SELECT nope FROM t");
+  EXPECT_FALSE(bad2.is_valid());
+}
+
 TEST_F(StatementTest, ColumnsBeforeStepReadAsNull) {
   Statement s(*db_, "SELECT 1");
   EXPECT_TRUE(s.column_is_null(0));
