@@ -188,7 +188,20 @@ Result<Golden> read_golden(const std::filesystem::path& path, const GoldenReadOp
   auto settings = GenerationSettings::from_json(settings_json);
   if (!settings.ok()) return Status::Corruption(file + ": " + settings.status().message());
   g.settings = *settings;
-  HIPQ_ASSIGN_OR_RETURN(g.scheduler_config, parse_meta_json(meta, "scheduler_config", file, false));
+  // Informational, and written by Python, whose json module emits the
+  // non-JSON tokens -Infinity / Infinity / NaN for non-finite floats (e.g.
+  // DPMSolver's lambda_min_clipped): read those as strings.
+  {
+    std::string text = meta_string(meta, "scheduler_config");
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"-Infinity", "\"-inf\""},
+                                   {"Infinity", "\"inf\""}, {"NaN", "\"nan\""}}) {
+      if (nlohmann::json::accept(text)) break;
+      for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+        text.replace(pos, from.size(), to);
+    }
+    std::map<std::string, std::string> fixed = {{"scheduler_config", text}};
+    HIPQ_ASSIGN_OR_RETURN(g.scheduler_config, parse_meta_json(fixed, "scheduler_config", file, false));
+  }
   if (g.scheduler_config.is_null()) g.scheduler_config = nlohmann::json::object();
   HIPQ_ASSIGN_OR_RETURN(nlohmann::json prov_json, parse_meta_json(meta, "provenance", file, false));
   auto prov = GoldenProvenance::from_json(prov_json);

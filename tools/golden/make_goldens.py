@@ -100,61 +100,88 @@ def load_jobs(args):
     return jobs
 
 
+def _seed_list(v):
+    """seeds: [a, b] | 7 | {from: A, count: N} (docs/manifest.md)."""
+    if isinstance(v, dict):
+        first = int(v.get("from", 0))
+        return list(range(first, first + int(v["count"])))
+    if isinstance(v, list):
+        return [int(x) for x in v]
+    return [int(v)]
+
+
+def _prompt_file_entries(base_dir, spec):
+    """Entries of one prompts_file: path | {path, column, limit, format}."""
+    if isinstance(spec, str):
+        spec = {"path": spec}
+    path = os.path.join(base_dir, spec["path"])
+    fmt = spec.get("format", "auto")
+    if fmt == "auto":
+        fmt = os.path.splitext(path)[1].lstrip(".").lower()
+    entries = []
+    with open(path, encoding="utf-8") as f:
+        if fmt == "jsonl":
+            entries = [json.loads(line) for line in f if line.strip()]
+        elif fmt == "tsv":
+            rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+            header = [h.strip() for h in rows[0]]
+            want = (spec.get("column") or "Prompt").lower()
+            col = 0 if len(header) == 1 else [h.lower() for h in header].index(want)
+            lower = [h.lower() for h in header]
+            for row in rows[1:]:
+                e = {"prompt": row[col]}
+                if "negative" in lower:
+                    e["negative"] = row[lower.index("negative")]
+                for name in ("seed", "seeds"):
+                    if name in lower and row[lower.index(name)].strip():
+                        e["seeds"] = [int(x) for x in row[lower.index(name)].replace(",", " ").split()]
+                entries.append(e)
+        else:
+            entries = [{"prompt": line.strip()} for line in f if line.strip() and not line.lstrip().startswith("#")]
+    limit = spec.get("limit")
+    return entries[:int(limit)] if limit else entries
+
+
 def jobs_from_manifest(path, common):
     """Prompts x seeds of a hipq manifest (docs/manifest.md): defaults, then
-    per-prompt overrides. Repeats do not matter here: they share a golden."""
+    per-prompt overrides. Repeats share a golden, so they are not repeated.
+    For anything this reader does not follow, give --jobs with the settings
+    hipq expanded instead."""
     import yaml  # PyYAML, a dependency of transformers/diffusers
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         m = yaml.safe_load(f)
+    base_dir = os.path.dirname(os.path.abspath(path))
     d = dict(common)
     defaults = m.get("defaults", {}) or {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng"):
         if field in defaults:
             d[field] = defaults[field]
-    if "negative" in defaults:
-        d["negative_prompt"] = defaults["negative"]
-    seeds = defaults.get("seeds", [0])
-    if isinstance(seeds, dict):  # {from: A, count: N}
-        seeds = list(range(int(seeds.get("from", 0)), int(seeds.get("from", 0)) + int(seeds["count"])))
+    seeds = _seed_list(defaults.get("seeds", [0]))
+    entries = []
+    for p in m.get("prompts", []) or []:
+        entries.append({"prompt": p} if isinstance(p, str) else dict(p))
+    files = m.get("prompts_file", [])
+    if isinstance(files, (str, dict)):
+        files = [files]
+    for spec in files or []:
+        entries += _prompt_file_entries(base_dir, spec)
     jobs = []
-    base_dir = os.path.dirname(os.path.abspath(path))
-    prompts = m.get("prompts", [])
-    if isinstance(prompts, (str, dict)):
-        prompts = [prompts]
-    for p in prompts:
-        entries = []
-        if isinstance(p, str):
-            entries.append({"prompt": p})
-        elif "file" in p:
-            fp = os.path.join(base_dir, p["file"])
-            with open(fp) as f:
-                if fp.endswith(".jsonl"):
-                    entries += [json.loads(line) for line in f if line.strip()]
-                elif fp.endswith(".tsv"):
-                    lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-                    header = lines[0]
-                    entries += [dict(zip(header, row)) for row in lines[1:]]
-                else:
-                    entries += [{"prompt": line.strip()} for line in f if line.strip() and not line.startswith("#")]
-        else:
-            entries.append(p)
-        for e in entries:
-            s = dict(d)
-            for k, v in e.items():
-                if k == "text":
-                    s["prompt"] = v
-                elif k == "negative":
-                    s["negative_prompt"] = v
-                elif k in golden_key.DEFAULTS:
-                    s[k] = v
-            for seed in e.get("seeds", seeds):
-                jobs.append(dict(s, seed=int(seed)))
+    for e in entries:
+        s = dict(d)
+        s["prompt"] = e.get("text", e.get("prompt", ""))
+        if "negative" in e:
+            s["negative_prompt"] = e["negative"]
+        for k in ("width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+            if k in e:
+                s[k] = e[k]
+        for seed in (_seed_list(e["seeds"]) if "seeds" in e else seeds):
+            jobs.append(dict(s, seed=seed))
     return jobs
 
 
-def make_scheduler(pipe, sampler):
+def make_scheduler(cfg, sampler):
+    """The scheduler a hipq sampler name means, from the folder's scheduler config."""
     import diffusers
-    cfg = pipe.scheduler.config
     if sampler == "euler":
         return diffusers.EulerDiscreteScheduler.from_config(cfg)
     if sampler == "euler_karras":
@@ -170,9 +197,12 @@ def make_scheduler(pipe, sampler):
 
 
 def jsonable(config):
+    import math
     out = {}
     for k, v in dict(config).items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
+        if isinstance(v, float) and not math.isfinite(v):
+            out[k] = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")  # JSON has no Infinity
+        elif isinstance(v, (str, int, float, bool)) or v is None:
             out[k] = v
         elif isinstance(v, (list, tuple)):
             out[k] = list(v)
@@ -224,6 +254,7 @@ def main():
         pipeline_class_name = json.load(f)["_class_name"]
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     pipes = {}
+    base_scheduler_config = {}
     commit = diffusers_commit(diffusers)
     device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else \
         (platform.processor() or platform.machine() or "cpu")
@@ -239,8 +270,10 @@ def main():
                 kw = {"safety_checker": None, "requires_safety_checker": False}
             pipes[precision] = cls.from_pretrained(args.model, torch_dtype=dtypes[precision], **kw).to(device)
             pipes[precision].set_progress_bar_config(disable=True)
+            base_scheduler_config[precision] = pipes[precision].scheduler.config
         pipe = pipes[precision]
-        pipe.scheduler = make_scheduler(pipe, s["sampler"])
+        # Always from the folder's config, never from the previous job's scheduler.
+        pipe.scheduler = make_scheduler(base_scheduler_config[precision], s["sampler"])
         gen_device = "cpu" if s["rng"] == "torch-cpu" else "cuda"
         generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
         h, w = int(s["height"]), int(s["width"])
