@@ -456,6 +456,7 @@ void add_golden_command(CLI::App& app, int& exit_code) {
   a->db = default_db();
   auto* cmd = app.add_subcommand("golden", "Golden store: import, list, show, verify, promote, floor");
   cmd->require_subcommand(1);
+  cmd->fallthrough();  // --db / --store may also come after the sub-subcommand
   cmd->add_option("--db", a->db, "Database file (env HIPQ_DB)")->capture_default_str();
   cmd->add_option("--store", a->store, "Golden directory (default: <db dir>/goldens)");
 
@@ -463,26 +464,32 @@ void add_golden_command(CLI::App& app, int& exit_code) {
   imp->add_option("paths", a->paths, "Golden files or directories")->required();
   imp->add_flag("--allow-unpinned", a->allow_unpinned, "Accept incomplete provenance (marked UNPINNED)");
   imp->add_flag("--replace", a->replace, "Overwrite a stored golden of the same key");
+  imp->fallthrough();
   imp->callback([a, &exit_code] { exit_code = run_import(*a); });
 
   auto* list = cmd->add_subcommand("list", "List stored goldens");
+  list->fallthrough();
   list->callback([a, &exit_code] { exit_code = run_list(*a); });
 
   auto* show = cmd->add_subcommand("show", "Show one golden's provenance and settings");
   show->add_option("key", a->key, "Golden key (a unique prefix is enough)")->required();
+  show->fallthrough();
   show->callback([a, &exit_code] { exit_code = run_show(*a); });
 
   auto* verify = cmd->add_subcommand("verify", "Check every stored golden: file present, hashes intact");
+  verify->fallthrough();
   verify->callback([a, &exit_code] { exit_code = run_verify(*a); });
 
   auto* promote = cmd->add_subcommand("promote", "Pin a trusted run's outputs as goldens (reference: hipq)");
   promote->add_option("run", a->spec, "batch:N, job:N or N (a batch)")->required();
   promote->add_flag("--replace", a->replace, "Overwrite stored goldens of the same key");
+  promote->fallthrough();
   promote->callback([a, &exit_code] { exit_code = run_promote(*a); });
 
   auto* floor = cmd->add_subcommand("floor", "Measure the reference's noise floor against a second golden set");
   floor->add_option("--against", a->against, "Goldens of the same keys made at another precision or device")
       ->required();
+  floor->fallthrough();
   floor->callback([a, &exit_code] { exit_code = run_floor(*a); });
 }
 
