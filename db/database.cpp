@@ -41,7 +41,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& pa
   if (options.must_exist && !std::filesystem::exists(path, ec)) {
     return Status::NotFound("database " + path.string() + " does not exist");
   }
-  int flags = SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW;
+  int flags = SQLITE_OPEN_FULLMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   if (!options.must_exist && !options.read_only) flags |= SQLITE_OPEN_CREATE;
   sqlite3* raw = nullptr;

@@ -1,5 +1,6 @@
 #include "db/job_store.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -611,7 +612,7 @@ TEST(JobStoreConcurrencyTest, TwoThreadsNeverLeaseTheSameJob) {
     auto db = Database::open_and_migrate(path);
     ASSERT_TRUE(db.ok());
     JobStore store(**db);
-    ASSERT_TRUE(store.insert_batch(make_batch(200), kT0).ok());
+    ASSERT_TRUE(store.insert_batch(make_batch(100), kT0).ok());
   }
   std::vector<int64_t> a, b;
   std::thread ta([&] { a = drain(path, "thread-a"); });
@@ -620,7 +621,7 @@ TEST(JobStoreConcurrencyTest, TwoThreadsNeverLeaseTheSameJob) {
   tb.join();
   std::set<int64_t> all(a.begin(), a.end());
   for (int64_t id : b) EXPECT_TRUE(all.insert(id).second) << "job " << id << " leased twice";
-  EXPECT_EQ(all.size(), 200u);
+  EXPECT_EQ(all.size(), 100u);
   EXPECT_GT(*all.begin(), 0);  // no error markers
 }
 
@@ -631,7 +632,7 @@ TEST(JobStoreConcurrencyTest, TwoProcessesNeverLeaseTheSameJob) {
     auto db = Database::open_and_migrate(path);
     ASSERT_TRUE(db.ok());
     JobStore store(**db);
-    ASSERT_TRUE(store.insert_batch(make_batch(200), kT0).ok());
+    ASSERT_TRUE(store.insert_batch(make_batch(100), kT0).ok());
   }
   auto child_out = dir.path() / "child.txt";
   pid_t pid = fork();
@@ -653,17 +654,96 @@ TEST(JobStoreConcurrencyTest, TwoProcessesNeverLeaseTheSameJob) {
 
   std::set<int64_t> all(mine.begin(), mine.end());
   for (int64_t id : theirs) EXPECT_TRUE(all.insert(id).second) << "job " << id << " leased twice";
-  EXPECT_EQ(all.size(), 200u);
+  EXPECT_EQ(all.size(), 100u);
   EXPECT_GT(*all.begin(), 0);
   // Every job has exactly one result and one attempt.
   auto db = Database::open(path);
   ASSERT_TRUE(db.ok());
   Statement s(**db, "SELECT COUNT(*), COUNT(DISTINCT job_id) FROM results");
   ASSERT_TRUE(*s.step());
-  EXPECT_EQ(s.column_int64(0), 200);
-  EXPECT_EQ(s.column_int64(1), 200);
+  EXPECT_EQ(s.column_int64(0), 100);
+  EXPECT_EQ(s.column_int64(1), 100);
   JobStore store(**db);
   EXPECT_EQ(store.list_batches()->at(0).state, BatchState::kDone);
+}
+
+// A coordinator killed in the middle of a write loses that write whole and
+// nothing else: the next process sees the job still queued and can lease it.
+TEST(JobStoreConcurrencyTest, WriterKilledMidTransactionLeavesNothingHalfWritten) {
+  TempDir dir;
+  auto path = dir.path() / "q.db";
+  {
+    auto db = Database::open_and_migrate(path);
+    ASSERT_TRUE(db.ok());
+    JobStore store(**db);
+    ASSERT_TRUE(store.insert_batch(make_batch(2), kT0).ok());
+  }
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(ready[0]);
+    auto db = Database::open(path);
+    if (!db.ok()) _exit(1);
+    JobStore store(**db);
+    auto txn = Transaction::begin_immediate(**db);
+    if (!txn.ok()) _exit(2);
+    auto l = store.lease_next("doomed", {}, kT0, kLease);
+    if (!l.ok() || !l->has_value()) _exit(3);
+    JobResult r;
+    r.job_id = (*l)->job.id;
+    r.attempt = (*l)->attempt;
+    r.worker_id = "doomed";
+    r.verdict = "PASS";
+    r.phases = {{"denoise", 1.0, 1.0}};
+    if (!store.record_result(r, kT0 + 1).ok()) _exit(4);
+    char c = 'x';
+    if (write(ready[1], &c, 1) != 1) _exit(5);
+    pause();  // killed here, inside the open transaction
+    _exit(6);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  JobStore store(**db);
+  EXPECT_EQ(*store.queued_count(), 2);
+  Statement s(**db, "SELECT (SELECT COUNT(*) FROM attempts), (SELECT COUNT(*) FROM results), "
+                    "(SELECT COUNT(*) FROM phase_timings)");
+  ASSERT_TRUE(*s.step());
+  EXPECT_EQ(s.column_int64(0), 0);
+  EXPECT_EQ(s.column_int64(1), 0);
+  EXPECT_EQ(s.column_int64(2), 0);
+  auto l = store.lease_next("survivor", {}, kT0 + 2, kLease);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_TRUE(l->has_value());
+  EXPECT_EQ((*l)->attempt, 1);
+}
+
+TEST(JobStoreConcurrencyTest, FourConnectionsMigratingAFreshFileAtOnce) {
+  TempDir dir;
+  auto path = dir.path() / "fresh.db";
+  std::vector<Status> results(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto db = Database::open_and_migrate(path);
+      results[i] = db.ok() ? Status::Ok() : db.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.ToString();
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
 }
 
 }  // namespace
