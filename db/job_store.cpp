@@ -84,6 +84,8 @@ constexpr char kFinishBatchIfDrained[] =
 constexpr char kSelectExpiredLeases[] =
     "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
     "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_deadline < ? ORDER BY j.id";
+constexpr char kAnyExpiredLease[] =
+    "SELECT 1 FROM jobs WHERE state = 'leased' AND lease_deadline < ? LIMIT 1";
 constexpr char kSelectWorkerLeases[] =
     "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
     "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_worker = ? ORDER BY j.id";
@@ -673,6 +675,14 @@ Result<FailureOutcome> JobStore::record_failure(int64_t job_id, int attempt, std
 }
 
 Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
+  // Called every poll-loop turn: a plain read first, so the usual "nothing
+  // expired" takes no write lock.
+  {
+    Statement any = db_.prepare_cached(kAnyExpiredLease);
+    any.bind_double(0, now);
+    HIPQ_ASSIGN_OR_RETURN(bool row, any.step());
+    if (!row) return std::vector<FailureOutcome>();
+  }
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
