@@ -19,5 +19,6 @@ void add_runs_command(CLI::App& app, int& exit_code);
 void add_stats_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);  // validate a manifest
 
 }  // namespace hipq::cli

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   hipq::cli::add_stats_command(app, exit_code);
   hipq::cli::add_compare_command(app, exit_code);
   hipq::cli::add_report_command(app, exit_code);
+  hipq::cli::add_check_command(app, exit_code);
 
   app.parse_complete_callback([&] { setup_logging(log_level); });
   try {

@@ -8,8 +8,8 @@ root_dir="$(cd "$(dirname "$0")/../.." && pwd)"
 hipq_bin="${1:?usage: check_deploy.sh HIPQ_BINARY}"
 fail=0
 
-echo "== shellcheck"
-shellcheck "$root_dir"/deploy/slurm/*.sbatch "$root_dir"/scripts/* "$root_dir"/.ci/run "$root_dir"/tools/deploy/*.sh \
+echo "== shellcheck (severity warning and above)"
+shellcheck --severity=warning "$root_dir"/deploy/slurm/*.sbatch "$root_dir"/scripts/* "$root_dir"/.ci/run "$root_dir"/tools/deploy/*.sh \
   && echo "shellcheck: ok" || fail=1
 
 echo "== systemd-analyze verify"
