@@ -1,0 +1,101 @@
+// hipq check MANIFEST: validate a manifest (and its prompt files) without a
+// coordinator, print every problem or a summary of the jobs it would queue.
+#include <fmt/format.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "coordinator/manifest.h"
+
+namespace hipq::cli {
+namespace {
+
+struct CheckFlags {
+  std::string manifest;
+  std::string format = "text";
+  bool list_jobs = false;
+};
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) nl = s.size();
+    if (nl > start) out.push_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+int run_check(const CheckFlags& f) {
+  auto m = coordinator::parse_manifest(f.manifest);
+  if (!m.ok()) {
+    bool invalid = m.status().code() == StatusCode::kInvalidArgument;
+    std::vector<std::string> problems = invalid ? split_lines(m.status().message())
+                                                : std::vector<std::string>{m.status().ToString()};
+    if (f.format == "json") {
+      fmt::print("{}\n", nlohmann::json({{"ok", false}, {"manifest", f.manifest}, {"problems", problems}}).dump(2));
+    } else {
+      for (const auto& p : problems) fmt::print(stderr, "{}\n", p);
+      fmt::print(stderr, "{}: {} problem{}; nothing would be queued\n", f.manifest, problems.size(),
+                 problems.size() == 1 ? "" : "s");
+    }
+    return kExitUsage;
+  }
+  std::vector<coordinator::JobSpec> jobs = m->expand_jobs();
+  if (f.format == "json") {
+    nlohmann::json j = {{"ok", true},
+                        {"manifest", m->path.string()},
+                        {"sha256", m->sha256},
+                        {"batch", m->batch_name},
+                        {"model", m->model},
+                        {"priority", m->priority},
+                        {"max_attempts", m->max_attempts},
+                        {"prompts", m->prompts.size()},
+                        {"jobs", jobs.size()},
+                        {"output_root", m->outputs.root.string()}};
+    if (f.list_jobs) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& job : jobs) {
+        list.push_back({{"ordinal", job.ordinal}, {"output_dir", job.output_dir}, {"settings", job.settings},
+                        {"tags", job.tags}});
+      }
+      j["job_list"] = list;
+    }
+    fmt::print("{}\n", j.dump(2));
+    return kExitOk;
+  }
+  fmt::print("{}: OK\n", m->path.string());
+  fmt::print("  batch        {} (priority {}, max attempts {})\n", m->batch_name, m->priority, m->max_attempts);
+  fmt::print("  model        {}\n", m->model);
+  fmt::print("  settings     {}x{}, {} steps, guidance {}, {}, {}\n", m->defaults.width, m->defaults.height,
+             m->defaults.steps, m->defaults.guidance, m->defaults.sampler, m->defaults.precision);
+  fmt::print("  jobs         {} ({} prompt{} x seeds x {} repeat{})\n", jobs.size(), m->prompts.size(),
+             m->prompts.size() == 1 ? "" : "s", m->defaults.repeats, m->defaults.repeats == 1 ? "" : "s");
+  fmt::print("  parity       golden {}, gate {}\n", m->parity.golden.empty() ? "none" : m->parity.golden,
+             m->parity.gate.empty() ? "default (cosine >= 0.999)" : m->parity.gate.dump());
+  fmt::print("  outputs      {} ({})\n", m->outputs.root.string(), fmt::join(m->outputs.save, ", "));
+  if (f.list_jobs) {
+    for (const auto& job : jobs) {
+      fmt::print("  {:>6}  {}  seed {}  {}\n", job.ordinal, job.output_dir, job.seed, job.prompt);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<CheckFlags>();
+  auto* cmd = app.add_subcommand(
+      "check", "Validate a manifest and its prompt files; print every problem, or the jobs it would queue");
+  cmd->add_option("manifest", flags->manifest, "manifest file (YAML, see docs/manifest.md)")->required();
+  cmd->add_option("--format", flags->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--list-jobs", flags->list_jobs, "also list every job: ordinal, output folder, seed, prompt");
+  cmd->callback([flags, &exit_code] { exit_code = run_check(*flags); });
+}
+
+}  // namespace hipq::cli
