@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/ops.h"
@@ -97,7 +98,8 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
   // Tiles small enough that every thread gets work on small images, wide
   // enough for the inner loop to vectorise.
   int64_t P = (HW * N + 2 * threads - 1) / (2 * threads);
-  P = std::clamp<int64_t>((P + 7) / 8 * 8, 8, 128);
+  P = std::clamp<int64_t>((P + 15) / 16 * 16, 16, 128);
+  const bool use_tile = tile_kernel_available();
   const int64_t tiles_per_image = (HW + P - 1) / P;
   const bool direct_1x1 = KH == 1 && KW == 1 && s == 1 && pad == 0;
 
@@ -131,8 +133,12 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
         int64_t oc = 0;
         for (; oc + 4 <= O; oc += 4) {
           const float* wr = Wt + oc * CK + k0;
-          tile_kernel4(wr, wr + CK, wr + 2 * CK, wr + 3 * CK, col, P, acc + oc * P,
-                       acc + (oc + 1) * P, acc + (oc + 2) * P, acc + (oc + 3) * P, kb);
+          if (use_tile) {
+            for (int64_t pp = 0; pp < P; pp += 16) micro_4x16(wr, CK, col + pp, P, acc + oc * P + pp, P, kb);
+          } else {
+            tile_kernel4(wr, wr + CK, wr + 2 * CK, wr + 3 * CK, col, P, acc + oc * P,
+                         acc + (oc + 1) * P, acc + (oc + 2) * P, acc + (oc + 3) * P, kb);
+          }
         }
         for (; oc < O; ++oc) tile_kernel1(Wt + oc * CK + k0, col, P, acc + oc * P, kb);
       }

@@ -1,12 +1,14 @@
 // matmul on the cpu: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b].
 // Operands are packed to contiguous fp32 ([M, K] and [K, N]) and multiplied
-// with a blocked i-k-j kernel (rows in blocks of 4, columns of 256, depth
-// of 128) that the compiler vectorises over j, rows spread over the pool.
+// in blocks (columns of 256, depth of 128) by a 4 x 16 register-tile kernel,
+// with an i-k-j loop the compiler vectorises for the edges; row blocks are
+// spread over the pool.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/activations.h"
+#include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/ops.h"
@@ -56,10 +58,24 @@ void gemm_rows(const float* A, const float* B, float* C, int64_t N, int64_t K, i
       const int64_t kb = std::min(kBlockK, K - k0);
       const float* b = B + k0 * N + j0;
       int64_t i = i0;
+      // 16-column strips of the B block packed contiguously ([strip][k][16]):
+      // rows of B N floats apart would fight over the same cache sets.
+      // The register-tile kernel needs 16 vector registers (AVX2); with SSE
+      // only, the i-k-j kernel is faster.
+      static const bool use_tile = tile_kernel_available();
+      const int64_t nb16 = use_tile ? nb / 16 * 16 : 0;
+      float* panel = scratch(3, static_cast<size_t>(kBlockK * kBlockN));
+      if (i1 - i0 >= 4)
+        for (int64_t jj = 0; jj < nb16; jj += 16)
+          for (int64_t k = 0; k < kb; ++k)
+            std::memcpy(panel + (jj * kb) + k * 16, b + k * N + jj, 16 * sizeof(float));
       for (; i + 4 <= i1; i += 4) {
         const float* a = A + i * K + k0;
-        kernel4(a, a + K, a + 2 * K, a + 3 * K, b, N, C + i * N + j0, C + (i + 1) * N + j0,
-                C + (i + 2) * N + j0, C + (i + 3) * N + j0, kb, nb);
+        for (int64_t jj = 0; jj < nb16; jj += 16) micro_4x16(a, K, panel + jj * kb, 16, C + i * N + j0 + jj, N, kb);
+        if (nb16 < nb)
+          kernel4(a, a + K, a + 2 * K, a + 3 * K, b + nb16, N, C + i * N + j0 + nb16,
+                  C + (i + 1) * N + j0 + nb16, C + (i + 2) * N + j0 + nb16, C + (i + 3) * N + j0 + nb16, kb,
+                  nb - nb16);
       }
       for (; i < i1; ++i) kernel1(A + i * K + k0, b, N, C + i * N + j0, kb, nb);
     }
