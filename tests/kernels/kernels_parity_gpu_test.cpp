@@ -33,9 +33,20 @@ TEST_P(ParityHeavyTest, MatchesReferenceOnDevice) {
     ASSERT_TRUE(be.ok()) << be.status().ToString();
     ParityReport r = run_case(**be, c);
     std::printf("[parity] %-70s %s\n", c.name.c_str(), r.summary().c_str());
+    record_report(c, r);
     EXPECT_TRUE(r.ok) << c.name << " on " << name << ": " << r.failure;
   }
 }
+
+// Prints the backend x dtype table after the last case.
+class SummaryEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const std::string t = summary_table();
+    if (t.find("| cpu") != std::string::npos || t.find("| hip") != std::string::npos) std::printf("%s", t.c_str());
+  }
+};
+const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryEnvironment);
 
 std::string test_name(const ::testing::TestParamInfo<ParityCase>& info) {
   std::string s = info.param.name;

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 
 namespace hipq::kernels::parity {
 namespace {
@@ -214,6 +217,39 @@ ParityReport run_case(Backend& backend, const ParityCase& c) {
     return fail("NMSE " + std::to_string(rep.nmse) + " above " + std::to_string(c.tol.nmse));
   rep.ok = true;
   return rep;
+}
+
+namespace {
+struct Tally {
+  int pass = 0, fail = 0;
+  double worst_ratio = 0;
+  std::string worst_case;
+};
+std::mutex g_tally_mu;
+std::map<std::pair<std::string, std::string>, Tally> g_tally;  // (backend, dtype)
+}  // namespace
+
+void record_report(const ParityCase& c, const ParityReport& r) {
+  std::lock_guard<std::mutex> lock(g_tally_mu);
+  Tally& t = g_tally[{r.backend, std::string(dtype_name(c.dtype))}];
+  (r.ok ? t.pass : t.fail)++;
+  if (r.max_err_ratio > t.worst_ratio) {
+    t.worst_ratio = r.max_err_ratio;
+    t.worst_case = c.name;
+  }
+}
+
+std::string summary_table() {
+  std::lock_guard<std::mutex> lock(g_tally_mu);
+  std::ostringstream os;
+  os << "parity summary\n| backend | dtype | pass | fail | worst err/bound | in case |\n|---|---|---|---|---|---|\n";
+  for (const auto& [key, t] : g_tally) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3g", t.worst_ratio);
+    os << "| " << key.first << " | " << key.second << " | " << t.pass << " | " << t.fail << " | " << ratio << " | "
+       << t.worst_case << " |\n";
+  }
+  return os.str();
 }
 
 }  // namespace hipq::kernels::parity

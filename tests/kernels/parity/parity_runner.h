@@ -29,6 +29,11 @@ inline constexpr uint8_t kGuardByte = 0xA5;
 
 ParityReport run_case(Backend& backend, const ParityCase& c);
 
+// Per-process tally of reports, printed as a table (backend x dtype: cases
+// passed / failed, worst error ratio) by a gtest environment at exit.
+void record_report(const ParityCase& c, const ParityReport& r);
+std::string summary_table();
+
 // Deterministic input values of a case (alloc order, rounded to the dtype).
 std::vector<float> make_input_values(const ParityCase& c, size_t input_index);
 
