@@ -4,6 +4,11 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HIPQ_CPU_F16C 1
+#endif
+
 #include "base/check.h"
 #include "kernels/dtype.h"
 
@@ -20,6 +25,42 @@ const float* f16_table() {
     return t;
   }();
   return table.data();
+}
+
+#if HIPQ_CPU_F16C
+// Hardware conversions (F16C), round to nearest even like f32_to_f16.
+__attribute__((target("avx,f16c"))) void f16_to_f32_hw(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+__attribute__((target("avx,f16c"))) void f32_to_f16_hw(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+#endif
+
+void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
+#if HIPQ_CPU_F16C
+  if (have_f16c()) return f16_to_f32_hw(src, dst, n);
+#endif
+  const float* lut = f16_table();
+  for (int64_t i = 0; i < n; ++i) dst[i] = lut[src[i]];
+}
+
+void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n) {
+#if HIPQ_CPU_F16C
+  if (have_f16c()) return f32_to_f16_hw(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 template <typename Load>
@@ -74,12 +115,9 @@ void gather_f32(const Tensor& t, float* dst) {
       case DType::kF32:
         std::memcpy(dst, t.data, static_cast<size_t>(n) * sizeof(float));
         return;
-      case DType::kF16: {
-        const auto* p = static_cast<const uint16_t*>(t.data);
-        const float* lut = f16_table();
-        for (int64_t i = 0; i < n; ++i) dst[i] = lut[p[i]];
+      case DType::kF16:
+        f16_to_f32_n(static_cast<const uint16_t*>(t.data), dst, n);
         return;
-      }
       case DType::kBF16: {
         const auto* p = static_cast<const uint16_t*>(t.data);
         for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(p[i]);
@@ -104,11 +142,9 @@ void scatter_f32(const float* src, const Tensor& t) {
       case DType::kF32:
         std::memcpy(t.data, src, static_cast<size_t>(n) * sizeof(float));
         return;
-      case DType::kF16: {
-        auto* p = static_cast<uint16_t*>(t.data);
-        for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f16(src[i]);
+      case DType::kF16:
+        f32_to_f16_n(src, static_cast<uint16_t*>(t.data), n);
         return;
-      }
       case DType::kBF16: {
         auto* p = static_cast<uint16_t*>(t.data);
         for (int64_t i = 0; i < n; ++i) p[i] = f32_to_bf16(src[i]);
@@ -157,12 +193,9 @@ void gather_range_f32(const Tensor& t, int64_t begin, int64_t count, float* dst)
       case DType::kF32:
         std::memcpy(dst, static_cast<const float*>(t.data) + begin, static_cast<size_t>(count) * sizeof(float));
         return;
-      case DType::kF16: {
-        const auto* p = static_cast<const uint16_t*>(t.data) + begin;
-        const float* lut = f16_table();
-        for (int64_t i = 0; i < count; ++i) dst[i] = lut[p[i]];
+      case DType::kF16:
+        f16_to_f32_n(static_cast<const uint16_t*>(t.data) + begin, dst, count);
         return;
-      }
       case DType::kBF16: {
         const auto* p = static_cast<const uint16_t*>(t.data) + begin;
         for (int64_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(p[i]);
@@ -182,11 +215,9 @@ void scatter_range_f32(const float* src, const Tensor& t, int64_t begin, int64_t
       case DType::kF32:
         std::memcpy(static_cast<float*>(t.data) + begin, src, static_cast<size_t>(count) * sizeof(float));
         return;
-      case DType::kF16: {
-        auto* p = static_cast<uint16_t*>(t.data) + begin;
-        for (int64_t i = 0; i < count; ++i) p[i] = f32_to_f16(src[i]);
+      case DType::kF16:
+        f32_to_f16_n(src, static_cast<uint16_t*>(t.data) + begin, count);
         return;
-      }
       case DType::kBF16: {
         auto* p = static_cast<uint16_t*>(t.data) + begin;
         for (int64_t i = 0; i < count; ++i) p[i] = f32_to_bf16(src[i]);

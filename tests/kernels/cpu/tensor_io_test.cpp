@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cpu_test_util.h"
 
 namespace hipq::kernels::cpu {
@@ -32,6 +34,29 @@ TEST(TensorIo, GatherOfBatchedTransposedMatricesMatchesElementwiseReads) {
           ASSERT_EQ(out[static_cast<size_t>((b * 41 + r) * 37 + c)], v[static_cast<size_t>((b * 37 + c) * 41 + r)])
               << dtype_name(dt);
   }
+}
+
+TEST(TensorIo, BulkF16ConversionsMatchTheScalarOnesBitForBit) {
+  // Every f16 value, every midpoint between neighbours (ties to even), values
+  // just off the midpoints, overflow and subnormal edges.
+  std::vector<float> v;
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const float a = f16_to_f32(static_cast<uint16_t>(h | sign));
+      const float b = f16_to_f32(static_cast<uint16_t>((h + 1) | sign));
+      const float mid = 0.5f * (a + b);
+      v.insert(v.end(), {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f * (sign ? -1.0f : 1.0f))});
+    }
+  }
+  v.insert(v.end(), {65504.0f, 65519.0f, 65520.0f, 1e9f, -1e9f, 1e-10f, 2.9802322e-08f, 5.9604645e-08f});
+  v.resize(v.size() / 8 * 8 + 5);  // a tail that is not a multiple of 8
+  auto t = make({static_cast<int64_t>(v.size())}, {}, DType::kF16);
+  scatter_f32(v.data(), t.t);
+  const auto* bits = reinterpret_cast<const uint16_t*>(t.bytes.data());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(bits[i], f32_to_f16(v[i])) << "value " << v[i];
+  std::vector<float> back(v.size());
+  gather_f32(t.t, back.data());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(back[i], f16_to_f32(bits[i]));
 }
 
 TEST(TensorIo, ScatterWritesOnlyTheElementsOfAStridedView) {
