@@ -77,7 +77,57 @@ struct Pipeline::Impl {
     int batch = 1;
   };
   Result<TextConditioning> encode_text(const GenerationSettings& s, bool cfg);
+  // SDXL micro-conditioning (original size, crop top-left, target size) per row.
+  std::vector<float> time_ids(const GenerationSettings& s, int batch) const;
+  // One UNet evaluation on a batch of `batch` copies of inputs laid out in
+  // `input` (batch * C*h*w floats); returns the raw output, host fp32.
+  Result<std::vector<float>> run_unet(const TextConditioning& text, const std::vector<float>& input, int batch,
+                                      float timestep, const std::vector<float>& time_ids, int64_t lh, int64_t lw);
+  // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w].
+  Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw);
 };
+
+std::vector<float> Pipeline::Impl::time_ids(const GenerationSettings& s, int batch) const {
+  std::vector<float> ids;
+  if (family != "sdxl") return ids;
+  const std::vector<float> one = {static_cast<float>(s.height), static_cast<float>(s.width), 0.f, 0.f,
+                                  static_cast<float>(s.height), static_cast<float>(s.width)};
+  for (int b = 0; b < batch; ++b) ids.insert(ids.end(), one.begin(), one.end());
+  return ids;
+}
+
+Result<std::vector<float>> Pipeline::Impl::run_unet(const TextConditioning& text, const std::vector<float>& input,
+                                                    int batch, float timestep, const std::vector<float>& ids,
+                                                    int64_t lh, int64_t lw) {
+  kernels::Backend& be = *backend;
+  const int64_t lc = unet->config().in_channels;
+  if (static_cast<int64_t>(input.size()) != batch * lc * lh * lw)
+    return Status::InvalidArgument("unet input holds " + std::to_string(input.size()) + " values, expected " +
+                                   std::to_string(batch * lc * lh * lw));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor sample, DeviceTensor::from_host(be, input.data(), {batch, lc, lh, lw},
+                                                                     unet->precision()));
+  UNetInputs in;
+  in.sample = &sample.t;
+  in.timesteps.assign(batch, timestep);
+  in.encoder_hidden_states = &text.hidden.t;
+  if (family == "sdxl") {
+    in.text_embeds = &text.pooled.t;
+    in.time_ids = ids;
+  }
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor pred, unet->forward(be, in));
+  return to_host_f32(be, pred.t);
+}
+
+Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, int64_t lh, int64_t lw) {
+  kernels::Backend& be = *backend;
+  const int64_t lc = vae->config().latent_channels;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor zt, DeviceTensor::from_host(be, z.data(), {1, lc, lh, lw}, DType::kF32));
+  VaeTiling tiling;
+  const int64_t threshold = options.vae_tile_above_latent_pixels;
+  tiling.enabled = threshold == 0 || (threshold > 0 && lh * lw > threshold);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
+  return to_host_f32(be, image.t);
+}
 
 Status Pipeline::Impl::load_models(const std::string& precision) {
   kernels::Backend& be = *backend;
@@ -304,14 +354,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(im.scheduler, s.steps, kind));
   std::vector<float> noise = randn(rng_kind, s.seed, latent_numel);
 
-  // SDXL micro-conditioning: original size, crop top-left, target size.
-  std::vector<float> time_ids;
-  if (im.family == "sdxl") {
-    const std::vector<float> one = {static_cast<float>(s.height), static_cast<float>(s.width), 0.f, 0.f,
-                                    static_cast<float>(s.height), static_cast<float>(s.width)};
-    for (int b = 0; b < text.batch; ++b) time_ids.insert(time_ids.end(), one.begin(), one.end());
-  }
-  const DType model_dtype = im.unet->precision();
+  const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;
   const int batch = text.batch;
 
@@ -323,18 +366,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     HIPQ_RETURN_IF_ERROR(step_timer.begin("step"));
     std::vector<float> input(model_input.size() * batch);
     for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor sample,
-                          DeviceTensor::from_host(be, input.data(), {batch, lc, lh, lw}, model_dtype));
-    UNetInputs in;
-    in.sample = &sample.t;
-    in.timesteps.assign(batch, step.timestep);
-    in.encoder_hidden_states = &text.hidden.t;
-    if (im.family == "sdxl") {
-      in.text_embeds = &text.pooled.t;
-      in.time_ids = time_ids;
-    }
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor pred, im.unet->forward(be, in));
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, to_host_f32(be, pred.t));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, im.run_unet(text, input, batch, step.timestep, time_ids, lh, lw));
     model_output.resize(latent_numel);
     if (cfg) {
       // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
@@ -365,12 +397,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     // the same float division, not a multiplication by the reciprocal.
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor z, DeviceTensor::from_host(be, scaled.data(), out.latent_shape, DType::kF32));
-    VaeTiling tiling;
-    const int64_t threshold = im.options.vae_tile_above_latent_pixels;
-    tiling.enabled = threshold == 0 || (threshold > 0 && lh * lw > threshold);
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, im.vae->decode(be, z.t, tiling));
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, to_host_f32(be, image.t));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, im.run_vae(scaled, lh, lw));
     RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
     out.rgb = std::move(rgb.rgb);
     out.width = s.width;
@@ -383,6 +410,41 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   out.phases.insert(out.phases.end(), phases.begin(), phases.end());
   out.peak_memory_bytes = be.peak_bytes();
   return out;
+}
+
+Result<Pipeline::PromptEmbeddings> Pipeline::encode_prompt(const GenerationSettings& s) {
+  HIPQ_RETURN_IF_ERROR(s.validate());
+  Impl& im = *impl_;
+  if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
+  HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, s.guidance > 1.0f));
+  PromptEmbeddings e;
+  HIPQ_ASSIGN_OR_RETURN(e.hidden, to_host_f32(*im.backend, text.hidden.t));
+  e.hidden_shape = text.hidden.t.shape_vec();
+  if (im.family == "sdxl") {
+    HIPQ_ASSIGN_OR_RETURN(e.pooled, to_host_f32(*im.backend, text.pooled.t));
+    e.pooled_shape = text.pooled.t.shape_vec();
+  }
+  return e;
+}
+
+Result<std::vector<float>> Pipeline::unet_output(const GenerationSettings& s, const std::vector<float>& model_input,
+                                                 float timestep) {
+  HIPQ_RETURN_IF_ERROR(s.validate());
+  Impl& im = *impl_;
+  if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
+  HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, s.guidance > 1.0f));
+  return im.run_unet(text, model_input, text.batch, timestep, im.time_ids(s, text.batch), s.height / 8, s.width / 8);
+}
+
+Result<std::vector<float>> Pipeline::vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w) {
+  return impl_->run_vae(z, latent_h, latent_w);
+}
+
+std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
+  const Impl& im = *impl_;
+  const bool pad_with_eos = encoder == 2 ? im.enc2.pad_with_eos : im.enc1.pad_with_eos;
+  auto ids = im.token_ids(std::string(text), pad_with_eos);
+  return ids.ok() ? std::vector<int>(ids->begin(), ids->end()) : std::vector<int>();
 }
 
 const std::string& Pipeline::model_spec() const { return impl_->components.spec; }

@@ -90,6 +90,25 @@ class Pipeline {
   Result<GenerationOutput> generate(const GenerationSettings& settings, const ProgressFn& progress = {},
                                     const std::atomic<bool>* cancel = nullptr);
 
+  // ---- stages, for per-stage parity checks (the code generate() runs) ------
+  // Host fp32, batch order (negative, positive) when guidance > 1.
+  struct PromptEmbeddings {
+    std::vector<float> hidden;          // encoder_hidden_states [B, 77, D]
+    std::vector<int64_t> hidden_shape;
+    std::vector<float> pooled;          // SDXL text_embeds [B, P]; empty otherwise
+    std::vector<int64_t> pooled_shape;
+  };
+  Result<PromptEmbeddings> encode_prompt(const GenerationSettings& settings);
+  // The raw UNet output [B, 4, H/8, W/8] for a model input of the same shape
+  // (B = 2 with guidance > 1, else 1), conditioned on settings' prompts.
+  Result<std::vector<float>> unet_output(const GenerationSettings& settings, const std::vector<float>& model_input,
+                                         float timestep);
+  // VAE decoder output [1, 3, 8h, 8w] (values ~[-1, 1]) of a latent already
+  // divided by the scaling factor.
+  Result<std::vector<float>> vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w);
+  // Token ids (77, padded) as text encoder 1 or 2 receives them.
+  std::vector<int> token_ids(std::string_view text, int encoder = 1) const;
+
   const std::string& model_spec() const;
   const std::string& weights_sha256() const;
   const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
