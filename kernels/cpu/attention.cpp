@@ -83,18 +83,23 @@ Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
   if (out.numel() == 0) return Status::Ok();
   const float scale = o.scale != 0.0f ? o.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
-  std::vector<float> q_buf, k_buf, v_buf;
+  thread_local std::vector<float> q_buf, k_buf, v_buf;
   const float* Q = as_f32(q, q_buf);
   const float* Kx = as_f32(k, k_buf);
   const float* Vx = as_f32(v, v_buf);
   // Per (b, h): K^T as [D, Sk], V as [Sk, D].
-  std::vector<float> kt(static_cast<size_t>(B * H * D * Sk));
-  std::vector<float> vp(static_cast<size_t>(B * H * Sk * D));
+  thread_local std::vector<float> kt_buf, vp_buf;
+  kt_buf.resize(static_cast<size_t>(B * H * D * Sk));
+  vp_buf.resize(static_cast<size_t>(B * H * Sk * D));
+  // Plain pointers: the lambdas run on pool threads, where the thread_local
+  // names would refer to those threads' own (empty) buffers.
+  float* const kt = kt_buf.data();
+  float* const vp = vp_buf.data();
   ThreadPool::global().parallel_for(B * H, 1, [&](int64_t i0, int64_t i1) {
     for (int64_t bh = i0; bh < i1; ++bh) {
       const int64_t b = bh / H, h = bh % H;
-      float* ktp = kt.data() + bh * D * Sk;
-      float* vpp = vp.data() + bh * Sk * D;
+      float* ktp = kt + bh * D * Sk;
+      float* vpp = vp + bh * Sk * D;
       for (int64_t j = 0; j < Sk; ++j) {
         const float* kr = Kx + (b * Sk + j) * HD + h * D;
         const float* vr = Vx + (b * Sk + j) * HD + h * D;
@@ -115,8 +120,8 @@ Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / qblocks, qb = t % qblocks;
       const int64_t b = bh / H, h = bh % H;
-      const float* ktp = kt.data() + bh * D * Sk;
-      const float* vpp = vp.data() + bh * Sk * D;
+      const float* ktp = kt + bh * D * Sk;
+      const float* vpp = vp + bh * Sk * D;
       const int64_t i0 = qb * kQueryBlock, rows = std::min(kQueryBlock, Sq - i0);
       // Rows past the end of the sequence repeat the last one; their results are dropped.
       const float* q[kQueryBlock];

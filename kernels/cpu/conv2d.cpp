@@ -79,7 +79,7 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
   }
   if (y.numel() == 0) return Status::Ok();
 
-  std::vector<float> x_buf, w_buf, b_buf, r_buf;
+  thread_local std::vector<float> x_buf, w_buf, b_buf, r_buf;
   const float* X = as_f32(x, x_buf);
   const float* Wt = as_f32(w, w_buf);
   const float* bias = o.bias ? as_f32(*o.bias, b_buf) : nullptr;

@@ -37,7 +37,7 @@ Status embedding(const Tensor& ids, const Tensor& table, Tensor& y) {
       return invalid(op, "ids[" + std::to_string(i) + "] = " + std::to_string(idx[static_cast<size_t>(i)]) +
                              " is outside the table " + table.describe() + " (0.." + std::to_string(V - 1) + ")");
   if (y.numel() == 0) return Status::Ok();
-  std::vector<float> t_buf;
+  thread_local std::vector<float> t_buf;
   const float* T = as_f32(table, t_buf);
   std::vector<float> out(static_cast<size_t>(y.numel()));
   for (int64_t i = 0; i < n; ++i) {

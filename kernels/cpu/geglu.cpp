@@ -25,7 +25,7 @@ Status geglu(const Tensor& x, Tensor& y) {
   HIPQ_RETURN_IF_ERROR(check_shape(op, "y", y, want));
   if (y.numel() == 0) return Status::Ok();
   const int64_t rows = y.numel() / F;
-  std::vector<float> x_buf;
+  thread_local std::vector<float> x_buf;
   const float* X = as_f32(x, x_buf);
   float* Y = scratch(0, static_cast<size_t>(y.numel()));
   ThreadPool::global().parallel_for(rows, std::max<int64_t>(1, 8192 / F), [&](int64_t r0, int64_t r1) {

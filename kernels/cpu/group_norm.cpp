@@ -35,7 +35,7 @@ Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tens
   const int64_t spatial = x.numel() / (N * C);
   const int64_t group_size = cpg * spatial;
 
-  std::vector<float> x_buf, g_buf, b_buf;
+  thread_local std::vector<float> x_buf, g_buf, b_buf;
   const float* X = as_f32_input(x, y, x_buf);
   const float* gm = as_f32(gamma, g_buf);
   const float* bt = as_f32(beta, b_buf);

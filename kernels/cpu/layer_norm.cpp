@@ -30,7 +30,7 @@ Status layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, Tens
   if (!(eps >= 0.0f)) return invalid(op, "eps must be >= 0");
   if (x.numel() == 0) return Status::Ok();
   const int64_t rows = x.numel() / D;
-  std::vector<float> x_buf, g_buf, b_buf;
+  thread_local std::vector<float> x_buf, g_buf, b_buf;
   const float* X = as_f32_input(x, y, x_buf);
   const float* gm = gamma ? as_f32(*gamma, g_buf) : nullptr;
   const float* bt = beta ? as_f32(*beta, b_buf) : nullptr;

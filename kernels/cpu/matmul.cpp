@@ -152,7 +152,7 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
   // Accumulate straight into an f32 out unless out shares memory with an input.
   const bool direct = out.dtype == DType::kF32 && !overlaps(out, a) && !overlaps(out, b);
   float* C = direct ? static_cast<float*>(out.data) : scratch(2, out_numel);
-  std::vector<float> bias_buf, res_buf, a_buf, b_buf;
+  thread_local std::vector<float> bias_buf, res_buf, a_buf, b_buf;
   const float* bias = o.bias ? as_f32(*o.bias, bias_buf) : nullptr;
   const float* res = nullptr;
   if (o.residual) {

@@ -26,7 +26,7 @@ Status softmax(const Tensor& x, Tensor& y, float scale, bool causal) {
   const int64_t C = x.dim(-1);
   const int64_t R = causal ? x.dim(-2) : 1;
   const int64_t rows = x.numel() / C;
-  std::vector<float> x_buf;
+  thread_local std::vector<float> x_buf;
   const float* X = as_f32_input(x, y, x_buf);
   const bool direct = y.dtype == DType::kF32;
   float* Y = direct ? static_cast<float*>(y.data) : scratch(2, static_cast<size_t>(y.numel()));

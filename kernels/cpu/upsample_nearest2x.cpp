@@ -19,7 +19,7 @@ Status upsample_nearest2x(const Tensor& x, Tensor& y) {
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   HIPQ_RETURN_IF_ERROR(check_shape(op, "y", y, {N, C, 2 * H, 2 * W}));
   if (y.numel() == 0) return Status::Ok();
-  std::vector<float> x_buf;
+  thread_local std::vector<float> x_buf;
   const float* X = as_f32(x, x_buf);
   if (X == x.data && overlaps(x, y)) {
     x_buf.assign(X, X + x.numel());

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace hipq::kernels {
 namespace {
@@ -65,6 +66,34 @@ TEST(CpuBackend, EventsMeasureHostTime) {
   EXPECT_GE(*ms, 19.0);
   EXPECT_LT(*ms, 2000.0);
   EXPECT_EQ(be->elapsed_ms(*a, 999).status().code(), StatusCode::kInvalidArgument);
+}
+
+// One backend per worker thread: ops on distinct backends running at the same
+// time (sharing the process-wide thread pool) give the single-threaded answers.
+TEST(CpuBackend, TwoBackendsOnTwoThreadsComputeIndependently) {
+  auto run = [](int seed, std::vector<float>& out) {
+    auto be = std::move(*make_backend("cpu"));
+    const int64_t M = 67, N = 131, K = 97;
+    std::vector<float> a(M * K), b(N * K);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 + seed) % 13) - 6.0f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5 + seed) % 11) - 5.0f;
+    out.assign(static_cast<size_t>(M * N), 0.0f);
+    MatmulOptions o;
+    o.trans_b = true;
+    Tensor ta = Tensor::contiguous(a.data(), DType::kF32, {M, K});
+    Tensor tb = Tensor::contiguous(b.data(), DType::kF32, {N, K});
+    Tensor tc = Tensor::contiguous(out.data(), DType::kF32, {M, N});
+    for (int rep = 0; rep < 20; ++rep) ASSERT_TRUE(be->matmul(ta, tb, tc, o).ok());
+  };
+  std::vector<float> alone1, alone2, par1, par2;
+  run(1, alone1);
+  run(2, alone2);
+  std::thread t([&] { run(1, par1); });
+  run(2, par2);
+  t.join();
+  EXPECT_EQ(par1, alone1);
+  EXPECT_EQ(par2, alone2);
+  EXPECT_NE(alone1, alone2);
 }
 
 TEST(CpuBackend, UnknownBackendNameIsNotFound) {
