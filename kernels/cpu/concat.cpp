@@ -21,8 +21,9 @@ Status concat(std::span<const Tensor> xs, int dim, Tensor& y) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const std::string name = "xs[" + std::to_string(i) + "]";
     HIPQ_RETURN_IF_ERROR(check_like(op, name, xs[i], "y", y));
+    HIPQ_RETURN_IF_ERROR(check_ndim(op, name, xs[i], y.ndim, y.ndim));
     std::vector<int64_t> want = y.shape_vec();
-    want[static_cast<size_t>(dim)] = xs[i].ndim == y.ndim ? xs[i].shape[dim] : -1;
+    want[static_cast<size_t>(dim)] = xs[i].shape[dim];
     HIPQ_RETURN_IF_ERROR(check_shape(op, name, xs[i], want));
     total += xs[i].shape[dim];
   }
