@@ -249,6 +249,7 @@ class HipBackend final : public Backend {
     ctx_.warp_size = warp;
     ctx_.multiprocessors = sms;
     ctx_.tuning = tuning_;
+    ctx_.matrix_units = HIPQ_VENDOR_NVIDIA && major >= 8;
     return Status::Ok();
   }
 

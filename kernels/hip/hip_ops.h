@@ -23,6 +23,7 @@ struct HipContext {
   Backend* backend = nullptr;  // scratch buffers come from its pool
   int warp_size = 32;
   int multiprocessors = 1;
+  bool matrix_units = false;  // f16/bf16 GEMMs may use the matrix-unit kernel (NVIDIA sm_80+)
   const ArchTuning* tuning = nullptr;
 
   // Blocks for a grid-stride loop over n items with `block` threads each.

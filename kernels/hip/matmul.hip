@@ -124,7 +124,9 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   lb.sk = o.trans_b ? b.stride[b.ndim - 2] : b.stride[b.ndim - 1];
   const bool a_k_fast = la.sk == 1;
   const bool b_k_fast = lb.sm == 1 && lb.sk != 1;
-  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, static_cast<int>(batch),
+  const int mma_dtype = a.dtype == b.dtype && a.dtype != DType::kF32 ? static_cast<int>(a.dtype) : -1;
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype,
+                                            static_cast<int>(batch),
                                             static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,
                                             a_k_fast, lb, b_k_fast, ep));
   return Status::Ok();
