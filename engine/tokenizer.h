@@ -1,10 +1,15 @@
-// ClipTokenizer: CLIP's byte-level BPE, as the reference (transformers'
-// CLIPTokenizer without ftfy / OpenAI's simple_tokenizer) computes it.
+// ClipTokenizer: CLIP's byte-level BPE, as the reference (transformers 5
+// CLIPTokenizer, what diffusers uses) computes it.
 //
-// Text is cleaned (HTML entities unescaped twice, whitespace collapsed,
-// trimmed, lower-cased), split with CLIP's pattern
+// Text is cleaned as that tokenizer's normalizer does: Unicode NFC, runs of
+// whitespace collapsed to one space, lower-cased code point by code point
+// with Unicode's full case mappings (no final-sigma context rule). There is no
+// HTML unescaping or ftfy fixing: the reference does neither (OpenAI's
+// original tokenizer does; docs/model-sources.md notes the difference).
+// Words are split with CLIP's pattern
 //   's|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+
-// (Unicode letter/number classes, not ASCII), mapped byte -> unicode, and
+// (Unicode letter/number classes through ICU, not ASCII; \s as Oniguruma's
+// Unicode whitespace), mapped byte -> unicode, and
 // merged by rank; each word's last symbol carries "</w>".
 // encode() returns BOS (49406), the ids, EOS (49407), truncated to
 // `max_length` (BOS + max_length-2 ids + EOS). Padding differs per encoder:
@@ -48,8 +53,10 @@ class ClipTokenizer {
   // The id of a vocabulary entry ("!" -> 0, "<|endoftext|>" -> 49407); -1 if absent.
   int token_id(std::string_view token) const;
   size_t vocab_size() const;
+  // Writes vocab.json + merges.txt (the diffusers tokenizer/ layout) into dir.
+  Status write_vocab_and_merges(const std::filesystem::path& dir) const;
 
-  // The cleaning step alone (for tests): unescape, collapse whitespace, lower-case.
+  // The cleaning step alone (for tests): NFC, collapse whitespace, lower-case.
   static std::string clean_text(std::string_view text);
   // The split step alone: CLIP's pattern over cleaned text.
   static std::vector<std::string> split_words(std::string_view cleaned);
