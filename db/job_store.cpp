@@ -18,7 +18,8 @@ namespace hipq::db {
 namespace {
 
 // ---- SQL ------------------------------------------------------------------
-// Column lists are spelled once; readers below index them in this order.
+// Statements used by one function sit beside their binds in it; these are
+// shared. Column lists are spelled once; readers below index them in order.
 
 constexpr char kJobColumns[] =
     "id, batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, steps, "
@@ -27,117 +28,12 @@ constexpr char kJobColumns[] =
 constexpr char kBatchColumns[] =
     "id, manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, parity_gate, "
     "allow_unpinned, job_count, created_at, finished_at";
-
-constexpr char kInsertManifest[] =
-    "INSERT INTO manifests (sha256, path, text, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING";
-constexpr char kSelectManifestIdBySha[] = "SELECT id FROM manifests WHERE sha256 = ?";
-constexpr char kInsertBatch[] =
-    "INSERT INTO batches (manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, "
-    "parity_gate, allow_unpinned, job_count, created_at) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)";
-constexpr char kInsertJob[] =
-    "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
-    "steps, guidance, sampler, precision, settings, golden_key, output_dir, priority, state, attempts, created_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
-
-// Dispatch. `state = 'queued'` is spelled literally so the partial indexes
-// jobs_queued_fifo / jobs_queued_by_model (schema v2) apply.
-constexpr char kSelectTopQueuedPriority[] =
-    "SELECT priority FROM jobs WHERE state = 'queued' ORDER BY priority DESC LIMIT 1";
-constexpr char kSelectQueuedForModel[] =
-    "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? AND model = ? ORDER BY id LIMIT 1";
-constexpr char kSelectQueuedFifo[] =
-    "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? ORDER BY id LIMIT 1";
-constexpr char kLeaseJob[] =
-    "UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_worker = ?, lease_deadline = ?, "
-    "updated_at = ? WHERE id = ? AND state = 'queued'";
-constexpr char kInsertAttempt[] =
-    "INSERT INTO attempts (job_id, attempt, worker_id, started_at, state) VALUES (?, ?, ?, ?, 'running')";
-
-constexpr char kSelectLeaseState[] =
-    "SELECT j.state, j.attempts, j.lease_worker, j.batch_id, b.max_attempts FROM jobs j "
-    "JOIN batches b ON b.id = j.batch_id WHERE j.id = ?";
 constexpr char kSelectAttemptState[] = "SELECT id, state FROM attempts WHERE job_id = ? AND attempt = ?";
-constexpr char kExtendLease[] =
-    "UPDATE jobs SET lease_deadline = ?, updated_at = ? WHERE id = ? AND state = 'leased' AND attempts = ? "
-    "AND lease_worker = ?";
-constexpr char kExtendWorkerLeases[] =
-    "UPDATE jobs SET lease_deadline = ?, updated_at = ? WHERE state = 'leased' AND lease_worker = ?";
-
-constexpr char kInsertResult[] =
-    "INSERT INTO results (job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, golden_key, "
-    "parity_reason, outputs, peak_memory_bytes, warm, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-constexpr char kInsertPhaseTiming[] =
-    "INSERT INTO phase_timings (attempt_id, phase, host_ms, gpu_ms) VALUES (?, ?, ?, ?)";
-constexpr char kInsertStepTiming[] =
-    "INSERT INTO step_timings (attempt_id, step, host_ms, gpu_ms) VALUES (?, ?, ?, ?)";
 constexpr char kFinishAttempt[] =
     "UPDATE attempts SET state = ?, finished_at = ?, error = ? WHERE job_id = ? AND attempt = ?";
-constexpr char kJobDone[] =
-    "UPDATE jobs SET state = 'done', verdict = ?, golden_key = COALESCE(?, golden_key), lease_worker = NULL, "
-    "lease_deadline = NULL, updated_at = ? WHERE id = ?";
 constexpr char kJobEndLease[] =
     "UPDATE jobs SET state = ?, lease_worker = NULL, lease_deadline = NULL, updated_at = ? WHERE id = ?";
-constexpr char kFinishBatchIfDrained[] =
-    "UPDATE batches SET state = 'done', finished_at = ? WHERE id = ? AND state = 'active' AND NOT EXISTS "
-    "(SELECT 1 FROM jobs WHERE batch_id = ? AND state IN ('queued', 'leased'))";
-
-constexpr char kSelectExpiredLeases[] =
-    "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
-    "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_deadline < ? ORDER BY j.id";
-constexpr char kAnyExpiredLease[] =
-    "SELECT 1 FROM jobs WHERE state = 'leased' AND lease_deadline < ? LIMIT 1";
-constexpr char kSelectWorkerLeases[] =
-    "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
-    "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_worker = ? ORDER BY j.id";
-constexpr char kSelectLeases[] =
-    "SELECT id, attempts, lease_worker FROM jobs WHERE state = 'leased' ORDER BY id";
-
 constexpr char kSelectBatchState[] = "SELECT state FROM batches WHERE id = ?";
-constexpr char kSelectBatchLeases[] =
-    "SELECT id, attempts, lease_worker FROM jobs WHERE batch_id = ? AND state = 'leased' ORDER BY id";
-constexpr char kCancelBatchAttempts[] =
-    "UPDATE attempts SET state = 'cancelled', finished_at = ?, error = ? WHERE state = 'running' AND job_id IN "
-    "(SELECT id FROM jobs WHERE batch_id = ? AND state = 'leased')";
-constexpr char kCancelBatchJobs[] =
-    "UPDATE jobs SET state = 'cancelled', lease_worker = NULL, lease_deadline = NULL, updated_at = ? "
-    "WHERE batch_id = ? AND state IN ('queued', 'leased')";
-constexpr char kCancelBatch[] = "UPDATE batches SET state = 'cancelled', finished_at = ? WHERE id = ?";
-constexpr char kSelectJobForCancel[] = "SELECT state, attempts, lease_worker, batch_id FROM jobs WHERE id = ?";
-
-constexpr char kCountJobsByState[] =
-    "SELECT state, COUNT(*) FROM jobs WHERE batch_id = ? GROUP BY state ORDER BY state";
-constexpr char kCountJobsByVerdict[] =
-    "SELECT verdict, COUNT(*) FROM jobs WHERE batch_id = ? AND verdict IS NOT NULL GROUP BY verdict "
-    "ORDER BY verdict";
-constexpr char kCountQueued[] = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
-
-constexpr char kSelectManifest[] = "SELECT id, sha256, path, text, created_at FROM manifests WHERE id = ?";
-constexpr char kSelectAttempts[] =
-    "SELECT id, job_id, attempt, worker_id, started_at, finished_at, state, error FROM attempts WHERE job_id = ? "
-    "ORDER BY attempt";
-constexpr char kSelectResult[] =
-    "SELECT id, job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, outputs, "
-    "peak_memory_bytes, warm, golden_key, parity_reason, recorded_at FROM results WHERE job_id = ?";
-// phase_timings is WITHOUT ROWID: order by the pipeline's phase order.
-constexpr char kSelectPhaseTimings[] =
-    "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ? ORDER BY "
-    "CASE phase WHEN 'load' THEN 0 WHEN 'text_encode' THEN 1 WHEN 'denoise' THEN 2 WHEN 'decode' THEN 3 "
-    "WHEN 'write' THEN 4 WHEN 'parity' THEN 5 ELSE 6 END, phase";
-constexpr char kSelectStepTimings[] =
-    "SELECT step, host_ms, gpu_ms FROM step_timings WHERE attempt_id = ? ORDER BY step";
-
-constexpr char kUpsertWorker[] =
-    "INSERT INTO workers (id, host, device_index, device_name, arch, memory_bytes, runtime_version, "
-    "driver_version, build_sha, backend, first_seen, last_seen, state) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
-    "device_index = excluded.device_index, device_name = excluded.device_name, arch = excluded.arch, "
-    "memory_bytes = excluded.memory_bytes, runtime_version = excluded.runtime_version, "
-    "driver_version = excluded.driver_version, build_sha = excluded.build_sha, backend = excluded.backend, "
-    "last_seen = excluded.last_seen, state = excluded.state";
-constexpr char kSetWorkerState[] = "UPDATE workers SET state = ?, last_seen = ? WHERE id = ?";
-constexpr char kSelectWorkers[] =
-    "SELECT id, host, device_index, device_name, arch, memory_bytes, runtime_version, driver_version, build_sha, "
-    "backend, first_seen, last_seen, state FROM workers ORDER BY id";
 
 // ---- helpers ----------------------------------------------------------------
 
@@ -263,6 +159,9 @@ struct LeaseRow {
 };
 
 Result<LeaseRow> read_lease_row(Database& db, int64_t job_id) {
+  static constexpr char kSelectLeaseState[] =
+      "SELECT j.state, j.attempts, j.lease_worker, j.batch_id, b.max_attempts FROM jobs j "
+      "JOIN batches b ON b.id = j.batch_id WHERE j.id = ?";
   Statement s = db.prepare_cached(kSelectLeaseState);
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -301,6 +200,9 @@ Status check_current_lease(Database& db, int64_t job_id, int attempt, std::strin
 }
 
 Status finish_batch_if_drained(Database& db, int64_t batch_id, double now) {
+  static constexpr char kFinishBatchIfDrained[] =
+      "UPDATE batches SET state = 'done', finished_at = ? WHERE id = ? AND state = 'active' AND NOT EXISTS "
+      "(SELECT 1 FROM jobs WHERE batch_id = ? AND state IN ('queued', 'leased'))";
   Statement s = db.prepare_cached(kFinishBatchIfDrained);
   s.bind_double(0, now);
   s.bind_int64(1, batch_id);
@@ -404,6 +306,8 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::string sha = sha256_hex(batch.manifest_text);
   {
+    static constexpr char kInsertManifest[] =
+        "INSERT INTO manifests (sha256, path, text, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING";
     Statement m = db_.prepare_cached(kInsertManifest);
     m.bind_text(0, sha);
     m.bind_text(1, batch.manifest_path);
@@ -413,6 +317,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   }
   int64_t manifest_id = 0;
   {
+    static constexpr char kSelectManifestIdBySha[] = "SELECT id FROM manifests WHERE sha256 = ?";
     Statement m = db_.prepare_cached(kSelectManifestIdBySha);
     m.bind_text(0, sha);
     HIPQ_ASSIGN_OR_RETURN(bool row, m.step());
@@ -421,6 +326,9 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   }
   int64_t batch_id = 0;
   {
+    static constexpr char kInsertBatch[] =
+        "INSERT INTO batches (manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, "
+        "parity_gate, allow_unpinned, job_count, created_at) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)";
     Statement b = db_.prepare_cached(kInsertBatch);
     b.bind_int64(0, manifest_id);
     b.bind_text(1, batch.name);
@@ -436,6 +344,10 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     HIPQ_RETURN_IF_ERROR(b.run());
     batch_id = db_.last_insert_rowid();
   }
+  static constexpr char kInsertJob[] =
+      "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
+      "steps, guidance, sampler, precision, settings, golden_key, output_dir, priority, state, attempts, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
   Statement s = db_.prepare_cached(kInsertJob);
   for (const auto& job : batch.jobs) {
     s.reset();
@@ -474,6 +386,10 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   int priority = 0;
   {
+    // `state = 'queued'` is spelled literally in the dispatch SQL so the
+    // partial indexes jobs_queued_fifo / jobs_queued_by_model (schema v2) apply.
+    static constexpr char kSelectTopQueuedPriority[] =
+        "SELECT priority FROM jobs WHERE state = 'queued' ORDER BY priority DESC LIMIT 1";
     Statement p = db_.prepare_cached(kSelectTopQueuedPriority);
     HIPQ_ASSIGN_OR_RETURN(bool row, p.step());
     if (!row) return std::optional<LeasedJob>();  // nothing queued; txn rolls back
@@ -483,6 +399,8 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   // One indexed probe per loaded model (a worker holds few).
   std::optional<int64_t> job_id;
   {
+    static constexpr char kSelectQueuedForModel[] =
+        "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? AND model = ? ORDER BY id LIMIT 1";
     Statement m = db_.prepare_cached(kSelectQueuedForModel);
     for (const auto& model : loaded_models) {
       m.reset();
@@ -493,6 +411,8 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
     }
   }
   if (!job_id) {
+    static constexpr char kSelectQueuedFifo[] =
+        "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? ORDER BY id LIMIT 1";
     Statement f = db_.prepare_cached(kSelectQueuedFifo);
     f.bind_int(0, priority);
     HIPQ_ASSIGN_OR_RETURN(bool row, f.step());
@@ -501,6 +421,9 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   }
   double deadline = now + lease_seconds;
   {
+    static constexpr char kLeaseJob[] =
+        "UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_worker = ?, lease_deadline = ?, "
+        "updated_at = ? WHERE id = ? AND state = 'queued'";
     Statement u = db_.prepare_cached(kLeaseJob);
     u.bind_text(0, worker_id);
     u.bind_double(1, deadline);
@@ -527,6 +450,8 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
   leased.attempt = leased.job.attempts;
   leased.lease_deadline = deadline;
   {
+    static constexpr char kInsertAttempt[] =
+        "INSERT INTO attempts (job_id, attempt, worker_id, started_at, state) VALUES (?, ?, ?, ?, 'running')";
     Statement a = db_.prepare_cached(kInsertAttempt);
     a.bind_int64(0, *job_id);
     a.bind_int(1, leased.attempt);
@@ -544,6 +469,9 @@ Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view work
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, job_id));
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, job_id, attempt, worker_id, r));
+  static constexpr char kExtendLease[] =
+      "UPDATE jobs SET lease_deadline = ?, updated_at = ? WHERE id = ? AND state = 'leased' AND attempts = ? "
+      "AND lease_worker = ?";
   Statement s = db_.prepare_cached(kExtendLease);
   s.bind_double(0, now + lease_seconds);
   s.bind_double(1, now);
@@ -556,6 +484,8 @@ Status JobStore::extend_lease(int64_t job_id, int attempt, std::string_view work
 
 Result<int64_t> JobStore::extend_worker_leases(std::string_view worker_id, double now, double lease_seconds) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  static constexpr char kExtendWorkerLeases[] =
+      "UPDATE jobs SET lease_deadline = ?, updated_at = ? WHERE state = 'leased' AND lease_worker = ?";
   Statement s = db_.prepare_cached(kExtendWorkerLeases);
   s.bind_double(0, now + lease_seconds);
   s.bind_double(1, now);
@@ -603,6 +533,9 @@ Status JobStore::record_result(const JobResult& result, double now) {
     attempt_id = a.column_int64(0);
   }
   {
+    static constexpr char kInsertResult[] =
+        "INSERT INTO results (job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, golden_key, "
+        "parity_reason, outputs, peak_memory_bytes, warm, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     Statement s = db_.prepare_cached(kInsertResult);
     s.bind_int64(0, result.job_id);
     s.bind_int64(1, attempt_id);
@@ -621,6 +554,8 @@ Status JobStore::record_result(const JobResult& result, double now) {
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
+    static constexpr char kInsertPhaseTiming[] =
+        "INSERT INTO phase_timings (attempt_id, phase, host_ms, gpu_ms) VALUES (?, ?, ?, ?)";
     Statement s = db_.prepare_cached(kInsertPhaseTiming);
     for (const auto& p : result.phases) {
       s.reset();
@@ -632,6 +567,8 @@ Status JobStore::record_result(const JobResult& result, double now) {
     }
   }
   {
+    static constexpr char kInsertStepTiming[] =
+        "INSERT INTO step_timings (attempt_id, step, host_ms, gpu_ms) VALUES (?, ?, ?, ?)";
     Statement s = db_.prepare_cached(kInsertStepTiming);
     for (const auto& st : result.steps) {
       s.reset();
@@ -652,6 +589,9 @@ Status JobStore::record_result(const JobResult& result, double now) {
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
+    static constexpr char kJobDone[] =
+        "UPDATE jobs SET state = 'done', verdict = ?, golden_key = COALESCE(?, golden_key), lease_worker = NULL, "
+        "lease_deadline = NULL, updated_at = ? WHERE id = ?";
     Statement s = db_.prepare_cached(kJobDone);
     s.bind_text(0, result.verdict);
     s.bind_optional_text(1, result.golden_key);
@@ -678,6 +618,8 @@ Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
   // Called every poll-loop turn: a plain read first, so the usual "nothing
   // expired" takes no write lock.
   {
+    static constexpr char kAnyExpiredLease[] =
+        "SELECT 1 FROM jobs WHERE state = 'leased' AND lease_deadline < ? LIMIT 1";
     Statement any = db_.prepare_cached(kAnyExpiredLease);
     any.bind_double(0, now);
     HIPQ_ASSIGN_OR_RETURN(bool row, any.step());
@@ -686,6 +628,9 @@ Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
+    static constexpr char kSelectExpiredLeases[] =
+        "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
+        "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_deadline < ? ORDER BY j.id";
     Statement s = db_.prepare_cached(kSelectExpiredLeases);
     s.bind_double(0, now);
     HIPQ_ASSIGN_OR_RETURN(leases, collect_leases(s));
@@ -708,6 +653,9 @@ Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::vector<LeaseToEnd> leases;
   {
+    static constexpr char kSelectWorkerLeases[] =
+        "SELECT j.id, j.attempts, j.lease_worker, j.batch_id, b.max_attempts, j.lease_deadline FROM jobs j "
+        "JOIN batches b ON b.id = j.batch_id WHERE j.state = 'leased' AND j.lease_worker = ? ORDER BY j.id";
     Statement s = db_.prepare_cached(kSelectWorkerLeases);
     s.bind_text(0, worker_id);
     HIPQ_ASSIGN_OR_RETURN(leases, collect_leases(s));
@@ -739,11 +687,16 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
   }
   CancelOutcome out;
   {
+    static constexpr char kSelectBatchLeases[] =
+        "SELECT id, attempts, lease_worker FROM jobs WHERE batch_id = ? AND state = 'leased' ORDER BY id";
     Statement s = db_.prepare_cached(kSelectBatchLeases);
     s.bind_int64(0, batch_id);
     HIPQ_ASSIGN_OR_RETURN(out.leases, collect_cancelled(s));
   }
   {
+    static constexpr char kCancelBatchAttempts[] =
+        "UPDATE attempts SET state = 'cancelled', finished_at = ?, error = ? WHERE state = 'running' AND job_id IN "
+        "(SELECT id FROM jobs WHERE batch_id = ? AND state = 'leased')";
     Statement s = db_.prepare_cached(kCancelBatchAttempts);
     s.bind_double(0, now);
     s.bind_text(1, "batch " + std::to_string(batch_id) + " cancelled");
@@ -751,6 +704,9 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
+    static constexpr char kCancelBatchJobs[] =
+        "UPDATE jobs SET state = 'cancelled', lease_worker = NULL, lease_deadline = NULL, updated_at = ? "
+        "WHERE batch_id = ? AND state IN ('queued', 'leased')";
     Statement s = db_.prepare_cached(kCancelBatchJobs);
     s.bind_double(0, now);
     s.bind_int64(1, batch_id);
@@ -758,6 +714,7 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
     out.jobs_cancelled = db_.changes();
   }
   {
+    static constexpr char kCancelBatch[] = "UPDATE batches SET state = 'cancelled', finished_at = ? WHERE id = ?";
     Statement s = db_.prepare_cached(kCancelBatch);
     s.bind_double(0, now);
     s.bind_int64(1, batch_id);
@@ -774,6 +731,7 @@ Result<CancelOutcome> JobStore::cancel_job(int64_t job_id, double now) {
   std::optional<std::string> worker;
   int64_t batch_id = 0;
   {
+    static constexpr char kSelectJobForCancel[] = "SELECT state, attempts, lease_worker, batch_id FROM jobs WHERE id = ?";
     Statement s = db_.prepare_cached(kSelectJobForCancel);
     s.bind_int64(0, job_id);
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -830,6 +788,7 @@ Result<JobRecord> JobStore::get_job(int64_t job_id) {
 }
 
 Result<ManifestRecord> JobStore::get_manifest(int64_t manifest_id) {
+  static constexpr char kSelectManifest[] = "SELECT id, sha256, path, text, created_at FROM manifests WHERE id = ?";
   Statement s = db_.prepare_cached(kSelectManifest);
   s.bind_int64(0, manifest_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -876,6 +835,9 @@ Result<std::vector<JobRecord>> JobStore::list_jobs(int64_t batch_id) {
 }
 
 Result<std::vector<AttemptRecord>> JobStore::list_attempts(int64_t job_id) {
+  static constexpr char kSelectAttempts[] =
+      "SELECT id, job_id, attempt, worker_id, started_at, finished_at, state, error FROM attempts WHERE job_id = ? "
+      "ORDER BY attempt";
   Statement s = db_.prepare_cached(kSelectAttempts);
   s.bind_int64(0, job_id);
   std::vector<AttemptRecord> out;
@@ -897,6 +859,9 @@ Result<std::vector<AttemptRecord>> JobStore::list_attempts(int64_t job_id) {
 }
 
 Result<ResultRecord> JobStore::get_result(int64_t job_id) {
+  static constexpr char kSelectResult[] =
+      "SELECT id, job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, outputs, "
+      "peak_memory_bytes, warm, golden_key, parity_reason, recorded_at FROM results WHERE job_id = ?";
   Statement s = db_.prepare_cached(kSelectResult);
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -921,6 +886,11 @@ Result<ResultRecord> JobStore::get_result(int64_t job_id) {
 }
 
 Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t attempt_id) {
+  // phase_timings is WITHOUT ROWID: order by the pipeline's phase order.
+  static constexpr char kSelectPhaseTimings[] =
+      "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ? ORDER BY "
+      "CASE phase WHEN 'load' THEN 0 WHEN 'text_encode' THEN 1 WHEN 'denoise' THEN 2 WHEN 'decode' THEN 3 "
+      "WHEN 'write' THEN 4 WHEN 'parity' THEN 5 ELSE 6 END, phase";
   Statement s = db_.prepare_cached(kSelectPhaseTimings);
   s.bind_int64(0, attempt_id);
   std::vector<PhaseTimingRecord> out;
@@ -933,6 +903,8 @@ Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t atte
 }
 
 Result<std::vector<StepTimingRecord>> JobStore::list_step_timings(int64_t attempt_id) {
+  static constexpr char kSelectStepTimings[] =
+      "SELECT step, host_ms, gpu_ms FROM step_timings WHERE attempt_id = ? ORDER BY step";
   Statement s = db_.prepare_cached(kSelectStepTimings);
   s.bind_int64(0, attempt_id);
   std::vector<StepTimingRecord> out;
@@ -945,6 +917,8 @@ Result<std::vector<StepTimingRecord>> JobStore::list_step_timings(int64_t attemp
 }
 
 Result<std::vector<CancelledLease>> JobStore::list_leases() {
+  static constexpr char kSelectLeases[] =
+      "SELECT id, attempts, lease_worker FROM jobs WHERE state = 'leased' ORDER BY id";
   Statement s = db_.prepare_cached(kSelectLeases);
   return collect_cancelled(s);
 }
@@ -969,6 +943,8 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
                       JobState::kCancelled})
     c.by_state[std::string(job_state_name(st))] = 0;
   {
+    static constexpr char kCountJobsByState[] =
+        "SELECT state, COUNT(*) FROM jobs WHERE batch_id = ? GROUP BY state ORDER BY state";
     Statement s = db_.prepare_cached(kCountJobsByState);
     s.bind_int64(0, batch_id);
     while (true) {
@@ -979,6 +955,9 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
     }
   }
   {
+    static constexpr char kCountJobsByVerdict[] =
+        "SELECT verdict, COUNT(*) FROM jobs WHERE batch_id = ? AND verdict IS NOT NULL GROUP BY verdict "
+        "ORDER BY verdict";
     Statement s = db_.prepare_cached(kCountJobsByVerdict);
     s.bind_int64(0, batch_id);
     while (true) {
@@ -1002,6 +981,7 @@ Result<std::vector<BatchCounts>> JobStore::all_batch_counts(std::optional<BatchS
 }
 
 Result<int64_t> JobStore::queued_count() {
+  static constexpr char kCountQueued[] = "SELECT COUNT(*) FROM jobs WHERE state = 'queued'";
   Statement s = db_.prepare_cached(kCountQueued);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
   return row ? s.column_int64(0) : 0;
@@ -1012,6 +992,14 @@ Result<int64_t> JobStore::queued_count() {
 Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
   if (w.id.empty()) return Status::InvalidArgument("upsert_worker: empty worker id");
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  static constexpr char kUpsertWorker[] =
+      "INSERT INTO workers (id, host, device_index, device_name, arch, memory_bytes, runtime_version, "
+      "driver_version, build_sha, backend, first_seen, last_seen, state) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
+      "device_index = excluded.device_index, device_name = excluded.device_name, arch = excluded.arch, "
+      "memory_bytes = excluded.memory_bytes, runtime_version = excluded.runtime_version, "
+      "driver_version = excluded.driver_version, build_sha = excluded.build_sha, backend = excluded.backend, "
+      "last_seen = excluded.last_seen, state = excluded.state";
   Statement s = db_.prepare_cached(kUpsertWorker);
   s.bind_text(0, w.id);
   s.bind_text(1, w.host);
@@ -1032,6 +1020,7 @@ Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
 
 Status JobStore::set_worker_state(std::string_view worker_id, std::string_view state, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  static constexpr char kSetWorkerState[] = "UPDATE workers SET state = ?, last_seen = ? WHERE id = ?";
   Statement s = db_.prepare_cached(kSetWorkerState);
   s.bind_text(0, state);
   s.bind_double(1, now);
@@ -1042,6 +1031,9 @@ Status JobStore::set_worker_state(std::string_view worker_id, std::string_view s
 }
 
 Result<std::vector<WorkerRecord>> JobStore::list_workers() {
+  static constexpr char kSelectWorkers[] =
+      "SELECT id, host, device_index, device_name, arch, memory_bytes, runtime_version, driver_version, build_sha, "
+      "backend, first_seen, last_seen, state FROM workers ORDER BY id";
   Statement s = db_.prepare_cached(kSelectWorkers);
   std::vector<WorkerRecord> out;
   while (true) {
