@@ -13,6 +13,8 @@ inline constexpr int kExitFailure = 1;  // the command ran and failed
 inline constexpr int kExitUsage = 2;    // bad flags or input
 
 void add_version_command(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
+void add_golden_command(CLI::App& app, int& exit_code);
 // History and statistics (cli/runs_command.cpp, stats_command.cpp,
 // compare_command.cpp, report_command.cpp; shared flags in cli/query_cli.h).
 void add_runs_command(CLI::App& app, int& exit_code);

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   int exit_code = hipq::cli::kExitOk;
 
   hipq::cli::add_version_command(app, exit_code);
+  hipq::cli::add_generate_command(app, exit_code);
+  hipq::cli::add_golden_command(app, exit_code);
   hipq::cli::add_runs_command(app, exit_code);
   hipq::cli::add_stats_command(app, exit_code);
   hipq::cli::add_compare_command(app, exit_code);

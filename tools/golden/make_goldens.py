@@ -49,19 +49,36 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def _component_weight_files(d):
+    """The weight files hipq reads for one component folder (engine/model_files.cpp):
+    a single diffusion_pytorch_model[.fp16].safetensors / model[.fp16].safetensors,
+    else the shards of a *.safetensors.index.json, sorted."""
+    for base in ("diffusion_pytorch_model", "model"):
+        for variant in ("", ".fp16"):
+            single = os.path.join(d, base + variant + ".safetensors")
+            if os.path.isfile(single):
+                return [single]
+    for base in ("diffusion_pytorch_model", "model"):
+        for variant in ("", ".fp16"):
+            for idx in (base + ".safetensors" + variant + ".index.json", base + variant + ".safetensors.index.json"):
+                p = os.path.join(d, idx)
+                if os.path.isfile(p):
+                    with open(p) as f:
+                        shards = sorted(set(json.load(f)["weight_map"].values()))
+                    return [os.path.join(d, s) for s in shards]
+    return []
+
+
 def weights_sha256_of_folder(folder):
-    """hipq's identity of a diffusers folder's weights (engine/model_files.h):
-    sha256 over the concatenated hex sha256 of each weight file, components in
-    the order unet, vae, text_encoder, text_encoder_2, files sorted by name."""
-    files = []
+    """hipq's identity of a diffusers folder's weights (engine/model_files.h,
+    weights_sha256): sha256 over the concatenated hex sha256 of each weight
+    file, components in the order unet, vae, text_encoder, text_encoder_2."""
+    h = hashlib.sha256()
     for comp in ("unet", "vae", "text_encoder", "text_encoder_2"):
         d = os.path.join(folder, comp)
-        if not os.path.isdir(d):
-            continue
-        files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".safetensors"))
-    h = hashlib.sha256()
-    for f in files:
-        h.update(sha256_file(f).encode())
+        if os.path.isdir(d):
+            for f in _component_weight_files(d):
+                h.update(sha256_file(f).encode())
     return h.hexdigest()
 
 
