@@ -214,12 +214,12 @@ Result<ClipTokenizer> ClipTokenizer::load(const fs::path& vocab, const fs::path&
     }
     const auto lines = split_lines(text);
     if (lines.size() < kClipMerges + 1)
-      return Status::Corruption("'" + vocab.string() + "': " + std::to_string(lines.size()) +
+      return Status::Corruption(std::string("'") + vocab.string() + "': " + std::to_string(lines.size()) +
                                 " lines, a CLIP BPE file has at least " + std::to_string(kClipMerges + 1));
     for (size_t i = 1; i <= kClipMerges; ++i) {
       const auto sp = lines[i].find(' ');
       if (sp == std::string::npos || sp == 0 || sp + 1 >= lines[i].size())
-        return Status::Corruption("'" + vocab.string() + "' line " + std::to_string(i + 1) + ": not a merge 'a b'");
+        return Status::Corruption(std::string("'") + vocab.string() + "' line " + std::to_string(i + 1) + ": not a merge 'a b'");
       impl->merges.emplace_back(lines[i].substr(0, sp), lines[i].substr(sp + 1));
     }
     // CLIP's vocabulary: bytes, bytes + "</w>", one entry per merge, BOS, EOS.
@@ -237,13 +237,13 @@ Result<ClipTokenizer> ClipTokenizer::load(const fs::path& vocab, const fs::path&
     try {
       j = nlohmann::json::parse(vtext);
     } catch (const nlohmann::json::exception& e) {
-      return Status::Corruption("'" + vocab.string() + "' is not valid JSON: " + e.what());
+      return Status::Corruption(std::string("'") + vocab.string() + "' is not valid JSON: " + e.what());
     }
-    if (!j.is_object()) return Status::Corruption("'" + vocab.string() + "': expected an object {token: id}");
+    if (!j.is_object()) return Status::Corruption(std::string("'") + vocab.string() + "': expected an object {token: id}");
     int max_id = -1;
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (!it.value().is_number_integer() || it.value().get<int>() < 0)
-        return Status::Corruption("'" + vocab.string() + "': id of '" + it.key() + "' is not a non-negative integer");
+        return Status::Corruption(std::string("'") + vocab.string() + "': id of '" + it.key() + "' is not a non-negative integer");
       impl->vocab.emplace(it.key(), it.value().get<int>());
       max_id = std::max(max_id, it.value().get<int>());
     }
@@ -256,7 +256,7 @@ Result<ClipTokenizer> ClipTokenizer::load(const fs::path& vocab, const fs::path&
       if (line.empty() || (i == 0 && line.rfind("#version", 0) == 0)) continue;
       const auto sp = line.find(' ');
       if (sp == std::string::npos || sp == 0 || sp + 1 >= line.size())
-        return Status::Corruption("'" + merges.string() + "' line " + std::to_string(i + 1) + ": not a merge 'a b'");
+        return Status::Corruption(std::string("'") + merges.string() + "' line " + std::to_string(i + 1) + ": not a merge 'a b'");
       impl->merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
     }
   }
@@ -266,10 +266,10 @@ Result<ClipTokenizer> ClipTokenizer::load(const fs::path& vocab, const fs::path&
   tok.bos_ = tok.token_id("<|startoftext|>");
   tok.eos_ = tok.token_id("<|endoftext|>");
   if (tok.bos_ < 0 || tok.eos_ < 0)
-    return Status::Corruption("'" + vocab.string() + "': vocabulary lacks <|startoftext|> or <|endoftext|>");
+    return Status::Corruption(std::string("'") + vocab.string() + "': vocabulary lacks <|startoftext|> or <|endoftext|>");
   for (const auto& b : tok.impl_->byte_table) {
     if (tok.token_id(b) < 0 || tok.token_id(b + "</w>") < 0)
-      return Status::Corruption("'" + vocab.string() + "': vocabulary lacks a byte-level symbol");
+      return Status::Corruption(std::string("'") + vocab.string() + "': vocabulary lacks a byte-level symbol");
   }
   return tok;
 }

@@ -63,7 +63,7 @@ Result<std::shared_ptr<WeightSource>> open_safetensors_source(const std::vector<
     opened.push_back(std::move(f));
   }
   if (label.empty()) {
-    label = "'" + files[0].string() + "'";
+    label = std::string("'") + files[0].string() + "'";
     if (files.size() > 1) label += " (+" + std::to_string(files.size() - 1) + " shards)";
   }
   return std::shared_ptr<WeightSource>(std::make_shared<SafetensorsSource>(std::move(label), std::move(opened),
@@ -77,28 +77,28 @@ Result<std::shared_ptr<WeightSource>> open_safetensors_index(const std::filesyst
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Corruption("'" + index_json.string() + "' is not valid JSON: " + e.what());
+    return Status::Corruption(std::string("'") + index_json.string() + "' is not valid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-    return Status::Corruption("'" + index_json.string() + "': no \"weight_map\" object");
+    return Status::Corruption(std::string("'") + index_json.string() + "': no \"weight_map\" object");
   std::vector<std::filesystem::path> shards;
   std::map<std::string, std::string> expected;  // tensor -> shard file name
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
     if (!it.value().is_string())
-      return Status::Corruption("'" + index_json.string() + "': weight_map['" + it.key() + "'] is not a string");
+      return Status::Corruption(std::string("'") + index_json.string() + "': weight_map['" + it.key() + "'] is not a string");
     const std::string shard = it.value().get<std::string>();
     if (shard.find('/') != std::string::npos || shard.find("..") != std::string::npos)
-      return Status::Corruption("'" + index_json.string() + "': shard name '" + shard + "' is not a plain file name");
+      return Status::Corruption(std::string("'") + index_json.string() + "': shard name '" + shard + "' is not a plain file name");
     auto p = index_json.parent_path() / shard;
     if (std::find(shards.begin(), shards.end(), p) == shards.end()) shards.push_back(p);
     expected[it.key()] = shard;
   }
-  if (shards.empty()) return Status::Corruption("'" + index_json.string() + "': empty weight_map");
-  if (label.empty()) label = "'" + index_json.string() + "'";
+  if (shards.empty()) return Status::Corruption(std::string("'") + index_json.string() + "': empty weight_map");
+  if (label.empty()) label = std::string("'") + index_json.string() + "'";
   HIPQ_ASSIGN_OR_RETURN(auto src, open_safetensors_source(shards, label));
   for (const auto& [name, shard] : expected) {
     if (!src->contains(name))
-      return Status::Corruption("'" + index_json.string() + "' lists tensor '" + name + "' in '" + shard +
+      return Status::Corruption(std::string("'") + index_json.string() + "' lists tensor '" + name + "' in '" + shard +
                                 "', which does not hold it");
   }
   return src;
