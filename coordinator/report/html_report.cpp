@@ -188,7 +188,7 @@ Result<std::string> render_html_report(const json& data) {
     for (const auto& t : data["step_traces"]) {
       traces.push_back({jstr(t["gpu"]) + " · " + jstr(t["warmth"]) + " (" + jnum(t["runs"]) + ")",
                         t["median"].get<std::vector<double>>(), t["low"].get<std::vector<double>>(),
-                        t["high"].get<std::vector<double>>(), colour[jstr(t["gpu"])]});
+                        t["high"].get<std::vector<double>>(), colour[jstr(t["gpu"])], jstr(t["warmth"]) == "cold"});
     }
     h += trace_svg(traces, "step time by step index", "ms") + "</section>";
 

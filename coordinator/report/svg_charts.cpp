@@ -259,11 +259,13 @@ std::string trace_svg(const std::vector<TraceSeries>& series, const std::string&
     }
     svg += "<g class=\"series\" data-label=\"" + html_escape(s.label) + "\">";
     if (!band.empty()) svg += "<path d=\"" + band + " Z\" fill=\"" + std::string(c) + "\" fill-opacity=\"0.15\"/>";
-    svg += "<path d=\"" + line + "\" fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"2\"/>";
+    svg += "<path d=\"" + line + "\" fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"2\"" +
+           (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>";
     svg += "</g>";
     const double ly = top + 14 + 18 * static_cast<double>(i);
-    svg += "<rect x=\"" + px(width - right + 10) + "\" y=\"" + px(ly - 9) + "\" width=\"12\" height=\"12\" fill=\"" +
-           std::string(c) + "\"/><text x=\"" + px(width - right + 27) + "\" y=\"" + px(ly + 1) +
+    svg += "<line x1=\"" + px(width - right + 8) + "\" y1=\"" + px(ly - 3) + "\" x2=\"" + px(width - right + 24) +
+           "\" y2=\"" + px(ly - 3) + "\" stroke=\"" + std::string(c) + "\" stroke-width=\"3\"" +
+           (s.dashed ? " stroke-dasharray=\"4 2\"" : "") + "/><text x=\"" + px(width - right + 29) + "\" y=\"" + px(ly + 1) +
            "\" class=\"label\">" + html_escape(s.label) + "</text>";
   }
   return svg + "</svg>";

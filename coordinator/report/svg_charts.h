@@ -31,6 +31,7 @@ struct TraceSeries {
   std::string label;
   std::vector<double> median, low, high;  // per step
   size_t colour = 0;
+  bool dashed = false;  // cold runs: same colour as the GPU's warm line, dashed
 };
 std::string trace_svg(const std::vector<TraceSeries>& series, const std::string& title, const std::string& unit);
 

@@ -1,6 +1,7 @@
 #include "coordinator/statistics/bootstrap.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,45 @@ Result<Interval> bootstrap_median_ci(std::span<const double> values, const Boots
   stats.reserve(static_cast<size_t>(options.resamples));
   for (int r = 0; r < options.resamples; ++r) stats.push_back(resampled_median(values, rng, scratch));
   return percentile_interval(estimate, stats, options.level);
+}
+
+namespace {
+// The z with P(|N(0,1)| <= z) = level, by bisection on erf (monotone).
+double two_sided_z(double level) {
+  double lo = 0.0, hi = 40.0;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (std::erf(mid / std::sqrt(2.0)) < level) lo = mid; else hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+Result<Interval> order_statistic_median_ci(std::span<const double> values, double level) {
+  HIPQ_RETURN_IF_ERROR(check_sample(values, "median interval"));
+  if (!(level > 0.0 && level < 1.0)) {
+    return Status::InvalidArgument("median interval: confidence level " + std::to_string(level) + " is outside (0, 1)");
+  }
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  const double n = static_cast<double>(sorted.size());
+  const double half_width = two_sided_z(level) * std::sqrt(n) / 2.0;
+  const double j = std::clamp(std::floor(n / 2.0 - half_width), 1.0, n);
+  const double k = std::clamp(std::ceil(1.0 + n / 2.0 + half_width), 1.0, n);
+  Interval iv;
+  iv.estimate = quantile_sorted(sorted, 0.5);
+  iv.low = sorted[static_cast<size_t>(j) - 1];
+  iv.high = sorted[static_cast<size_t>(k) - 1];
+  return iv;
+}
+
+Result<Interval> median_ci(std::span<const double> values, const BootstrapOptions& options, const char** method) {
+  if (values.size() > kBootstrapMaxN) {
+    if (method) *method = "order statistic";
+    return order_statistic_median_ci(values, options.level);
+  }
+  if (method) *method = "bootstrap";
+  return bootstrap_median_ci(values, options);
 }
 
 Result<Interval> bootstrap_ratio_of_medians_ci(std::span<const double> a, std::span<const double> b,

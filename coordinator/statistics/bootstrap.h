@@ -42,6 +42,21 @@ struct Interval {
 // Median of `values` with its bootstrap interval.
 Result<Interval> bootstrap_median_ci(std::span<const double> values, const BootstrapOptions& options = {});
 
+// Samples above this size get the order-statistic interval instead of the
+// bootstrap (median_ci): the bootstrap costs resamples × n draws, and at this
+// size the two agree closely.
+inline constexpr size_t kBootstrapMaxN = 20000;
+
+// Distribution-free interval of the median from order statistics: with
+// z the two-sided normal quantile of `level`, the sorted values at 1-based
+// ranks floor(n/2 - z sqrt(n)/2) and ceil(1 + n/2 + z sqrt(n)/2), clamped
+// to [1, n] (the normal approximation of the binomial, Conover 1999).
+Result<Interval> order_statistic_median_ci(std::span<const double> values, double level = 0.95);
+
+// The median interval hipq reports: bootstrap_median_ci for n <= kBootstrapMaxN,
+// else order_statistic_median_ci. `method` is set to "bootstrap" or "order statistic".
+Result<Interval> median_ci(std::span<const double> values, const BootstrapOptions& options, const char** method);
+
 // median(b) / median(a) with its bootstrap interval: > 1 means b is larger
 // (for timings: slower) than the baseline a.
 Result<Interval> bootstrap_ratio_of_medians_ci(std::span<const double> a, std::span<const double> b,

@@ -296,7 +296,8 @@ Result<json> summary_json(std::span<const double> values, const StatsOptions& op
   BootstrapOptions bo;
   bo.resamples = options.resamples;
   bo.seed = options.seed;
-  HIPQ_ASSIGN_OR_RETURN(Interval ci, bootstrap_median_ci(values, bo));
+  const char* ci_method = "bootstrap";
+  HIPQ_ASSIGN_OR_RETURN(Interval ci, median_ci(values, bo, &ci_method));
   HIPQ_ASSIGN_OR_RETURN(OutlierReport out, classify_outliers(values));
   return json{{"n", s.n},
               {"mean", s.mean},
@@ -308,6 +309,7 @@ Result<json> summary_json(std::span<const double> values, const StatsOptions& op
               {"p99", s.p99},
               {"max", s.max},
               {"median_ci", json::array({ci.low, ci.high})},
+              {"median_ci_method", ci_method},
               {"outliers",
                {{"low_severe", out.low_severe},
                 {"low_mild", out.low_mild},

@@ -40,11 +40,12 @@ TEST(SvgChartsTest, HistogramBarsCountEveryValue) {
 }
 
 TEST(SvgChartsTest, TraceDrawsABandAndALinePerSeries) {
-  std::vector<TraceSeries> t{{"A", {1, 2, 3}, {0.5, 1.5, 2.5}, {1.5, 2.5, 3.5}, 0},
-                             {"B", {2, 2, 2}, {2, 2, 2}, {2, 2, 2}, 1}};
+  std::vector<TraceSeries> t{{"A", {1, 2, 3}, {0.5, 1.5, 2.5}, {1.5, 2.5, 3.5}, 0, false},
+                             {"B", {2, 2, 2}, {2, 2, 2}, {2, 2, 2}, 1, true}};
   const std::string svg = trace_svg(t, "steps", "ms");
   EXPECT_EQ(count(svg, "<g class=\"series\""), 2u);
   EXPECT_EQ(count(svg, "<path"), 4u);
+  EXPECT_EQ(count(svg, "stroke-dasharray"), 2u);  // B is cold: its line and its legend
   EXPECT_NE(trace_svg({}, "none", "ms").find("no step timings"), std::string::npos);
 }
 

@@ -89,3 +89,37 @@ TEST(BootstrapTest, RejectsBadOptionsAndZeroBaseline) {
 
 }  // namespace
 }  // namespace hipq::coordinator::statistics
+
+namespace hipq::coordinator::statistics {
+namespace {
+
+TEST(OrderStatisticCiTest, MatchesTheRankFormulaAndAgreesWithTheBootstrapOnLargeSamples) {
+  // 0..99: n = 100, z = 1.959964, half width 9.80 → ranks floor(40.2) = 40 and
+  // ceil(60.8) = 61 (1-based) → values 39 and 60.
+  std::vector<double> xs(100);
+  for (int i = 0; i < 100; ++i) xs[i] = 99 - i;
+  auto iv = order_statistic_median_ci(xs);
+  ASSERT_TRUE(iv.ok());
+  EXPECT_DOUBLE_EQ(iv->low, 39.0);
+  EXPECT_DOUBLE_EQ(iv->high, 60.0);
+  EXPECT_DOUBLE_EQ(iv->estimate, 49.5);
+  SplitMix64 rng(99);
+  std::vector<double> big(5000);
+  for (double& x : big) x = 100.0 + static_cast<double>(rng.next() >> 11) / 9007199254740992.0;
+  auto os = order_statistic_median_ci(big);
+  auto bs = bootstrap_median_ci(big, {.resamples = 500, .level = 0.95, .seed = 1});
+  ASSERT_TRUE(os.ok() && bs.ok());
+  EXPECT_NEAR(os->low, bs->low, 0.01);
+  EXPECT_NEAR(os->high, bs->high, 0.01);
+  const char* method = nullptr;
+  std::vector<double> huge(kBootstrapMaxN + 1, 1.0);
+  auto m = median_ci(huge, {}, &method);
+  ASSERT_TRUE(m.ok());
+  EXPECT_STREQ(method, "order statistic");
+  auto small = median_ci(xs, {.resamples = 10, .level = 0.95, .seed = 1}, &method);
+  ASSERT_TRUE(small.ok());
+  EXPECT_STREQ(method, "bootstrap");
+}
+
+}  // namespace
+}  // namespace hipq::coordinator::statistics
