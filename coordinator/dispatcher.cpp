@@ -1,0 +1,76 @@
+#include "coordinator/dispatcher.h"
+
+namespace hipq::coordinator {
+
+proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings) {
+  proto::JobAssignment a;
+  const db::JobRecord& job = leased.job;
+  const db::BatchRecord& batch = leased.batch;
+  a.set_job_id(job.id);
+  a.set_attempt(leased.attempt);
+  a.set_batch_id(batch.id);
+  a.set_model(job.model);
+  a.set_settings_json(job.settings_json);
+  a.set_output_root(batch.output_root);
+  a.set_output_dir(job.output_dir);
+  for (const auto& s : batch.save) a.add_save(s);
+  if (job.golden_key) a.set_golden_key(*job.golden_key);
+  if (batch.golden_source == "store") {
+    a.set_golden_dir(settings.store_golden_dir.string());
+  } else {
+    a.set_golden_dir(batch.golden_source);
+  }
+  a.set_parity_gate_json(batch.parity_gate_json);
+  a.set_allow_unpinned_golden(batch.allow_unpinned);
+  a.set_lease_seconds(settings.lease_seconds);
+  return a;
+}
+
+db::JobResult to_db_result(const proto::JobResult& r, const std::string& worker_id) {
+  db::JobResult out;
+  out.job_id = r.job_id();
+  out.attempt = r.attempt();
+  out.worker_id = worker_id;
+  const proto::Parity& p = r.parity();
+  out.verdict = p.verdict();
+  if (p.has_metrics()) {
+    out.cosine = p.cosine();
+    out.max_abs = p.max_abs();
+    out.rel_l2 = p.rel_l2();
+    if (p.has_psnr()) out.psnr = p.psnr();
+  }
+  if (!p.golden_key().empty()) out.golden_key = p.golden_key();
+  if (!p.reason().empty()) out.parity_reason = p.reason();
+  for (const auto& o : r.outputs()) out.outputs.push_back({o.kind(), o.path(), o.sha256(), o.bytes()});
+  if (r.peak_memory_bytes() > 0) out.peak_memory_bytes = r.peak_memory_bytes();
+  out.warm = r.warm();
+  for (const auto& t : r.phases()) {
+    db::PhaseTimingRecord rec{t.phase(), t.host_ms(), std::nullopt};
+    if (t.gpu_ms() > 0) rec.gpu_ms = t.gpu_ms();
+    out.phases.push_back(rec);
+  }
+  for (const auto& t : r.steps()) {
+    db::StepTimingRecord rec{t.step(), t.host_ms(), std::nullopt};
+    if (t.gpu_ms() > 0) rec.gpu_ms = t.gpu_ms();
+    out.steps.push_back(rec);
+  }
+  return out;
+}
+
+db::WorkerRecord to_worker_record(const proto::WorkerHello& h, const std::string& state) {
+  db::WorkerRecord w;
+  w.id = h.worker_id();
+  w.host = h.host();
+  w.device_index = h.device_index();
+  w.device_name = h.device_name();
+  w.arch = h.arch();
+  w.memory_bytes = h.memory_bytes();
+  w.runtime_version = h.runtime_version();
+  w.driver_version = h.driver_version();
+  w.build_sha = h.build_sha();
+  w.backend = h.backend();
+  w.state = state;
+  return w;
+}
+
+}  // namespace hipq::coordinator

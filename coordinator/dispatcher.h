@@ -1,0 +1,28 @@
+// Dispatcher: what crosses between the job store and the wire — a leased
+// job becomes a JobAssignment, a worker's JobResult becomes a db::JobResult.
+//
+// Golden lookup: a batch's golden_source is "" (no parity: NO_GOLDEN), an
+// absolute directory, or "store" (the coordinator's golden directory, given
+// to the Dispatcher). Workers find the golden for a job in that directory by
+// key (engine/golden.h find_golden_file); they never open the database.
+// Thread safety: pure functions over values.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "db/records.h"
+#include "proto/hipq.pb.h"
+
+namespace hipq::coordinator {
+
+struct DispatchSettings {
+  std::filesystem::path store_golden_dir;  // where "store" goldens live
+  double lease_seconds = 3.0;
+};
+
+proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings);
+db::JobResult to_db_result(const proto::JobResult& result, const std::string& worker_id);
+db::WorkerRecord to_worker_record(const proto::WorkerHello& hello, const std::string& state);
+
+}  // namespace hipq::coordinator

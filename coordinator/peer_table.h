@@ -1,0 +1,66 @@
+// PeerTable: the workers connected to this coordinator, in memory.
+//
+// A peer is keyed by its ROUTER routing id (which only says which connection
+// a frame came on) and carries the worker id it announced in its hello and
+// the authenticated identity (ZAP user id) of that connection. Authorisation
+// decisions use `user_id`, never the routing id. The table is rebuilt from
+// hellos after a coordinator restart; everything durable lives in the DB.
+// Ownership: owns its Peer values. Thread safety: the server's poll thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/hipq.pb.h"
+
+namespace hipq::coordinator {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct Peer {
+  std::string routing_id;
+  std::string worker_id;
+  std::string user_id;               // "" when the coordinator runs without CURVE
+  proto::WorkerHello info;
+  int credit = 0;                    // jobs it asked for and has not been given
+  bool draining = false;
+  int64_t running_job_id = 0;        // 0 = idle
+  int running_attempt = 0;
+  int progress_step = 0;
+  int progress_steps = 0;
+  std::vector<std::string> loaded_models;
+  SteadyTime last_seen{};
+  SteadyTime asked_at{};              // when it last sent Ready
+  SteadyTime connected_at{};
+  int64_t jobs_done = 0;
+  int64_t jobs_failed = 0;
+};
+
+class PeerTable {
+ public:
+  // Adds or replaces the peer for `worker_id` (a reconnecting worker arrives
+  // on a new routing id; the old entry is dropped). Returns the new entry.
+  Peer& upsert(const std::string& routing_id, const std::string& worker_id);
+  Peer* find(std::string_view routing_id);
+  Peer* find_worker(std::string_view worker_id);
+  void remove(std::string_view routing_id);
+
+  // Routing ids of peers silent since before `deadline`.
+  std::vector<std::string> silent_since(SteadyTime deadline) const;
+  // Routing ids of peers with credit that are not draining, oldest ask first.
+  std::vector<std::string> wanting_work() const;
+
+  const std::map<std::string, Peer, std::less<>>& peers() const { return peers_; }
+  size_t size() const { return peers_.size(); }
+
+ private:
+  std::map<std::string, Peer, std::less<>> peers_;          // by routing id
+  std::map<std::string, std::string, std::less<>> by_worker_;  // worker id -> routing id
+};
+
+}  // namespace hipq::coordinator

@@ -1,0 +1,649 @@
+#include "coordinator/server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "base/fs.h"
+#include "coordinator/manifest.h"
+#include "db/database.h"
+#include "db/job_store.h"
+#include "proto/codec.h"
+#include "proto/transport.h"
+
+#if __has_include("coordinator/query_service.h")
+#include "coordinator/query_service.h"
+#define HIPQ_HAVE_QUERY_SERVICE 1
+#endif
+
+namespace hipq::coordinator {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string random_id() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(gen()));
+  return buf;
+}
+
+proto::Envelope error_reply(const Status& s) {
+  proto::Envelope e;
+  e.mutable_error_reply()->set_code(std::string(status_code_name(s.code())));
+  e.mutable_error_reply()->set_message(s.message());
+  return e;
+}
+
+void fill_counts(proto::BatchStatus& out, const db::BatchCounts& c) {
+  out.set_batch_id(c.batch_id);
+  out.set_state(std::string(db::batch_state_name(c.state)));
+  out.set_total(c.total);
+  for (const auto& [k, v] : c.by_state) {
+    auto* e = out.add_by_state();
+    e->set_key(k);
+    e->set_count(v);
+  }
+  for (const auto& [k, v] : c.by_verdict) {
+    auto* e = out.add_by_verdict();
+    e->set_key(k);
+    e->set_count(v);
+  }
+}
+
+}  // namespace
+
+bool is_loopback_endpoint(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  std::string host = endpoint.substr(6);
+  return host.rfind("127.", 0) == 0 || host.rfind("localhost:", 0) == 0 || host.rfind("[::1]:", 0) == 0;
+}
+
+Server::Server(zmq::context_t& context, ServerOptions options)
+    : context_(context), options_(std::move(options)), coordinator_id_(random_id()) {}
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::create(zmq::context_t& context, ServerOptions options) {
+  if (!options.curve && !options.insecure && !is_loopback_endpoint(options.bind)) {
+    return Status::FailedPrecondition(
+        "refusing to bind " + options.bind +
+        " without CURVE keys: anyone who can reach it could submit jobs. Give --server-key and "
+        "--authorized-keys (make keys with `hipq keygen`), bind 127.0.0.1, or pass --insecure on a trusted network");
+  }
+  std::unique_ptr<Server> server(new Server(context, std::move(options)));
+  HIPQ_RETURN_IF_ERROR(server->open());
+  return server;
+}
+
+Status Server::open() {
+  HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path));
+  store_ = std::make_unique<db::JobStore>(*db_);
+  dispatch_settings_.lease_seconds = options_.lease_seconds;
+  dispatch_settings_.store_golden_dir = options_.golden_dir.empty()
+                                            ? std::filesystem::absolute(options_.db_path).parent_path() / "goldens"
+                                            : std::filesystem::absolute(options_.golden_dir);
+  try {
+    if (options_.curve) {
+      HIPQ_ASSIGN_OR_RETURN(auth_, CurveAuth::bind(context_, options_.curve->authorized));
+    }
+    router_ = zmq::socket_t(context_, zmq::socket_type::router);
+    proto::apply_socket_limits(router_);
+    router_.set(zmq::sockopt::router_handover, 1);
+    if (options_.curve) {
+      router_.set(zmq::sockopt::curve_server, 1);
+      router_.set(zmq::sockopt::curve_secretkey, options_.curve->server_keys.secret_key);
+      router_.set(zmq::sockopt::zap_domain, "hipq");
+    }
+    router_.bind(options_.bind);
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable("cannot bind " + options_.bind + ": " + e.what());
+  }
+  if (!options_.endpoint_file.empty()) {
+    HIPQ_RETURN_IF_ERROR(write_file_atomic(options_.endpoint_file, endpoint_ + "\n"));
+  }
+  grant_restart_grace();
+  spdlog::info("coordinator {} listening on {} (db {}, {})", coordinator_id_, endpoint_, options_.db_path.string(),
+               options_.curve ? "CURVE" : "no encryption");
+  return Status::Ok();
+}
+
+void Server::grant_restart_grace() {
+  // Workers that held leases when the previous coordinator stopped need time
+  // to notice, reconnect and say which job they still run.
+  auto leases = store_->list_leases();
+  if (!leases.ok()) {
+    spdlog::error("cannot list leases at start: {}", leases.status().ToString());
+    return;
+  }
+  std::set<std::string> workers;
+  for (const auto& l : *leases) workers.insert(l.worker_id);
+  double grace = options_.lease_seconds + 2.0 * options_.liveness *
+                                              std::chrono::duration<double>(options_.heartbeat).count();
+  double now = db::wall_clock_seconds();
+  for (const auto& w : workers) {
+    auto n = store_->extend_worker_leases(w, now, grace);
+    if (!n.ok()) spdlog::warn("cannot extend leases of {}: {}", w, n.status().ToString());
+  }
+  if (!leases->empty()) {
+    spdlog::info("recovered {} lease(s) of {} worker(s) from the database; waiting {:.0f} s for them",
+                 leases->size(), workers.size(), grace);
+  }
+}
+
+Status Server::run() {
+  next_heartbeat_ = Clock::now() + options_.heartbeat;
+  next_lease_check_ = Clock::now();
+  while (!stop_.load()) {
+    std::vector<zmq::pollitem_t> items = {{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0}};
+    if (auth_) items.push_back({static_cast<void*>(auth_->socket()), 0, ZMQ_POLLIN, 0});
+    try {
+      zmq::poll(items, next_timeout());
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      return Status::Internal(std::string("poll failed: ") + e.what());
+    }
+    turn((items[0].revents & ZMQ_POLLIN) != 0, auth_ && (items[1].revents & ZMQ_POLLIN) != 0);
+  }
+  flush_outbox();
+  spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates",
+               counters_.messages, counters_.dropped_messages, counters_.assignments, counters_.results_recorded,
+               counters_.results_duplicate);
+  return Status::Ok();
+}
+
+std::chrono::milliseconds Server::next_timeout() const {
+  auto now = Clock::now();
+  auto until = std::min(next_heartbeat_, next_lease_check_);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+  // Short enough to notice request_stop() promptly.
+  return std::clamp(ms, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+}
+
+void Server::turn(bool readable, bool zap_readable) {
+  if (zap_readable) auth_->handle_pending();
+  if (readable) {
+    // Bounded so heartbeats and expiry still run under a flood.
+    for (int i = 0; i < 4096; ++i) {
+      auto m = proto::recv_routed(router_);
+      if (!m.ok()) {
+        spdlog::warn("receive failed: {}", m.status().ToString());
+        break;
+      }
+      if (!m->has_value()) break;
+      ++counters_.messages;
+      if (!(*m)->well_formed) {
+        drop("message not [routing id][envelope]");
+        continue;
+      }
+      on_message((*m)->routing_id, (*m)->user_id, (*m)->bytes);
+    }
+  }
+  dispatch();
+  auto now = Clock::now();
+  if (now >= next_lease_check_) {
+    expire_peers();
+    expire_leases();
+    next_lease_check_ = now + std::chrono::milliseconds(250);
+  }
+  if (now >= next_heartbeat_) {
+    send_heartbeats();
+    next_heartbeat_ = now + options_.heartbeat;
+  }
+  flush_outbox();
+}
+
+void Server::drop(const std::string& why) {
+  ++counters_.dropped_messages;
+  // Rate-limited: a flood of garbage must not flood the log.
+  if (counters_.dropped_messages <= 10 || counters_.dropped_messages % 1000 == 0) {
+    spdlog::warn("dropped message #{}: {}", counters_.dropped_messages, why);
+  }
+}
+
+void Server::send(const std::string& routing_id, proto::Envelope envelope) {
+  outbox_.emplace_back(routing_id, proto::encode(std::move(envelope)));
+}
+
+void Server::flush_outbox() {
+  for (auto& [rid, bytes] : outbox_) {
+    try {
+      router_.send(zmq::buffer(rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      spdlog::debug("send to a peer failed: {}", e.what());
+    }
+  }
+  outbox_.clear();
+}
+
+void Server::on_message(const std::string& routing_id, const std::string& user_id, const std::string& bytes) {
+  auto decoded = proto::decode(bytes);
+  if (!decoded.ok()) {
+    drop(decoded.status().ToString());
+    return;
+  }
+  const proto::Envelope& e = *decoded;
+  const bool secure = auth_ != nullptr;
+  switch (e.body_case()) {
+    case proto::Envelope::kHello:
+      if (secure && !auth_->has_role(user_id, "worker")) {
+        drop("hello from \"" + user_id + "\", which lacks the worker role");
+        return;
+      }
+      on_hello(routing_id, user_id, e.hello());
+      return;
+    case proto::Envelope::kReady:
+    case proto::Envelope::kHeartbeat:
+    case proto::Envelope::kProgress:
+    case proto::Envelope::kResult:
+    case proto::Envelope::kError:
+    case proto::Envelope::kGoodbye: {
+      Peer* peer = peers_.find(routing_id);
+      if (!peer) {
+        // We restarted (or dropped it as dead): ask it to introduce itself
+        // again; it re-sends unacknowledged reports after the welcome.
+        proto::Envelope r;
+        r.mutable_reconnect()->set_reason("unknown peer; send hello");
+        send(routing_id, std::move(r));
+        return;
+      }
+      if (secure && peer->user_id != user_id) {
+        drop("message on connection of " + peer->user_id + " carries identity " + user_id);
+        return;
+      }
+      peer->last_seen = Clock::now();
+      switch (e.body_case()) {
+        case proto::Envelope::kReady: on_ready(*peer, e.ready()); break;
+        case proto::Envelope::kHeartbeat: on_heartbeat(*peer, e.heartbeat()); break;
+        case proto::Envelope::kProgress: on_progress(*peer, e.progress()); break;
+        case proto::Envelope::kResult: on_result(*peer, e.result()); break;
+        case proto::Envelope::kError: on_error(*peer, e.error()); break;
+        case proto::Envelope::kGoodbye: on_goodbye(*peer, e.goodbye()); break;
+        default: break;
+      }
+      return;
+    }
+    case proto::Envelope::kSubmit:
+    case proto::Envelope::kStatus:
+    case proto::Envelope::kCancelRequest:
+    case proto::Envelope::kWorkers:
+    case proto::Envelope::kDrainRequest:
+    case proto::Envelope::kQuery:
+      if (secure && !auth_->has_role(user_id, "client")) {
+        drop("client call from \"" + user_id + "\", which lacks the client role");
+        return;
+      }
+      on_client(routing_id, e);
+      return;
+    default:
+      drop(std::string("unexpected message type ") + std::string(proto::body_name(e)));
+      return;
+  }
+}
+
+void Server::set_worker_state(const Peer& peer, const char* state) {
+  Status s = store_->set_worker_state(peer.worker_id, state, db::wall_clock_seconds());
+  if (!s.ok()) spdlog::warn("worker {}: cannot record state {}: {}", peer.worker_id, state, s.ToString());
+}
+
+void Server::on_hello(const std::string& routing_id, const std::string& user_id, const proto::WorkerHello& m) {
+  Peer& peer = peers_.upsert(routing_id, m.worker_id());
+  auto now = Clock::now();
+  peer.user_id = user_id;
+  peer.info = m;
+  peer.last_seen = now;
+  peer.connected_at = now;
+  peer.credit = 0;
+  peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
+  peer.running_job_id = 0;
+  peer.running_attempt = 0;
+  double wall = db::wall_clock_seconds();
+  Status s = store_->upsert_worker(to_worker_record(m, m.running_job_id() ? "busy" : "idle"), wall);
+  if (!s.ok()) spdlog::warn("worker {}: cannot record it: {}", m.worker_id(), s.ToString());
+  spdlog::info("worker {} connected ({} {} device {}{})", m.worker_id(), m.backend(), m.device_name(),
+               m.device_index(), user_id.empty() ? "" : ", identity " + user_id);
+  proto::Envelope w;
+  w.mutable_welcome()->set_coordinator_id(coordinator_id_);
+  w.mutable_welcome()->set_heartbeat_ms(static_cast<int32_t>(options_.heartbeat.count()));
+  w.mutable_welcome()->set_heartbeat_liveness(options_.liveness);
+  send(routing_id, std::move(w));
+  if (m.running_job_id() > 0) {
+    Status ext = store_->extend_lease(m.running_job_id(), m.running_attempt(), m.worker_id(), wall,
+                                      options_.lease_seconds);
+    if (ext.ok()) {
+      peer.running_job_id = m.running_job_id();
+      peer.running_attempt = m.running_attempt();
+    } else {
+      // Its lease is gone (expired, cancelled): the work would be dropped.
+      spdlog::info("worker {} runs job {} attempt {} whose lease ended ({}); telling it to stop", m.worker_id(),
+                   m.running_job_id(), m.running_attempt(), ext.message());
+      proto::Envelope c;
+      c.mutable_cancel()->set_job_id(m.running_job_id());
+      c.mutable_cancel()->set_attempt(m.running_attempt());
+      send(routing_id, std::move(c));
+    }
+  }
+}
+
+void Server::on_ready(Peer& peer, const proto::Ready& m) {
+  peer.credit = m.credit();
+  peer.asked_at = Clock::now();
+  if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
+    peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
+  }
+}
+
+void Server::on_heartbeat(Peer& peer, const proto::Heartbeat& m) {
+  if (m.running_job_id() == 0 && peer.running_job_id == 0) return;
+  auto n = store_->extend_worker_leases(peer.worker_id, db::wall_clock_seconds(), options_.lease_seconds);
+  if (!n.ok()) spdlog::warn("worker {}: cannot extend its lease: {}", peer.worker_id, n.status().ToString());
+}
+
+void Server::on_progress(Peer& peer, const proto::Progress& m) {
+  if (m.job_id() != peer.running_job_id) return;
+  peer.progress_step = m.step();
+  peer.progress_steps = m.steps();
+}
+
+void Server::on_result(Peer& peer, const proto::JobResult& m) {
+  Status s = store_->record_result(to_db_result(m, peer.worker_id), db::wall_clock_seconds());
+  bool ack = true;
+  if (s.ok()) {
+    ++counters_.results_recorded;
+    ++peer.jobs_done;
+  } else if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kFailedPrecondition ||
+             s.code() == StatusCode::kNotFound) {
+    ++counters_.results_duplicate;
+    spdlog::info("dropped result of job {} attempt {} from {}: {}", m.job_id(), m.attempt(), peer.worker_id,
+                 s.message());
+  } else {
+    // Database trouble: no ack, the worker keeps the report and re-sends it.
+    ack = false;
+    spdlog::error("cannot record result of job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
+  }
+  if (peer.running_job_id == m.job_id()) {
+    peer.running_job_id = 0;
+    peer.running_attempt = 0;
+    peer.progress_step = peer.progress_steps = 0;
+  }
+  if (ack) {
+    proto::Envelope a;
+    a.mutable_report_ack()->set_job_id(m.job_id());
+    a.mutable_report_ack()->set_attempt(m.attempt());
+    send(peer.routing_id, std::move(a));
+  }
+}
+
+void Server::on_error(Peer& peer, const proto::JobError& m) {
+  auto r = store_->record_failure(m.job_id(), m.attempt(), peer.worker_id, m.code() + ": " + m.message(),
+                                  m.retryable(), db::wall_clock_seconds());
+  bool ack = true;
+  if (r.ok()) {
+    ++counters_.failures_recorded;
+    ++peer.jobs_failed;
+    if (r->new_state == db::JobState::kQueued) maybe_queued_ = true;
+    spdlog::warn("job {} attempt {} failed on {} ({}): {}: {}", m.job_id(), m.attempt(), peer.worker_id,
+                 db::job_state_name(r->new_state), m.code(), m.message());
+  } else if (r.status().code() == StatusCode::kFailedPrecondition || r.status().code() == StatusCode::kNotFound ||
+             r.status().code() == StatusCode::kAlreadyExists) {
+    spdlog::info("dropped error report of job {} attempt {}: {}", m.job_id(), m.attempt(), r.status().message());
+  } else {
+    ack = false;
+    spdlog::error("cannot record failure of job {}: {}", m.job_id(), r.status().ToString());
+  }
+  if (peer.running_job_id == m.job_id()) {
+    peer.running_job_id = 0;
+    peer.running_attempt = 0;
+  }
+  if (ack) {
+    proto::Envelope a;
+    a.mutable_report_ack()->set_job_id(m.job_id());
+    a.mutable_report_ack()->set_attempt(m.attempt());
+    send(peer.routing_id, std::move(a));
+  }
+}
+
+void Server::on_goodbye(Peer& peer, const proto::Goodbye& m) {
+  spdlog::info("worker {} left: {}", peer.worker_id, m.reason());
+  auto released = store_->release_worker_leases(peer.worker_id, "worker left: " + m.reason(), db::wall_clock_seconds());
+  if (released.ok() && !released->empty()) maybe_queued_ = true;
+  set_worker_state(peer, "gone");
+  peers_.remove(peer.routing_id);
+}
+
+void Server::dispatch() {
+  if (!maybe_queued_) return;
+  for (const std::string& rid : peers_.wanting_work()) {
+    Peer* peer = peers_.find(rid);
+    if (!peer) continue;
+    while (peer->credit > 0) {
+      auto leased = store_->lease_next(peer->worker_id, peer->loaded_models, db::wall_clock_seconds(),
+                                       options_.lease_seconds);
+      if (!leased.ok()) {
+        spdlog::error("lease for {} failed: {}", peer->worker_id, leased.status().ToString());
+        return;
+      }
+      if (!leased->has_value()) {
+        maybe_queued_ = false;
+        return;
+      }
+      const db::LeasedJob& job = **leased;
+      proto::Envelope e;
+      *e.mutable_assignment() = make_assignment(job, dispatch_settings_);
+      send(rid, std::move(e));
+      --peer->credit;
+      peer->running_job_id = job.job.id;
+      peer->running_attempt = job.attempt;
+      peer->progress_step = 0;
+      peer->progress_steps = job.job.steps;
+      ++counters_.assignments;
+    }
+  }
+}
+
+void Server::expire_peers() {
+  auto limit = options_.heartbeat * options_.liveness;
+  for (const std::string& rid : peers_.silent_since(Clock::now() - limit)) {
+    Peer* peer = peers_.find(rid);
+    if (!peer) continue;
+    spdlog::warn("worker {} missed {} heartbeats; releasing its leases", peer->worker_id, options_.liveness);
+    auto released = store_->release_worker_leases(
+        peer->worker_id, "worker missed " + std::to_string(options_.liveness) + " heartbeats", db::wall_clock_seconds());
+    if (!released.ok()) {
+      spdlog::error("cannot release leases of {}: {}", peer->worker_id, released.status().ToString());
+    } else if (!released->empty()) {
+      counters_.leases_expired += static_cast<int64_t>(released->size());
+      maybe_queued_ = true;
+    }
+    set_worker_state(*peer, "gone");
+    peers_.remove(rid);
+  }
+}
+
+void Server::expire_leases() {
+  auto expired = store_->expire_leases(db::wall_clock_seconds());
+  if (!expired.ok()) {
+    spdlog::error("lease expiry failed: {}", expired.status().ToString());
+    return;
+  }
+  for (const auto& f : *expired) {
+    ++counters_.leases_expired;
+    spdlog::warn("lease of job {} attempt {} ({}) expired; job is now {}", f.job_id, f.attempt, f.worker_id,
+                 db::job_state_name(f.new_state));
+    if (Peer* p = peers_.find_worker(f.worker_id); p && p->running_job_id == f.job_id) p->running_job_id = 0;
+  }
+  if (!expired->empty()) maybe_queued_ = true;
+}
+
+void Server::send_heartbeats() {
+  for (const auto& [rid, peer] : peers_.peers()) {
+    proto::Envelope hb;
+    hb.mutable_heartbeat();
+    send(rid, std::move(hb));
+  }
+}
+
+// ---------------------------------------------------------------- clients
+
+void Server::on_client(const std::string& routing_id, const proto::Envelope& request) {
+  proto::Envelope reply;
+  switch (request.body_case()) {
+    case proto::Envelope::kSubmit: reply = on_submit(request.submit()); break;
+    case proto::Envelope::kStatus: reply = on_status(request.status()); break;
+    case proto::Envelope::kCancelRequest: reply = on_cancel(request.cancel_request()); break;
+    case proto::Envelope::kWorkers: reply = on_workers(request.workers()); break;
+    case proto::Envelope::kDrainRequest: reply = on_drain(request.drain_request()); break;
+    case proto::Envelope::kQuery: reply = on_query(request.query()); break;
+    default: return;
+  }
+  reply.set_request_id(request.request_id());
+  send(routing_id, std::move(reply));
+}
+
+proto::Envelope Server::on_submit(const proto::SubmitRequest& m) {
+  auto manifest = parse_manifest_text(m.manifest_text(), m.manifest_path());
+  if (!manifest.ok()) return error_reply(manifest.status());
+  db::NewBatch batch = manifest->to_new_batch();
+  if (m.has_priority_override()) batch.priority = m.priority_override();
+  auto id = store_->insert_batch(batch, db::wall_clock_seconds());
+  if (!id.ok()) return error_reply(id.status());
+  maybe_queued_ = true;
+  spdlog::info("batch {} \"{}\": {} jobs queued from {}", *id, batch.name, batch.jobs.size(), m.manifest_path());
+  proto::Envelope e;
+  e.mutable_submit_reply()->set_batch_id(*id);
+  e.mutable_submit_reply()->set_jobs(static_cast<int64_t>(batch.jobs.size()));
+  e.mutable_submit_reply()->set_name(batch.name);
+  return e;
+}
+
+proto::Envelope Server::on_status(const proto::StatusRequest& m) {
+  proto::Envelope e;
+  auto* reply = e.mutable_status_reply();
+  std::vector<db::BatchCounts> counts;
+  if (m.batch_id() > 0) {
+    auto c = store_->batch_counts(m.batch_id());
+    if (!c.ok()) return error_reply(c.status());
+    counts.push_back(std::move(*c));
+  } else {
+    auto all = store_->all_batch_counts(m.active_only() ? std::optional(db::BatchState::kActive) : std::nullopt);
+    if (!all.ok()) return error_reply(all.status());
+    counts = std::move(*all);
+  }
+  for (const auto& c : counts) {
+    auto* b = reply->add_batches();
+    fill_counts(*b, c);
+    auto rec = store_->get_batch(c.batch_id);
+    if (rec.ok()) {
+      b->set_name(rec->name);
+      b->set_priority(rec->priority);
+      b->set_created_at(rec->created_at);
+      if (rec->finished_at) b->set_finished_at(*rec->finished_at);
+    }
+  }
+  return e;
+}
+
+proto::Envelope Server::on_cancel(const proto::CancelRequest& m) {
+  double now = db::wall_clock_seconds();
+  auto outcome = m.batch_id() > 0 ? store_->cancel_batch(m.batch_id(), now) : store_->cancel_job(m.job_id(), now);
+  if (!outcome.ok()) return error_reply(outcome.status());
+  int64_t notified = 0;
+  for (const auto& lease : outcome->leases) {
+    Peer* p = peers_.find_worker(lease.worker_id);
+    if (!p) continue;
+    proto::Envelope c;
+    c.mutable_cancel()->set_job_id(lease.job_id);
+    c.mutable_cancel()->set_attempt(lease.attempt);
+    send(p->routing_id, std::move(c));
+    ++notified;
+  }
+  spdlog::info("cancelled {} {}: {} job(s), {} running job(s) told to stop", m.batch_id() > 0 ? "batch" : "job",
+               m.batch_id() > 0 ? m.batch_id() : m.job_id(), outcome->jobs_cancelled, notified);
+  proto::Envelope e;
+  e.mutable_cancel_reply()->set_cancelled(outcome->jobs_cancelled);
+  e.mutable_cancel_reply()->set_running_notified(notified);
+  return e;
+}
+
+proto::Envelope Server::on_workers(const proto::WorkersRequest&) {
+  proto::Envelope e;
+  auto* reply = e.mutable_workers_reply();
+  auto now = Clock::now();
+  for (const auto& [rid, p] : peers_.peers()) {
+    auto* w = reply->add_workers();
+    *w->mutable_info() = p.info;
+    w->mutable_info()->clear_loaded_models();
+    for (const auto& m : p.loaded_models) w->mutable_info()->add_loaded_models(m);
+    w->set_state(p.draining ? "draining" : (p.running_job_id ? "busy" : "idle"));
+    w->set_running_job_id(p.running_job_id);
+    w->set_progress_step(p.progress_step);
+    w->set_progress_steps(p.progress_steps);
+    w->set_last_seen_age_s(std::chrono::duration<double>(now - p.last_seen).count());
+    w->set_jobs_done(p.jobs_done);
+    w->set_jobs_failed(p.jobs_failed);
+    w->set_user_id(p.user_id);
+  }
+  return e;
+}
+
+proto::Envelope Server::on_drain(const proto::DrainRequest& m) {
+  int32_t n = 0;
+  std::vector<std::string> targets;
+  for (const auto& [rid, p] : peers_.peers()) {
+    if (m.worker_id().empty() || p.worker_id == m.worker_id()) targets.push_back(rid);
+  }
+  if (targets.empty() && !m.worker_id().empty()) {
+    return error_reply(Status::NotFound("no connected worker \"" + m.worker_id() + "\" (see `hipq workers`)"));
+  }
+  for (const auto& rid : targets) {
+    Peer* p = peers_.find(rid);
+    p->draining = true;
+    p->credit = 0;
+    set_worker_state(*p, "draining");
+    proto::Envelope d;
+    d.mutable_drain()->set_reason("drain requested");
+    send(rid, std::move(d));
+    ++n;
+  }
+  proto::Envelope e;
+  e.mutable_drain_reply()->set_draining(n);
+  return e;
+}
+
+proto::Envelope Server::on_query(const proto::QueryRequest& m) {
+  proto::Envelope e;
+  auto* reply = e.mutable_query_reply();
+#ifdef HIPQ_HAVE_QUERY_SERVICE
+  nlohmann::json args = nlohmann::json::object();
+  if (!m.args_json().empty()) {
+    try {
+      args = nlohmann::json::parse(m.args_json());
+    } catch (const nlohmann::json::exception& ex) {
+      reply->set_ok(false);
+      reply->set_error(std::string("query args are not JSON: ") + ex.what());
+      return e;
+    }
+  }
+  auto r = run_query(*db_, m.kind(), args);
+  if (!r.ok()) {
+    reply->set_ok(false);
+    reply->set_error(r.status().ToString());
+  } else {
+    reply->set_ok(true);
+    reply->set_result_json(r->dump());
+  }
+#else
+  reply->set_ok(false);
+  reply->set_error("this coordinator was built without the query service");
+#endif
+  return e;
+}
+
+}  // namespace hipq::coordinator

@@ -1,0 +1,169 @@
+#include "proto/codec.h"
+
+#include <limits>
+
+namespace hipq::proto {
+namespace {
+
+constexpr size_t kMaxIdBytes = 256;
+constexpr size_t kMaxPathBytes = 4096;
+
+Status field_error(std::string_view message, std::string_view field, std::string_view what) {
+  return Status::InvalidArgument(std::string(message) + "." + std::string(field) + ": " + std::string(what));
+}
+
+Status check_id(std::string_view message, std::string_view field, int64_t id) {
+  if (id <= 0) return field_error(message, field, "must be a positive id, got " + std::to_string(id));
+  return Status::Ok();
+}
+
+Status check_attempt(std::string_view message, int32_t attempt) {
+  if (attempt <= 0) return field_error(message, "attempt", "must be >= 1, got " + std::to_string(attempt));
+  return Status::Ok();
+}
+
+Status check_len(std::string_view message, std::string_view field, const std::string& s, size_t max) {
+  if (s.size() > max) {
+    return field_error(message, field, "is " + std::to_string(s.size()) + " bytes, limit " + std::to_string(max));
+  }
+  return Status::Ok();
+}
+
+Status validate_hello(const WorkerHello& h) {
+  if (h.worker_id().empty()) return field_error("hello", "worker_id", "must not be empty");
+  HIPQ_RETURN_IF_ERROR(check_len("hello", "worker_id", h.worker_id(), kMaxIdBytes));
+  HIPQ_RETURN_IF_ERROR(check_len("hello", "host", h.host(), kMaxIdBytes));
+  if (h.device_index() < 0) return field_error("hello", "device_index", "must be >= 0");
+  if (h.backend().empty()) return field_error("hello", "backend", "must not be empty");
+  if (h.running_job_id() < 0) return field_error("hello", "running_job_id", "must be >= 0");
+  if (h.running_job_id() > 0) HIPQ_RETURN_IF_ERROR(check_attempt("hello", h.running_attempt()));
+  return Status::Ok();
+}
+
+Status validate_result(const JobResult& r) {
+  HIPQ_RETURN_IF_ERROR(check_id("result", "job_id", r.job_id()));
+  HIPQ_RETURN_IF_ERROR(check_attempt("result", r.attempt()));
+  for (const auto& o : r.outputs()) {
+    HIPQ_RETURN_IF_ERROR(check_len("result", "outputs.path", o.path(), kMaxPathBytes));
+    if (o.bytes() < 0) return field_error("result", "outputs.bytes", "must be >= 0");
+  }
+  const std::string& v = r.parity().verdict();
+  if (v != "PASS" && v != "FAIL" && v != "NO_GOLDEN" && v != "NON_FINITE") {
+    return field_error("result", "parity.verdict", "unknown verdict \"" + v.substr(0, 32) + "\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string encode(Envelope envelope) {
+  envelope.set_version(kProtocolVersion);
+  return envelope.SerializeAsString();
+}
+
+Result<Envelope> decode(std::string_view bytes) {
+  Envelope envelope;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !envelope.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status::Corruption("message of " + std::to_string(bytes.size()) + " bytes is not a hipq Envelope");
+  }
+  if (envelope.version() != kProtocolVersion) {
+    return Status::Corruption("protocol version " + std::to_string(envelope.version()) + ", this build speaks " +
+                              std::to_string(kProtocolVersion));
+  }
+  if (envelope.body_case() == Envelope::BODY_NOT_SET) return Status::Corruption("envelope without a body");
+  HIPQ_RETURN_IF_ERROR(validate(envelope));
+  return envelope;
+}
+
+Status validate(const Envelope& e) {
+  switch (e.body_case()) {
+    case Envelope::kHello:
+      return validate_hello(e.hello());
+    case Envelope::kReady:
+      if (e.ready().credit() < 0 || e.ready().credit() > 1024) return field_error("ready", "credit", "out of range");
+      return Status::Ok();
+    case Envelope::kAssignment:
+      HIPQ_RETURN_IF_ERROR(check_id("assignment", "job_id", e.assignment().job_id()));
+      HIPQ_RETURN_IF_ERROR(check_attempt("assignment", e.assignment().attempt()));
+      if (e.assignment().model().empty()) return field_error("assignment", "model", "must not be empty");
+      return check_len("assignment", "output_dir", e.assignment().output_dir(), kMaxPathBytes);
+    case Envelope::kHeartbeat:
+      if (e.heartbeat().running_job_id() < 0) return field_error("heartbeat", "running_job_id", "must be >= 0");
+      if (e.heartbeat().running_job_id() > 0) return check_attempt("heartbeat", e.heartbeat().running_attempt());
+      return Status::Ok();
+    case Envelope::kProgress:
+      HIPQ_RETURN_IF_ERROR(check_id("progress", "job_id", e.progress().job_id()));
+      HIPQ_RETURN_IF_ERROR(check_attempt("progress", e.progress().attempt()));
+      if (e.progress().step() < 0 || e.progress().steps() < 0 || e.progress().step() > e.progress().steps()) {
+        return field_error("progress", "step", "must satisfy 0 <= step <= steps");
+      }
+      return Status::Ok();
+    case Envelope::kResult:
+      return validate_result(e.result());
+    case Envelope::kError:
+      HIPQ_RETURN_IF_ERROR(check_id("error", "job_id", e.error().job_id()));
+      HIPQ_RETURN_IF_ERROR(check_attempt("error", e.error().attempt()));
+      return check_len("error", "message", e.error().message(), 64 * 1024);
+    case Envelope::kCancel:
+      return check_id("cancel", "job_id", e.cancel().job_id());
+    case Envelope::kSubmit:
+      if (e.submit().manifest_path().empty()) return field_error("submit", "manifest_path", "must not be empty");
+      HIPQ_RETURN_IF_ERROR(check_len("submit", "manifest_text", e.submit().manifest_text(), 8 * 1024 * 1024));
+      return check_len("submit", "manifest_path", e.submit().manifest_path(), kMaxPathBytes);
+    case Envelope::kStatus:
+      if (e.status().batch_id() < 0) return field_error("status", "batch_id", "must be >= 0");
+      return Status::Ok();
+    case Envelope::kCancelRequest: {
+      const auto& c = e.cancel_request();
+      if ((c.batch_id() > 0) == (c.job_id() > 0) || c.batch_id() < 0 || c.job_id() < 0) {
+        return field_error("cancel_request", "batch_id/job_id", "exactly one must be a positive id");
+      }
+      return Status::Ok();
+    }
+    case Envelope::kDrainRequest:
+      return check_len("drain_request", "worker_id", e.drain_request().worker_id(), kMaxIdBytes);
+    case Envelope::kQuery:
+      if (e.query().kind().empty()) return field_error("query", "kind", "must not be empty");
+      return check_len("query", "kind", e.query().kind(), kMaxIdBytes);
+    case Envelope::BODY_NOT_SET:
+      return Status::InvalidArgument("envelope without a body");
+    default:
+      return Status::Ok();
+  }
+}
+
+std::string_view body_name(const Envelope& e) {
+  switch (e.body_case()) {
+    case Envelope::kHello: return "hello";
+    case Envelope::kWelcome: return "welcome";
+    case Envelope::kReconnect: return "reconnect";
+    case Envelope::kReady: return "ready";
+    case Envelope::kAssignment: return "assignment";
+    case Envelope::kHeartbeat: return "heartbeat";
+    case Envelope::kProgress: return "progress";
+    case Envelope::kResult: return "result";
+    case Envelope::kError: return "error";
+    case Envelope::kCancel: return "cancel";
+    case Envelope::kDrain: return "drain";
+    case Envelope::kGoodbye: return "goodbye";
+    case Envelope::kReportAck: return "report_ack";
+    case Envelope::kSubmit: return "submit";
+    case Envelope::kSubmitReply: return "submit_reply";
+    case Envelope::kStatus: return "status";
+    case Envelope::kStatusReply: return "status_reply";
+    case Envelope::kCancelRequest: return "cancel_request";
+    case Envelope::kCancelReply: return "cancel_reply";
+    case Envelope::kWorkers: return "workers";
+    case Envelope::kWorkersReply: return "workers_reply";
+    case Envelope::kDrainRequest: return "drain_request";
+    case Envelope::kDrainReply: return "drain_reply";
+    case Envelope::kQuery: return "query";
+    case Envelope::kQueryReply: return "query_reply";
+    case Envelope::kErrorReply: return "error_reply";
+    case Envelope::BODY_NOT_SET: return "none";
+  }
+  return "unknown";
+}
+
+}  // namespace hipq::proto

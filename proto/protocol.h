@@ -1,0 +1,31 @@
+// Protocol constants: every number both ends must agree on, in one place
+// (zguide MDP style). docs/protocol.md explains each.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace hipq::proto {
+
+// Envelope.version; bump on an incompatible change.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Heartbeats every interval in both directions; a peer that sent nothing for
+// kHeartbeatLiveness intervals is dead (Paranoid Pirate).
+inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+inline constexpr int kHeartbeatLiveness = 3;
+// A lease lasts this long past the last heartbeat of the worker holding it.
+inline constexpr double kLeaseSeconds = 3.0;
+
+// Worker reconnect backoff after the coordinator went silent: doubles from
+// the initial value up to the maximum.
+inline constexpr std::chrono::milliseconds kReconnectInitial{1000};
+inline constexpr std::chrono::milliseconds kReconnectMax{32000};
+
+// ZMQ_MAXMSGSIZE on every socket: no legitimate message comes near it.
+inline constexpr int64_t kMaxMessageBytes = 16 * 1024 * 1024;
+
+// Default coordinator endpoint for clients and workers on the same machine.
+inline constexpr const char* kDefaultEndpoint = "tcp://127.0.0.1:5555";
+
+}  // namespace hipq::proto

@@ -1,0 +1,62 @@
+// EngineJobRunner: runs jobs on the real diffusion pipeline.
+//
+// Owns one kernels::Backend (cpu, or hip on one device) and a Pipeline per
+// model spec, loaded on the first job that needs it and kept for the next
+// ones (those report warm = true; `loaded_models()` drives dispatch
+// affinity). When a load or a generation runs out of device memory, the
+// other cached pipelines are released and the job is tried once more before
+// the failure is reported.
+//
+// Per job: checks that the output directory can be written BEFORE any GPU
+// work (a missing or read-only directory fails in milliseconds, not after the
+// run), generates, writes the outputs the batch asked for atomically
+// (latent.safetensors, image.png, timings.json under output_root/output_dir;
+// reported relative to output_root with sha256 and size), then checks parity
+// against the golden found by key in the assignment's golden directory
+// (engine/golden.h: key = golden_key(weights sha256, settings); none found =
+// NO_GOLDEN). Phases: load (when loaded), text_encode, denoise, decode, write,
+// parity; one timing per denoise step.
+// Errors: as JobRunner (worker/job_runner.h).
+// Thread safety: run() on one thread (the worker's job thread).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "worker/job_runner.h"
+
+namespace hipq::kernels {
+class Backend;
+}
+namespace hipq::engine {
+class Pipeline;
+}
+
+namespace hipq::worker {
+
+class EngineJobRunner final : public JobRunner {
+ public:
+  // NotFound for a backend not built in; Unavailable for a missing device.
+  static Result<std::unique_ptr<EngineJobRunner>> create(const std::string& backend, int device);
+  ~EngineJobRunner() override;
+
+  void describe(proto::WorkerHello& hello) const override;
+  std::vector<std::string> loaded_models() const override;
+  Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress, const std::atomic<bool>& cancel) override;
+
+ private:
+  EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device);
+  Result<engine::Pipeline*> pipeline_for(const std::string& model, bool* loaded_now);
+
+  std::unique_ptr<kernels::Backend> backend_;
+  std::string backend_name_;
+  int device_;
+  std::map<std::string, std::unique_ptr<engine::Pipeline>> pipelines_;
+};
+
+// True when this build has the engine pipeline (EngineJobRunner works).
+bool engine_available();
+
+}  // namespace hipq::worker

@@ -1,0 +1,57 @@
+// JobRunner: what a worker runs a job with.
+//
+// Implementations: EngineJobRunner (worker/engine_job_runner.h: the real
+// diffusion pipeline, outputs and parity) and SleepEngine
+// (worker/sleep_engine.h: a test double that only waits, for queue tests and
+// benchmarks). The worker's connection loop (worker/worker.h) owns one
+// runner and calls run() on its job thread, one job at a time; describe()
+// and loaded_models() are called on the connection thread only while no job
+// runs (the job thread hands each outcome over through a ZeroMQ message,
+// which orders the two).
+//
+// run() returns the finished job (a parity FAIL is a finished job) or the
+// Status that says why it failed, named so an operator can act on it:
+// ResourceExhausted (out of device memory), NotFound/Corruption (model files),
+// IOError/PermissionDenied (output not writable), InvalidArgument (settings),
+// Cancelled (the cancel flag turned true). The worker reports it and carries
+// on with the next job.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "proto/hipq.pb.h"
+
+namespace hipq::worker {
+
+using JobAssignment = proto::JobAssignment;
+using JobOutcome = proto::JobResult;
+
+// Receives progress from inside run(); called on the job thread.
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void progress(int step, int steps, std::string_view phase) = 0;
+};
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Fills the device facts of the hello (device_index, device_name, arch,
+  // memory_bytes, runtime/driver versions, backend).
+  virtual void describe(proto::WorkerHello& hello) const = 0;
+  // Model specs held in memory now (dispatch affinity).
+  virtual std::vector<std::string> loaded_models() const = 0;
+  virtual Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress,
+                                 const std::atomic<bool>& cancel) = 0;
+};
+
+// Whether retrying the job elsewhere could help, by the failure's code:
+// resource and I/O trouble may be local to this worker; bad input is not.
+bool is_retryable(const Status& status);
+
+}  // namespace hipq::worker

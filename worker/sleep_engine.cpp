@@ -1,0 +1,99 @@
+#include "worker/sleep_engine.h"
+
+#include <charconv>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace hipq::worker {
+
+bool is_retryable(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kIOError:
+    case StatusCode::kInternal:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Result<std::chrono::microseconds> SleepEngine::parse_spec(std::string_view spec) {
+  auto bad = [&] {
+    return Status::InvalidArgument("engine \"" + std::string(spec) +
+                                   "\": want sleep:DURATION with a unit, e.g. sleep:20ms, sleep:1.5s, sleep:0");
+  };
+  if (spec == "sleep") return std::chrono::microseconds(0);
+  if (spec.rfind("sleep:", 0) != 0) return bad();
+  std::string_view v = spec.substr(6);
+  double number = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), number);
+  if (ec != std::errc() || number < 0) return bad();
+  std::string_view unit(ptr, static_cast<size_t>(v.data() + v.size() - ptr));
+  double us = 0;
+  if (unit == "us") us = number;
+  else if (unit == "ms") us = number * 1e3;
+  else if (unit == "s") us = number * 1e6;
+  else if (unit.empty() && number == 0) us = 0;
+  else return bad();
+  return std::chrono::microseconds(static_cast<int64_t>(us));
+}
+
+void SleepEngine::describe(proto::WorkerHello& hello) const {
+  hello.set_device_index(device_index_);
+  hello.set_device_name("sleep test double");
+  hello.set_arch("none");
+  hello.set_backend("sleep");
+}
+
+std::vector<std::string> SleepEngine::loaded_models() const {
+  if (last_model_.empty()) return {};
+  return {last_model_};
+}
+
+Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& progress,
+                                    const std::atomic<bool>& cancel) {
+  auto start = std::chrono::steady_clock::now();
+  std::string prompt;
+  int steps = 1;
+  try {
+    auto settings = nlohmann::json::parse(job.settings_json().empty() ? "{}" : job.settings_json());
+    prompt = settings.value("prompt", "");
+    steps = std::max(1, settings.value("steps", 1));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("job settings are not JSON: ") + e.what());
+  }
+  if (prompt.find("[fail]") != std::string::npos) {
+    return Status::InvalidArgument("sleep test double: prompt asks to fail ([fail])");
+  }
+  if (prompt.find("[oom]") != std::string::npos) {
+    return Status::ResourceExhausted("sleep test double: prompt asks for out of memory ([oom])");
+  }
+  bool warm = last_model_ == job.model();
+  last_model_ = job.model();
+  if (duration_.count() > 0) {
+    const int slices = std::min(steps, 1000);
+    for (int i = 0; i < slices; ++i) {
+      if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
+      std::this_thread::sleep_until(start + duration_ * (i + 1) / slices);
+      progress.progress(i + 1, slices, "denoise");
+    }
+  }
+  if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  JobOutcome out;
+  out.set_job_id(job.job_id());
+  out.set_attempt(job.attempt());
+  out.mutable_parity()->set_verdict("NO_GOLDEN");
+  out.mutable_parity()->set_reason("sleep test double: nothing to compare");
+  auto* t = out.add_phases();
+  t->set_phase("denoise");
+  t->set_host_ms(ms);
+  out.set_warm(warm);
+  out.set_wall_ms(ms);
+  return out;
+}
+
+}  // namespace hipq::worker

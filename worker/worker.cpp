@@ -1,0 +1,360 @@
+#include "worker/worker.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "base/build_info.h"
+#include "proto/codec.h"
+
+namespace hipq::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sends job-thread events back to the connection thread through the PAIR.
+class PipeProgress final : public ProgressSink {
+ public:
+  PipeProgress(zmq::socket_t& pipe, const JobAssignment& job) : pipe_(pipe), job_(job) {}
+  void progress(int step, int steps, std::string_view phase) override {
+    proto::Envelope e;
+    auto* p = e.mutable_progress();
+    p->set_job_id(job_.job_id());
+    p->set_attempt(job_.attempt());
+    p->set_step(step);
+    p->set_steps(steps);
+    p->set_phase(std::string(phase));
+    (void)proto::send_envelope(pipe_, e);
+  }
+
+ private:
+  zmq::socket_t& pipe_;
+  const JobAssignment& job_;
+};
+
+}  // namespace
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+std::string default_worker_id(const std::string& backend, int device) {
+  return host_name() + "/" + backend + std::to_string(device) + "/" + std::to_string(getpid());
+}
+
+Worker::Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner)
+    : context_(context), options_(std::move(options)), runner_(runner), backoff_(options_.reconnect_initial) {
+  if (options_.worker_id.empty()) {
+    proto::WorkerHello h;
+    runner_.describe(h);
+    options_.worker_id = default_worker_id(h.backend(), h.device_index());
+  }
+}
+
+Worker::~Worker() {
+  if (job_thread_ && job_thread_->joinable()) {
+    cancel_.store(true);
+    try {
+      pipe_.send(zmq::const_buffer(), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+    }
+    job_thread_->join();
+  }
+}
+
+Status Worker::connect() {
+  try {
+    socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
+    proto::apply_socket_limits(*socket_);
+    if (options_.curve) HIPQ_RETURN_IF_ERROR(proto::apply_curve_client(*socket_, *options_.curve));
+    socket_->connect(options_.endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::InvalidArgument("cannot connect to \"" + options_.endpoint + "\": " + e.what());
+  }
+  welcomed_ = false;
+  asked_ = false;
+  last_heard_ = Clock::now();
+  return Status::Ok();
+}
+
+void Worker::send(const proto::Envelope& e) {
+  if (!socket_) return;
+  Status s = proto::send_envelope(*socket_, e);
+  if (!s.ok()) spdlog::debug("worker {}: send {} failed: {}", options_.worker_id, proto::body_name(e), s.message());
+}
+
+void Worker::send_hello() {
+  proto::Envelope e;
+  auto* h = e.mutable_hello();
+  runner_.describe(*h);
+  h->set_worker_id(options_.worker_id);
+  h->set_host(host_name());
+  h->set_build_sha(build_info::kGitSha);
+  h->set_hipq_version(build_info::kVersion);
+  if (idle()) {
+    for (const auto& m : runner_.loaded_models()) h->add_loaded_models(m);
+  }
+  h->set_running_job_id(running_job_id_);
+  h->set_running_attempt(running_attempt_);
+  send(e);
+}
+
+void Worker::send_ready() {
+  if (!welcomed_ || draining_ || !idle() || asked_) return;
+  proto::Envelope e;
+  e.mutable_ready()->set_credit(1);
+  for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
+  send(e);
+  asked_ = true;
+}
+
+void Worker::job_thread_main() {
+  zmq::socket_t pipe(context_, zmq::socket_type::pair);
+  pipe.set(zmq::sockopt::linger, 0);
+  pipe.connect(pipe_endpoint_);
+  for (;;) {
+    zmq::message_t msg;
+    try {
+      if (!pipe.recv(msg, zmq::recv_flags::none)) continue;
+    } catch (const zmq::error_t&) {
+      return;
+    }
+    if (msg.size() == 0) return;  // quit
+    auto env = proto::decode(msg.to_string_view());
+    if (!env.ok() || env->body_case() != proto::Envelope::kAssignment) continue;
+    const JobAssignment& job = env->assignment();
+    PipeProgress progress(pipe, job);
+    auto start = Clock::now();
+    Result<JobOutcome> outcome = [&]() -> Result<JobOutcome> {
+      try {
+        return runner_.run(job, progress, cancel_);
+      } catch (const std::exception& e) {
+        // A runner bug must not take the worker down with the GPU's work.
+        return Status::Internal(std::string("job runner threw: ") + e.what());
+      }
+    }();
+    proto::Envelope report;
+    if (outcome.ok()) {
+      *report.mutable_result() = std::move(*outcome);
+      report.mutable_result()->set_job_id(job.job_id());
+      report.mutable_result()->set_attempt(job.attempt());
+      if (report.result().wall_ms() == 0) {
+        report.mutable_result()->set_wall_ms(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+    } else {
+      auto* err = report.mutable_error();
+      err->set_job_id(job.job_id());
+      err->set_attempt(job.attempt());
+      err->set_code(std::string(status_code_name(outcome.status().code())));
+      err->set_message(outcome.status().message());
+      err->set_retryable(is_retryable(outcome.status()));
+    }
+    (void)proto::send_envelope(pipe, report);
+  }
+}
+
+void Worker::start_job(const proto::JobAssignment& a) {
+  running_job_id_ = a.job_id();
+  running_attempt_ = a.attempt();
+  cancel_.store(false);
+  proto::Envelope e;
+  *e.mutable_assignment() = a;
+  Status s = proto::send_envelope(pipe_, e);
+  if (!s.ok()) spdlog::error("worker {}: cannot hand job {} to the job thread: {}", options_.worker_id, a.job_id(),
+                             s.message());
+  spdlog::debug("worker {}: job {} attempt {} started", options_.worker_id, a.job_id(), a.attempt());
+}
+
+void Worker::on_coordinator(const proto::Envelope& e) {
+  last_heard_ = Clock::now();
+  switch (e.body_case()) {
+    case proto::Envelope::kWelcome:
+      if (!welcomed_) spdlog::info("worker {}: connected to coordinator {}", options_.worker_id,
+                                   e.welcome().coordinator_id());
+      welcomed_ = true;
+      asked_ = false;
+      backoff_ = options_.reconnect_initial;
+      for (const auto& [key, report] : unacked_) send(report);
+      send_ready();
+      return;
+    case proto::Envelope::kReconnect:
+      welcomed_ = false;
+      send_hello();
+      return;
+    case proto::Envelope::kHeartbeat:
+      return;
+    case proto::Envelope::kAssignment: {
+      const auto& a = e.assignment();
+      asked_ = false;
+      if (!idle() || draining_) {
+        // Never hold two jobs: hand it straight back for another worker.
+        proto::Envelope err;
+        err.mutable_error()->set_job_id(a.job_id());
+        err.mutable_error()->set_attempt(a.attempt());
+        err.mutable_error()->set_code("Unavailable");
+        err.mutable_error()->set_message(draining_ ? "worker is draining" : "worker is busy with another job");
+        err.mutable_error()->set_retryable(true);
+        unacked_[{a.job_id(), a.attempt()}] = err;
+        send(err);
+        return;
+      }
+      start_job(a);
+      return;
+    }
+    case proto::Envelope::kCancel:
+      if (e.cancel().job_id() == running_job_id_) {
+        spdlog::info("worker {}: job {} cancelled by the coordinator", options_.worker_id, running_job_id_);
+        cancel_.store(true);
+      }
+      return;
+    case proto::Envelope::kDrain:
+      spdlog::info("worker {}: draining ({})", options_.worker_id, e.drain().reason());
+      draining_ = true;
+      return;
+    case proto::Envelope::kReportAck:
+      unacked_.erase({e.report_ack().job_id(), e.report_ack().attempt()});
+      return;
+    default:
+      ++counters_.dropped_messages;
+      return;
+  }
+}
+
+void Worker::on_job_thread(const std::string& bytes) {
+  auto env = proto::decode(bytes);
+  if (!env.ok()) return;
+  if (env->body_case() == proto::Envelope::kProgress) {
+    send(*env);
+    return;
+  }
+  int64_t job = 0;
+  int attempt = 0;
+  if (env->body_case() == proto::Envelope::kResult) {
+    job = env->result().job_id();
+    attempt = env->result().attempt();
+    ++counters_.jobs_done;
+  } else if (env->body_case() == proto::Envelope::kError) {
+    job = env->error().job_id();
+    attempt = env->error().attempt();
+    ++counters_.jobs_failed;
+    spdlog::warn("worker {}: job {} attempt {} failed: {}: {}", options_.worker_id, job, attempt, env->error().code(),
+                 env->error().message());
+  } else {
+    return;
+  }
+  unacked_[{job, attempt}] = *env;
+  send(*env);
+  running_job_id_ = 0;
+  running_attempt_ = 0;
+  if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) draining_ = true;
+  send_ready();
+}
+
+Status Worker::run() {
+  try {
+    pipe_ = zmq::socket_t(context_, zmq::socket_type::pair);
+    pipe_.set(zmq::sockopt::linger, 0);
+    pipe_endpoint_ = "inproc://hipq-worker-job-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+    pipe_.bind(pipe_endpoint_);
+  } catch (const zmq::error_t& e) {
+    return Status::Internal(std::string("job pipe: ") + e.what());
+  }
+  job_thread_ = std::make_unique<std::thread>([this] { job_thread_main(); });
+  HIPQ_RETURN_IF_ERROR(connect());
+  send_hello();
+  next_heartbeat_ = Clock::now() + options_.heartbeat;
+  auto drain_started = Clock::time_point{};
+  const auto silence_limit = options_.heartbeat * options_.liveness;
+
+  for (;;) {
+    if (stop_requested_.load()) {
+      cancel_.store(true);
+      break;
+    }
+    if (drain_requested_.load()) draining_ = true;
+    if (draining_ && idle()) {
+      // Give the coordinator a moment to acknowledge the last report.
+      if (drain_started == Clock::time_point{}) drain_started = Clock::now();
+      if (unacked_.empty() || Clock::now() - drain_started > 2 * options_.heartbeat) break;
+    }
+    auto now = Clock::now();
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat_ - now);
+    timeout = std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+    zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      return Status::Internal(std::string("poll: ") + e.what());
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      for (int i = 0; i < 1024; ++i) {
+        auto frame = proto::recv_frame(*socket_);
+        if (!frame.ok()) {
+          ++counters_.dropped_messages;
+          continue;
+        }
+        if (!frame->has_value()) break;
+        auto env = proto::decode(**frame);
+        if (!env.ok()) {
+          ++counters_.dropped_messages;
+          spdlog::warn("worker {}: dropped a message: {}", options_.worker_id, env.status().ToString());
+          continue;
+        }
+        on_coordinator(*env);
+      }
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      for (;;) {
+        auto frame = proto::recv_frame(pipe_);
+        if (!frame.ok() || !frame->has_value()) break;
+        on_job_thread(**frame);
+      }
+    }
+    now = Clock::now();
+    if (now >= next_heartbeat_) {
+      proto::Envelope hb;
+      hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
+      hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
+      send(hb);
+      next_heartbeat_ = now + options_.heartbeat;
+    }
+    if (now - last_heard_ > silence_limit) {
+      ++counters_.reconnects;
+      spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms", options_.worker_id,
+                   options_.endpoint, options_.liveness, backoff_.count());
+      socket_.reset();
+      auto until = Clock::now() + backoff_;
+      while (Clock::now() < until && !stop_requested_.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+      HIPQ_RETURN_IF_ERROR(connect());
+      send_hello();
+    }
+  }
+
+  proto::Envelope bye;
+  bye.mutable_goodbye()->set_reason(stop_requested_.load() ? "stopped" : "drained");
+  send(bye);
+  // Let the goodbye leave before the socket closes (linger is 0).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("worker {}: leaving ({} done, {} failed, {} reconnects)", options_.worker_id, counters_.jobs_done,
+               counters_.jobs_failed, counters_.reconnects);
+  cancel_.store(true);
+  try {
+    pipe_.send(zmq::const_buffer(), zmq::send_flags::none);
+  } catch (const zmq::error_t&) {
+  }
+  if (job_thread_->joinable()) job_thread_->join();
+  job_thread_.reset();
+  socket_.reset();
+  return Status::Ok();
+}
+
+}  // namespace hipq::worker

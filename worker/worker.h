@@ -1,0 +1,116 @@
+// Worker: one process per GPU — the connection loop (zguide Paranoid Pirate
+// worker) around a JobRunner.
+//
+// The connection thread owns a DEALER socket to the coordinator. It says
+// hello (device facts, models held, the job it still runs after a
+// reconnect), asks for work with Ready only when idle (pull-based: it never
+// holds more than one job), sends a heartbeat every interval whatever the GPU
+// is doing, and forwards progress, results and errors. The job runs on a
+// second thread that owns the JobRunner; the two talk through an inproc PAIR
+// socket, so the GPU never blocks heartbeats.
+//
+// When the coordinator is silent for `liveness` heartbeats the worker closes
+// the socket and reconnects after a backoff that doubles from 1 s to 32 s
+// (reset by a Welcome); a running job keeps running meanwhile. Results and
+// errors are kept until the coordinator acknowledges them (ReportAck) and
+// re-sent after every Welcome, so a coordinator restart loses no finished
+// work (the database records each (job, attempt) once; repeats are dropped).
+// A failed job is reported with its reason and the worker carries on.
+// Drain (from the coordinator, or request_drain(), e.g. on SIGTERM): finish
+// the current job, report it, say Goodbye and return from run().
+// Ownership: borrows the context and the runner (both outlive run()).
+// Thread safety: run() on one thread; request_drain()/request_stop() from any.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <zmq.hpp>
+
+#include "base/status.h"
+#include "proto/hipq.pb.h"
+#include "proto/protocol.h"
+#include "proto/transport.h"
+#include "worker/job_runner.h"
+
+namespace hipq::worker {
+
+struct WorkerOptions {
+  std::string endpoint = proto::kDefaultEndpoint;
+  std::optional<proto::CurveClientKeys> curve;
+  std::string worker_id;           // default: "<host>/<backend><device>/<pid>"
+  std::chrono::milliseconds heartbeat = proto::kHeartbeatInterval;
+  int liveness = proto::kHeartbeatLiveness;
+  std::chrono::milliseconds reconnect_initial = proto::kReconnectInitial;
+  std::chrono::milliseconds reconnect_max = proto::kReconnectMax;
+  // Leave after this many jobs (0 = never); for tests and batch schedulers.
+  int64_t max_jobs = 0;
+};
+
+struct WorkerCounters {
+  int64_t jobs_done = 0;
+  int64_t jobs_failed = 0;
+  int64_t reconnects = 0;
+  int64_t dropped_messages = 0;
+};
+
+class Worker {
+ public:
+  Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner);
+  ~Worker();
+
+  // Runs until drained, stopped or max_jobs reached. Errors only for a
+  // socket that cannot be created (bad endpoint or keys).
+  Status run();
+  // Finish the current job, then leave.
+  void request_drain() { drain_requested_.store(true); }
+  // Leave now: cancel the running job (it is requeued by the coordinator).
+  void request_stop() { stop_requested_.store(true); }
+
+  const std::string& worker_id() const { return options_.worker_id; }
+  const WorkerCounters& counters() const { return counters_; }
+
+ private:
+  Status connect();
+  void send_hello();
+  void send_ready();
+  void send(const proto::Envelope& e);
+  void on_coordinator(const proto::Envelope& e);
+  void on_job_thread(const std::string& bytes);
+  void start_job(const proto::JobAssignment& a);
+  void job_thread_main();
+  bool idle() const { return running_job_id_ == 0; }
+
+  zmq::context_t& context_;
+  WorkerOptions options_;
+  JobRunner& runner_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  zmq::socket_t pipe_;             // connection thread's end of the inproc PAIR
+  std::string pipe_endpoint_;
+  std::unique_ptr<std::thread> job_thread_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> drain_requested_{false};
+  std::atomic<bool> stop_requested_{false};
+  bool draining_ = false;
+  bool welcomed_ = false;
+  int64_t running_job_id_ = 0;
+  int running_attempt_ = 0;
+  bool asked_ = false;             // a Ready is outstanding
+  std::map<std::pair<int64_t, int>, proto::Envelope> unacked_;
+  std::chrono::steady_clock::time_point last_heard_{};
+  std::chrono::steady_clock::time_point next_heartbeat_{};
+  std::chrono::milliseconds backoff_;
+  WorkerCounters counters_;
+};
+
+// "<host>/<backend><device>/<pid>".
+std::string default_worker_id(const std::string& backend, int device);
+std::string host_name();
+
+}  // namespace hipq::worker
