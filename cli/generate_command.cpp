@@ -217,7 +217,7 @@ int run_generate(const GenerateArgs& a) {
   nlohmann::json timings = engine::timings_json(out, a.settings, info);
   if (parity) {
     timings["parity"] = parity->to_json();
-    timings["parity"]["golden"] = golden ? golden->key : nullptr;
+    timings["parity"]["golden"] = golden ? nlohmann::json(golden->key) : nlohmann::json(nullptr);
     timings["parity"]["gate"] = gate.value_or(engine::ParityGate{}).to_json();
   }
   if (Status st = write_file_atomic(timings_path, timings.dump(2) + "\n"); !st.ok())

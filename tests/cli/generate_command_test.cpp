@@ -19,15 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CmdResult {
   int status = -1;
   std::string out;
   double seconds = 0;
 };
 
-Run hipq(const std::string& args) {
+CmdResult hipq(const std::string& args) {
   const std::string cmd = std::string(HIPQ_EXE) + " " + args + " 2>&1";
-  Run r;
+  CmdResult r;
   auto t0 = std::chrono::steady_clock::now();
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -58,7 +58,7 @@ const std::string kTiny =
 
 TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
   auto dir = temp_dir("ok") / "new" / "nested";
-  Run r = hipq(kTiny + " --seed 3 --out " + dir.string());
+  CmdResult r = hipq(kTiny + " --seed 3 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   auto latent = engine::SafetensorsFile::open(dir / "latent.safetensors");
   ASSERT_TRUE(latent.ok()) << latent.status().ToString();
@@ -87,7 +87,7 @@ TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
 
 TEST(GenerateCommandTest, ParityAgainstTheCommittedGoldens) {
   auto dir = temp_dir("parity");
-  Run pass = hipq(kTiny + " --seed 1 --golden " + goldens("tiny") + " --out " + (dir / "pass").string());
+  CmdResult pass = hipq(kTiny + " --seed 1 --golden " + goldens("tiny") + " --out " + (dir / "pass").string());
   ASSERT_EQ(pass.status, 0) << pass.out;
   EXPECT_NE(pass.out.find("parity: PASS"), std::string::npos) << pass.out;
   auto j = nlohmann::json::parse(*read_file(dir / "pass" / "timings.json"));
@@ -95,7 +95,7 @@ TEST(GenerateCommandTest, ParityAgainstTheCommittedGoldens) {
   EXPECT_GE(j["parity"]["metrics"]["cosine"].get<double>(), 0.9999);
   EXPECT_EQ(j["phases"].back()["phase"], "parity");
 
-  Run none = hipq(kTiny + " --seed 42 --golden " + goldens("tiny") + " --out " + (dir / "none").string());
+  CmdResult none = hipq(kTiny + " --seed 42 --golden " + goldens("tiny") + " --out " + (dir / "none").string());
   ASSERT_EQ(none.status, 0) << none.out;
   EXPECT_NE(none.out.find("parity: NO_GOLDEN"), std::string::npos) << none.out;
 }
@@ -112,7 +112,7 @@ TEST(GenerateCommandTest, AnotherSeedsGoldenFails) {
       seed1 = e.path().string();
   }
   ASSERT_FALSE(seed1.empty());
-  Run r = hipq(kTiny + " --seed 2 --golden " + seed1 + " --out " + dir.string());
+  CmdResult r = hipq(kTiny + " --seed 2 --golden " + seed1 + " --out " + dir.string());
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("parity: FAIL"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("was made for other inputs"), std::string::npos) << r.out;
@@ -122,7 +122,7 @@ TEST(GenerateCommandTest, UnwritableOutputFailsFastNamingThePath) {
   auto dir = temp_dir("unwritable");
   ASSERT_TRUE(write_file_atomic(dir / "a-file", "x").ok());
   const std::string out = (dir / "a-file" / "sub").string();
-  Run r = hipq(kTiny + " --seed 1 --out " + out);
+  CmdResult r = hipq(kTiny + " --seed 1 --out " + out);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find(out), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--out"), std::string::npos) << r.out;
@@ -132,7 +132,7 @@ TEST(GenerateCommandTest, UnwritableOutputFailsFastNamingThePath) {
 TEST(GenerateCommandTest, MissingModelFailsNamingThePath) {
   auto dir = temp_dir("nomodel");
   const std::string model = (dir / "no-such-model").string();
-  Run r = hipq("generate --model " + model + " --prompt x --backend cpu --out " + (dir / "o").string());
+  CmdResult r = hipq("generate --model " + model + " --prompt x --backend cpu --out " + (dir / "o").string());
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find(model), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no such file"), std::string::npos) << r.out;
@@ -150,7 +150,7 @@ TEST(GenerateCommandTest, ImpossibleSettingsAreUsageErrorsNamingTheFlag) {
       {"--precision int8", "--precision int8"},
   };
   for (const auto& c : cases) {
-    Run r = hipq("generate --model synthetic:tiny-sdxl --prompt x --backend cpu " + c.flags + " --out " +
+    CmdResult r = hipq("generate --model synthetic:tiny-sdxl --prompt x --backend cpu " + c.flags + " --out " +
                  (dir / "o").string());
     EXPECT_EQ(r.status, 2) << c.flags << "\n" << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.flags << "\n" << r.out;

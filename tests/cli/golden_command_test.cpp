@@ -18,14 +18,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CmdResult {
   int status = -1;
   std::string out;
 };
 
-Run hipq(const std::string& args) {
+CmdResult hipq(const std::string& args) {
   const std::string cmd = std::string(HIPQ_EXE) + " " + args + " 2>&1";
-  Run r;
+  CmdResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -50,7 +50,7 @@ class GoldenCommandTest : public ::testing::Test {
     fs::create_directories(dir_);
     db_ = (dir_ / "hipq.db").string();
   }
-  Run golden(const std::string& args) { return hipq("golden --db " + db_ + " " + args); }
+  CmdResult golden(const std::string& args) { return hipq("golden --db " + db_ + " " + args); }
   size_t count_files(const fs::path& d) {
     size_t n = 0;
     for (const auto& e : fs::directory_iterator(d)) n += e.path().extension() == ".safetensors";
@@ -62,29 +62,29 @@ class GoldenCommandTest : public ::testing::Test {
 
 TEST_F(GoldenCommandTest, ImportListShowVerify) {
   const size_t n = count_files(goldens("tiny"));
-  Run imp = golden("import " + goldens("tiny").string());
+  CmdResult imp = golden("import " + goldens("tiny").string());
   ASSERT_EQ(imp.status, 0) << imp.out;
   EXPECT_NE(imp.out.find(std::to_string(n) + " imported, 0 already present, 0 refused"), std::string::npos) << imp.out;
   EXPECT_EQ(count_files(dir_ / "goldens"), n) << "files are kept in <db dir>/goldens";
-  Run again = golden("import " + goldens("tiny").string());
+  CmdResult again = golden("import " + goldens("tiny").string());
   ASSERT_EQ(again.status, 0);
   EXPECT_NE(again.out.find("0 imported, " + std::to_string(n) + " already present"), std::string::npos) << again.out;
 
-  Run list = golden("list");
+  CmdResult list = golden("list");
   ASSERT_EQ(list.status, 0) << list.out;
   EXPECT_NE(list.out.find(std::to_string(n) + " golden(s)"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("diffusers 0.40.0.dev0"), std::string::npos);
   EXPECT_EQ(list.out.find("UNPINNED"), std::string::npos);
 
   auto first = fs::directory_iterator(dir_ / "goldens")->path().stem().string();
-  Run show = hipq("golden show " + first.substr(0, 10) + " --db " + db_);  // --db after the sub-subcommand
+  CmdResult show = hipq("golden show " + first.substr(0, 10) + " --db " + db_);  // --db after the sub-subcommand
   ASSERT_EQ(show.status, 0) << show.out;
   auto j = nlohmann::json::parse(show.out);
   EXPECT_EQ(j["key"], first);
   EXPECT_EQ(j["provenance"]["reference"], "diffusers");
   EXPECT_EQ(j["provenance"]["device"], "NVIDIA H200");
 
-  Run ok = golden("verify");
+  CmdResult ok = golden("verify");
   EXPECT_EQ(ok.status, 0) << ok.out;
   EXPECT_NE(ok.out.find(std::to_string(n) + " golden(s), 0 bad"), std::string::npos) << ok.out;
 
@@ -98,7 +98,7 @@ TEST_F(GoldenCommandTest, ImportListShowVerify) {
   for (; it != fs::directory_iterator(); ++it)
     if (it->path() != victim) other = it->path();
   fs::remove(other);
-  Run bad = golden("verify");
+  CmdResult bad = golden("verify");
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("MODIFIED"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("MISSING"), std::string::npos) << bad.out;
@@ -112,7 +112,7 @@ TEST_F(GoldenCommandTest, ImportRefusesTruncatedAndTamperedFilesWithClearMessage
   std::string flipped = bytes;
   flipped[flipped.size() - 9] ^= 0x01;
   ASSERT_TRUE(write_file_atomic(dir_ / "in" / "flipped.safetensors", flipped).ok());
-  Run r = golden("import " + (dir_ / "in").string());
+  CmdResult r = golden("import " + (dir_ / "in").string());
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("refused " + (dir_ / "in" / "truncated.safetensors").string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("content hash mismatch"), std::string::npos) << r.out;
@@ -127,17 +127,17 @@ TEST_F(GoldenCommandTest, UnpinnedOnlyWithTheFlagAndMarkedEverywhere) {
   stripped.provenance.reference = "diffusers";
   auto path = dir_ / "in" / "no-provenance.safetensors";
   ASSERT_TRUE(engine::write_golden(path, stripped).ok());
-  Run refused = golden("import " + path.string());
+  CmdResult refused = golden("import " + path.string());
   EXPECT_EQ(refused.status, 1) << refused.out;
   EXPECT_NE(refused.out.find("provenance is incomplete"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("--allow-unpinned"), std::string::npos);
-  Run ok = golden("import --allow-unpinned " + path.string());
+  CmdResult ok = golden("import --allow-unpinned " + path.string());
   ASSERT_EQ(ok.status, 0) << ok.out;
   EXPECT_NE(ok.out.find("[UNPINNED]"), std::string::npos) << ok.out;
   EXPECT_NE(golden("list").out.find("UNPINNED"), std::string::npos);
-  Run show = golden("show " + g->key);
+  CmdResult show = golden("show " + g->key);
   EXPECT_NE(show.out.find("UNPINNED"), std::string::npos) << show.out;
-  Run verify = golden("verify");
+  CmdResult verify = golden("verify");
   EXPECT_EQ(verify.status, 0) << verify.out;
   EXPECT_NE(verify.out.find("[UNPINNED]"), std::string::npos) << verify.out;
 }
@@ -145,7 +145,7 @@ TEST_F(GoldenCommandTest, UnpinnedOnlyWithTheFlagAndMarkedEverywhere) {
 TEST_F(GoldenCommandTest, FloorAgainstTheFp16AndCpuReferences) {
   ASSERT_EQ(golden("import " + goldens("tiny").string()).status, 0);
   for (const char* other : {"tiny-fp16", "tiny-cpu"}) {
-    Run r = golden(std::string("floor --against ") + goldens(other).string());
+    CmdResult r = golden(std::string("floor --against ") + goldens(other).string());
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("floor measured for 3 golden(s)"), std::string::npos) << r.out;
     std::printf("%s", r.out.c_str());
@@ -154,7 +154,9 @@ TEST_F(GoldenCommandTest, FloorAgainstTheFp16AndCpuReferences) {
   ASSERT_TRUE(d.ok());
   db::GoldenStore store(**d);
   size_t with_floor = 0;
-  for (const auto& r : *store.list()) {
+  auto rows = store.list();
+  ASSERT_TRUE(rows.ok());
+  for (const auto& r : *rows) {
     if (!r.provenance.contains("floor")) continue;
     ++with_floor;
     EXPECT_EQ(r.provenance["floor"]["against"]["device"], "x86_64") << "the CPU set was measured last";
@@ -167,7 +169,7 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
   // A run's outputs as the coordinator records them: a generate output folder
   // under the batch's output root, and the job/result rows pointing at it.
   const fs::path root = dir_ / "out";
-  Run gen = hipq("generate --model synthetic:tiny-sd15 --prompt 'a kite' --seed 11 --width 64 --height 64 --steps 2 "
+  CmdResult gen = hipq("generate --model synthetic:tiny-sd15 --prompt 'a kite' --seed 11 --width 64 --height 64 --steps 2 "
                  "--backend cpu --no-progress --out " + (root / "job-1").string());
   ASSERT_EQ(gen.status, 0) << gen.out;
   {
@@ -187,7 +189,7 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
         "{\"kind\":\"png\",\"path\":\"job-1/image.png\"}]', 0);";
     ASSERT_TRUE((*d)->execute(sql).ok());
   }
-  Run promote = golden("promote batch:3");
+  CmdResult promote = golden("promote batch:3");
   ASSERT_EQ(promote.status, 0) << promote.out;
   EXPECT_NE(promote.out.find("1 promoted"), std::string::npos) << promote.out;
   auto d = db::Database::open(db_);
@@ -202,7 +204,7 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
   EXPECT_TRUE(g->has_image());
   EXPECT_EQ(g->settings.seed, 11u);
   // The same run again, with that golden: PASS, bit for bit.
-  Run again = hipq("generate --model synthetic:tiny-sd15 --prompt 'a kite' --seed 11 --width 64 --height 64 "
+  CmdResult again = hipq("generate --model synthetic:tiny-sd15 --prompt 'a kite' --seed 11 --width 64 --height 64 "
                    "--steps 2 --backend cpu --no-progress --golden " + (dir_ / "goldens").string() + " --out " +
                    (dir_ / "again").string());
   ASSERT_EQ(again.status, 0) << again.out;
