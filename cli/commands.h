@@ -13,6 +13,7 @@ inline constexpr int kExitFailure = 1;  // the command ran and failed
 inline constexpr int kExitUsage = 2;    // bad flags or input
 
 void add_version_command(CLI::App& app, int& exit_code);
+void add_weights_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_golden_command(CLI::App& app, int& exit_code);
 // History and statistics (cli/runs_command.cpp, stats_command.cpp,
@@ -21,6 +22,13 @@ void add_runs_command(CLI::App& app, int& exit_code);
 void add_stats_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_coordinator_command(CLI::App& app, int& exit_code);
+void add_worker_command(CLI::App& app, int& exit_code);
+void add_client_commands(CLI::App& app, int& exit_code);  // submit, status, cancel, workers, drain
+void add_run_command(CLI::App& app, int& exit_code);
+void add_keygen_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);  // validate a manifest
+void add_tokenize_command(CLI::App& app, int& exit_code);
+void add_randn_command(CLI::App& app, int& exit_code);
 
 }  // namespace hipq::cli

@@ -26,13 +26,21 @@ int main(int argc, char** argv) {
   int exit_code = hipq::cli::kExitOk;
 
   hipq::cli::add_version_command(app, exit_code);
+  hipq::cli::add_coordinator_command(app, exit_code);
+  hipq::cli::add_worker_command(app, exit_code);
+  hipq::cli::add_client_commands(app, exit_code);
+  hipq::cli::add_run_command(app, exit_code);
+  hipq::cli::add_keygen_command(app, exit_code);
+  hipq::cli::add_check_command(app, exit_code);
+  hipq::cli::add_weights_command(app, exit_code);
   hipq::cli::add_generate_command(app, exit_code);
   hipq::cli::add_golden_command(app, exit_code);
   hipq::cli::add_runs_command(app, exit_code);
   hipq::cli::add_stats_command(app, exit_code);
   hipq::cli::add_compare_command(app, exit_code);
   hipq::cli::add_report_command(app, exit_code);
-  hipq::cli::add_check_command(app, exit_code);
+  hipq::cli::add_tokenize_command(app, exit_code);
+  hipq::cli::add_randn_command(app, exit_code);
 
   app.parse_complete_callback([&] { setup_logging(log_level); });
   try {

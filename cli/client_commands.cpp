@@ -1,0 +1,300 @@
+// hipq submit / status / cancel / workers / drain: calls to a coordinator
+// (coordinator/client.h).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/batch_progress.h"
+#include "cli/commands.h"
+#include "cli/queue_options.h"
+#include "coordinator/client.h"
+#include "coordinator/manifest.h"
+
+namespace hipq::cli {
+namespace {
+
+int64_t count_of(const google::protobuf::RepeatedPtrField<proto::CountEntry>& entries, const std::string& key) {
+  for (const auto& e : entries) {
+    if (e.key() == key) return e.count();
+  }
+  return 0;
+}
+
+nlohmann::json batch_json(const proto::BatchStatus& b) {
+  nlohmann::json j = {{"batch_id", b.batch_id()}, {"name", b.name()},        {"state", b.state()},
+                      {"priority", b.priority()}, {"total", b.total()},      {"created_at", b.created_at()},
+                      {"by_state", nlohmann::json::object()}, {"by_verdict", nlohmann::json::object()}};
+  if (b.finished_at() > 0) j["finished_at"] = b.finished_at();
+  for (const auto& e : b.by_state()) j["by_state"][e.key()] = e.count();
+  for (const auto& e : b.by_verdict()) j["by_verdict"][e.key()] = e.count();
+  return j;
+}
+
+int fail(const Status& s) {
+  std::cerr << "hipq: " << s.ToString() << "\n";
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitUsage : kExitFailure;
+}
+
+Result<std::unique_ptr<coordinator::Client>> connect(zmq::context_t& ctx, const ConnectOptions& o) {
+  HIPQ_ASSIGN_OR_RETURN(auto keys, curve_client_keys(o));
+  coordinator::ClientOptions co;
+  co.endpoint = o.endpoint;
+  co.curve = keys;
+  co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  return coordinator::Client::connect(ctx, co);
+}
+
+std::string format_duration(double s) {
+  if (s < 0 || s > 1e7) return "?";
+  char buf[32];
+  int si = static_cast<int>(s);
+  if (si >= 3600) snprintf(buf, sizeof buf, "%dh%02dm", si / 3600, si / 60 % 60);
+  else if (si >= 60) snprintf(buf, sizeof buf, "%dm%02ds", si / 60, si % 60);
+  else snprintf(buf, sizeof buf, "%ds", si);
+  return buf;
+}
+
+}  // namespace
+
+// Follows a batch until it has no queued or leased job: a live bar on a
+// terminal, a plain line per change otherwise. Returns the final status.
+Result<proto::BatchStatus> wait_for_batch(coordinator::Client& client, int64_t batch_id, bool tty,
+                                          std::ostream& out) {
+  auto start = std::chrono::steady_clock::now();
+  std::string last_line;
+  for (;;) {
+    HIPQ_ASSIGN_OR_RETURN(proto::StatusReply reply, client.status(batch_id));
+    if (reply.batches_size() != 1) return Status::NotFound("batch " + std::to_string(batch_id) + " not found");
+    const proto::BatchStatus& b = reply.batches(0);
+    int64_t done = count_of(b.by_state(), "done");
+    int64_t failed = count_of(b.by_state(), "failed") + count_of(b.by_state(), "dead");
+    int64_t cancelled = count_of(b.by_state(), "cancelled");
+    int64_t running = count_of(b.by_state(), "leased");
+    int64_t queued = count_of(b.by_state(), "queued");
+    int64_t finished = done + failed + cancelled;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double eta = finished > 0 ? elapsed / static_cast<double>(finished) * static_cast<double>(queued + running) : -1;
+    std::ostringstream line;
+    if (tty) {
+      const int width = 30;
+      int filled = b.total() > 0 ? static_cast<int>(width * finished / b.total()) : width;
+      line << "\r[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(width - filled), '.')
+           << "] " << finished << "/" << b.total() << " done " << done << " failed " << failed << " running "
+           << running;
+      auto workers = client.workers();
+      if (workers.ok()) {
+        std::map<std::string, int> busy;
+        for (const auto& w : workers->workers()) {
+          if (w.running_job_id() > 0) {
+            line << " | " << w.info().worker_id() << " " << w.progress_step() << "/" << w.progress_steps();
+          }
+        }
+      }
+      line << " ETA " << (queued + running == 0 ? "0s" : format_duration(eta)) << "\033[K";
+      out << line.str() << std::flush;
+    } else {
+      line << "batch " << batch_id << ": " << finished << "/" << b.total() << " finished, done " << done
+           << ", failed " << failed << ", cancelled " << cancelled << ", running " << running << ", queued "
+           << queued;
+      if (line.str() != last_line) {
+        out << line.str() << " (ETA " << (queued + running == 0 ? "0s" : format_duration(eta)) << ")\n"
+            << std::flush;
+        last_line = line.str();
+      }
+    }
+    if (queued + running == 0) {
+      if (tty) out << "\n";
+      return b;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 1000));
+  }
+}
+
+void print_batch_table(const std::vector<proto::BatchStatus>& batches, std::ostream& out) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%-6s %-24s %-9s %4s %6s %6s %6s %6s %6s %6s %6s  %s\n", "batch", "name", "state", "prio",
+           "total", "queued", "run", "done", "failed", "dead", "cancel", "verdicts");
+  out << buf;
+  for (const auto& b : batches) {
+    std::string verdicts;
+    for (const auto& v : b.by_verdict()) verdicts += v.key() + "=" + std::to_string(v.count()) + " ";
+    snprintf(buf, sizeof buf, "%-6lld %-24.24s %-9s %4d %6lld %6lld %6lld %6lld %6lld %6lld %6lld  %s\n",
+             static_cast<long long>(b.batch_id()), b.name().c_str(), b.state().c_str(), b.priority(),
+             static_cast<long long>(b.total()), static_cast<long long>(count_of(b.by_state(), "queued")),
+             static_cast<long long>(count_of(b.by_state(), "leased")),
+             static_cast<long long>(count_of(b.by_state(), "done")),
+             static_cast<long long>(count_of(b.by_state(), "failed")),
+             static_cast<long long>(count_of(b.by_state(), "dead")),
+             static_cast<long long>(count_of(b.by_state(), "cancelled")), verdicts.c_str());
+    out << buf;
+  }
+}
+
+void add_client_commands(CLI::App& app, int& exit_code) {
+  // ---- submit
+  {
+    static ConnectOptions conn;
+    static std::string manifest;
+    static bool wait = false;
+    static std::optional<int> priority;
+    auto* cmd = app.add_subcommand("submit", "Validate a manifest and queue it on a coordinator");
+    add_connect_options(cmd, conn);
+    cmd->add_option("manifest", manifest, "manifest YAML")->required();
+    cmd->add_flag("--wait", wait, "follow the batch until it finishes");
+    cmd->add_option("--priority", priority, "override the manifest's priority");
+    cmd->callback([&exit_code] {
+      // Validate here first: every problem with file:line:column, nothing sent.
+      auto parsed = coordinator::parse_manifest(manifest);
+      if (!parsed.ok()) {
+        std::cerr << parsed.status().message() << "\n"
+                  << "hipq: " << manifest << " is not valid; nothing was queued\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      zmq::context_t ctx;
+      auto client = connect(ctx, conn);
+      if (!client.ok()) return void(exit_code = fail(client.status()));
+      auto reply = (*client)->submit(manifest, priority);
+      if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      std::cout << "batch " << reply->batch_id() << " \"" << reply->name() << "\": " << reply->jobs()
+                << " jobs queued\n";
+      if (!wait) return;
+      auto final_status = wait_for_batch(**client, reply->batch_id(), isatty(STDOUT_FILENO), std::cout);
+      if (!final_status.ok()) return void(exit_code = fail(final_status.status()));
+      print_batch_table({*final_status}, std::cout);
+      int64_t bad = count_of(final_status->by_state(), "failed") + count_of(final_status->by_state(), "dead");
+      exit_code = bad > 0 ? kExitFailure : kExitOk;
+    });
+  }
+  // ---- status
+  {
+    static ConnectOptions conn;
+    static int64_t batch = 0;
+    static std::string format = "table";
+    static bool active = false;
+    auto* cmd = app.add_subcommand("status", "Jobs per batch by state and verdict");
+    add_connect_options(cmd, conn);
+    cmd->add_option("batch", batch, "batch id (default: every batch)");
+    cmd->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
+    cmd->add_flag("--active", active, "only batches still running");
+    cmd->callback([&exit_code] {
+      zmq::context_t ctx;
+      auto client = connect(ctx, conn);
+      if (!client.ok()) return void(exit_code = fail(client.status()));
+      auto reply = (*client)->status(batch, active);
+      if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      if (format == "json") {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& b : reply->batches()) j.push_back(batch_json(b));
+        std::cout << nlohmann::json{{"batches", j}}.dump(2) << "\n";
+      } else {
+        print_batch_table({reply->batches().begin(), reply->batches().end()}, std::cout);
+      }
+    });
+  }
+  // ---- cancel
+  {
+    static ConnectOptions conn;
+    static std::string target;
+    auto* cmd = app.add_subcommand("cancel", "Cancel a batch (BATCH or batch:N) or one job (job:N)");
+    add_connect_options(cmd, conn);
+    cmd->add_option("target", target, "batch id, batch:ID or job:ID")->required();
+    cmd->callback([&exit_code] {
+      bool is_job = target.rfind("job:", 0) == 0;
+      std::string digits = is_job ? target.substr(4) : (target.rfind("batch:", 0) == 0 ? target.substr(6) : target);
+      int64_t id = 0;
+      try {
+        size_t used = 0;
+        id = std::stoll(digits, &used);
+        if (used != digits.size() || id <= 0) throw std::invalid_argument("id");
+      } catch (const std::exception&) {
+        std::cerr << "hipq cancel: \"" << target << "\" is not BATCH, batch:ID or job:ID\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      zmq::context_t ctx;
+      auto client = connect(ctx, conn);
+      if (!client.ok()) return void(exit_code = fail(client.status()));
+      auto reply = is_job ? (*client)->cancel_job(id) : (*client)->cancel_batch(id);
+      if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      std::cout << "cancelled " << reply->cancelled() << " job(s); " << reply->running_notified()
+                << " running job(s) told to stop\n";
+    });
+  }
+  // ---- workers
+  {
+    static ConnectOptions conn;
+    static std::string format = "table";
+    auto* cmd = app.add_subcommand("workers", "Workers connected to the coordinator");
+    add_connect_options(cmd, conn);
+    cmd->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
+    cmd->callback([&exit_code] {
+      zmq::context_t ctx;
+      auto client = connect(ctx, conn);
+      if (!client.ok()) return void(exit_code = fail(client.status()));
+      auto reply = (*client)->workers();
+      if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      if (format == "json") {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& w : reply->workers()) {
+          j.push_back({{"worker_id", w.info().worker_id()}, {"host", w.info().host()},
+                       {"backend", w.info().backend()}, {"device_index", w.info().device_index()},
+                       {"device_name", w.info().device_name()}, {"state", w.state()},
+                       {"running_job_id", w.running_job_id()}, {"progress_step", w.progress_step()},
+                       {"progress_steps", w.progress_steps()}, {"jobs_done", w.jobs_done()},
+                       {"jobs_failed", w.jobs_failed()}, {"last_seen_age_s", w.last_seen_age_s()},
+                       {"user_id", w.user_id()}});
+        }
+        std::cout << nlohmann::json{{"workers", j}}.dump(2) << "\n";
+        return;
+      }
+      char buf[512];
+      snprintf(buf, sizeof buf, "%-40s %-8s %-24s %-9s %8s %8s %6s %6s\n", "worker", "backend", "device", "state",
+               "job", "step", "done", "failed");
+      std::cout << buf;
+      for (const auto& w : reply->workers()) {
+        std::string step = w.running_job_id() ? std::to_string(w.progress_step()) + "/" +
+                                                    std::to_string(w.progress_steps())
+                                              : "-";
+        snprintf(buf, sizeof buf, "%-40.40s %-8s %-24.24s %-9s %8lld %8s %6lld %6lld\n",
+                 w.info().worker_id().c_str(), w.info().backend().c_str(), w.info().device_name().c_str(),
+                 w.state().c_str(), static_cast<long long>(w.running_job_id()), step.c_str(),
+                 static_cast<long long>(w.jobs_done()), static_cast<long long>(w.jobs_failed()));
+        std::cout << buf;
+      }
+    });
+  }
+  // ---- drain
+  {
+    static ConnectOptions conn;
+    static std::string worker_id;
+    static bool all = false;
+    auto* cmd = app.add_subcommand("drain", "Let a worker finish its job and leave (--all: every worker)");
+    add_connect_options(cmd, conn);
+    cmd->add_option("worker", worker_id, "worker id (see `hipq workers`)");
+    cmd->add_flag("--all", all, "drain every connected worker");
+    cmd->callback([&exit_code] {
+      if (worker_id.empty() != all) {
+        std::cerr << "hipq drain: give a worker id or --all\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      zmq::context_t ctx;
+      auto client = connect(ctx, conn);
+      if (!client.ok()) return void(exit_code = fail(client.status()));
+      auto reply = (*client)->drain(worker_id);
+      if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      std::cout << reply->draining() << " worker(s) draining\n";
+    });
+  }
+}
+
+}  // namespace hipq::cli

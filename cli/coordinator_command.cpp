@@ -1,0 +1,93 @@
+// hipq coordinator: the queue server (coordinator/server.h).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "coordinator/server.h"
+#include "proto/curve_keys.h"
+
+namespace hipq::cli {
+namespace {
+
+std::atomic<coordinator::Server*> g_server{nullptr};
+void on_signal(int) {
+  if (auto* s = g_server.load()) s->request_stop();
+}
+
+struct CoordinatorArgs {
+  std::string db = "hipq.db";
+  std::string bind = proto::kDefaultEndpoint;
+  std::string server_key;
+  std::string authorized_keys;
+  std::string endpoint_file;
+  std::string golden_dir;
+  bool insecure = false;
+};
+
+int run_coordinator(const CoordinatorArgs& a) {
+  coordinator::ServerOptions o;
+  o.db_path = a.db;
+  o.bind = a.bind;
+  o.insecure = a.insecure;
+  o.endpoint_file = a.endpoint_file;
+  o.golden_dir = a.golden_dir;
+  if (a.server_key.empty() != a.authorized_keys.empty()) {
+    spdlog::error("CURVE needs both --server-key (the coordinator's key pair) and --authorized-keys");
+    return kExitUsage;
+  }
+  if (!a.server_key.empty()) {
+    auto keys = proto::read_curve_key_file(a.server_key);
+    if (!keys.ok() || keys->secret_key.empty()) {
+      spdlog::error("--server-key: {}", keys.ok() ? a.server_key + " holds no secret key" : keys.status().ToString());
+      return kExitUsage;
+    }
+    auto allowed = proto::read_authorized_keys(a.authorized_keys);
+    if (!allowed.ok()) {
+      spdlog::error("--authorized-keys: {}", allowed.status().ToString());
+      return kExitUsage;
+    }
+    o.curve = coordinator::CurveServerConfig{*keys, *allowed};
+  }
+  zmq::context_t context;
+  auto server = coordinator::Server::create(context, o);
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return server.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
+  }
+  std::cout << "hipq coordinator listening on " << (*server)->endpoint() << std::endl;
+  g_server.store(server->get());
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  Status s = (*server)->run();
+  g_server.store(nullptr);
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_coordinator_command(CLI::App& app, int& exit_code) {
+  static CoordinatorArgs args;
+  auto* cmd = app.add_subcommand("coordinator", "Run the queue coordinator: hands jobs to workers, records results");
+  cmd->add_option("--db", args.db, "SQLite database file (created when missing)")->capture_default_str();
+  cmd->add_option("--bind", args.bind, "endpoint to listen on, tcp://HOST:PORT (PORT * = any free port)")
+      ->capture_default_str();
+  cmd->add_option("--server-key", args.server_key, "CURVE key pair of the coordinator (hipq keygen)");
+  cmd->add_option("--authorized-keys", args.authorized_keys,
+                  "allow-list: lines of '<public key> <name> [worker,client]'");
+  cmd->add_flag("--insecure", args.insecure, "allow a non-loopback bind without CURVE (trusted networks only)");
+  cmd->add_option("--endpoint-file", args.endpoint_file, "write the bound endpoint to this file once listening");
+  cmd->add_option("--golden-dir", args.golden_dir, "golden files for manifests with `golden: store` (default: "
+                                                   "<db dir>/goldens)");
+  cmd->callback([&exit_code] { exit_code = run_coordinator(args); });
+}
+
+}  // namespace hipq::cli

@@ -1,0 +1,170 @@
+// hipq worker: one worker process per GPU (worker/worker.h), or a supervisor
+// of one per visible GPU with --all-devices (worker/supervisor.h).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+
+#include "cli/commands.h"
+#include "cli/queue_options.h"
+#include "kernels/backend.h"
+#include "worker/engine_job_runner.h"
+#include "worker/sleep_engine.h"
+#include "worker/supervisor.h"
+#include "worker/worker.h"
+
+namespace hipq::cli {
+namespace {
+
+std::atomic<worker::Worker*> g_worker{nullptr};
+void on_signal(int sig) {
+  if (auto* w = g_worker.load()) {
+    // First signal drains (finish the job); a second one leaves at once.
+    static std::atomic<int> count{0};
+    if (count.fetch_add(1) == 0) w->request_drain();
+    else w->request_stop();
+  }
+}
+
+struct WorkerArgs {
+  ConnectOptions connect;
+  int device = 0;
+  std::string backend;
+  std::string engine = "engine";
+  std::string id;
+  int64_t max_jobs = 0;
+  bool all_devices = false;
+};
+
+std::string self_exe() {
+  char buf[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "hipq";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<worker::JobRunner>> make_job_runner(const std::string& engine, const std::string& backend,
+                                                           int device) {
+  if (engine.rfind("sleep", 0) == 0) {
+    HIPQ_ASSIGN_OR_RETURN(auto duration, worker::SleepEngine::parse_spec(engine));
+    spdlog::warn("worker uses the SleepEngine TEST DOUBLE ({}): no images are generated", engine);
+    return std::unique_ptr<worker::JobRunner>(new worker::SleepEngine(duration, device));
+  }
+  if (engine != "engine") {
+    return Status::InvalidArgument("--engine \"" + engine + "\": want engine (the real pipeline) or sleep:DURATION");
+  }
+  if (!worker::engine_available()) {
+    return Status::Unimplemented("this hipq was built without the engine pipeline");
+  }
+  HIPQ_ASSIGN_OR_RETURN(auto runner, worker::EngineJobRunner::create(backend, device));
+  return std::unique_ptr<worker::JobRunner>(std::move(runner));
+}
+
+std::string default_backend() { return kernels::gpu_device_count() > 0 ? "hip" : "cpu"; }
+
+namespace {
+
+int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
+  std::string backend = a.backend.empty() ? default_backend() : a.backend;
+  if (a.all_devices) {
+    worker::SupervisorOptions so;
+    so.executable = self_exe();
+    so.backend = backend;
+    int n = backend == "hip" ? kernels::gpu_device_count() : 0;
+    if (n == 0) {
+      so.backend = "cpu";
+      so.devices = {0};
+      spdlog::info("no GPU visible: one CPU worker");
+    } else {
+      for (int d = 0; d < n; ++d) so.devices.push_back(d);
+    }
+    // Re-run ourselves with the same flags, minus the ones the supervisor sets.
+    for (size_t i = 0; i < raw_args.size(); ++i) {
+      const std::string& s = raw_args[i];
+      if (s == "--all-devices") continue;
+      if (s == "--device" || s == "--backend" || s == "--id") {
+        ++i;
+        continue;
+      }
+      if (s.rfind("--device=", 0) == 0 || s.rfind("--backend=", 0) == 0 || s.rfind("--id=", 0) == 0) continue;
+      so.common_args.push_back(s);
+    }
+    Status s = worker::run_supervisor(so);
+    if (!s.ok()) {
+      spdlog::error("{}", s.ToString());
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+  auto keys = curve_client_keys(a.connect);
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return kExitUsage;
+  }
+  auto runner = make_job_runner(a.engine, backend, a.device);
+  if (!runner.ok()) {
+    spdlog::error("worker for {} device {}: {}", backend, a.device, runner.status().ToString());
+    return runner.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  worker::WorkerOptions o;
+  o.endpoint = a.connect.endpoint;
+  o.curve = *keys;
+  o.worker_id = a.id;
+  o.max_jobs = a.max_jobs;
+  zmq::context_t context;
+  worker::Worker w(context, o, **runner);
+  g_worker.store(&w);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  spdlog::info("worker {} connecting to {}", w.worker_id(), o.endpoint);
+  Status s = w.run();
+  g_worker.store(nullptr);
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_worker_command(CLI::App& app, int& exit_code) {
+  static WorkerArgs args;
+  auto* cmd = app.add_subcommand("worker", "Run jobs from a coordinator on one GPU (or all of them)");
+  add_connect_options(cmd, args.connect);
+  cmd->add_option("--device", args.device, "GPU index")->capture_default_str();
+  cmd->add_option("--backend", args.backend, "hip | cpu (default: hip when a GPU is visible)");
+  cmd->add_option("--engine", args.engine,
+                  "engine (the real pipeline), or sleep:DURATION — a TEST DOUBLE that only waits (queue tests, "
+                  "benchmarks)")
+      ->capture_default_str();
+  cmd->add_option("--id", args.id, "worker id (default <host>/<backend><device>/<pid>)");
+  cmd->add_option("--max-jobs", args.max_jobs, "leave after this many jobs (0 = never)");
+  cmd->add_flag("--all-devices", args.all_devices, "start and supervise one worker process per visible GPU");
+  cmd->callback([&exit_code, cmd] {
+    std::vector<std::string> raw;
+    // Everything after `worker`, as given: the supervisor passes it on.
+    for (const auto& opt : cmd->get_options()) {
+      if (opt->count() == 0 || opt->get_name() == "--help") continue;
+      std::string name = opt->get_name();
+      if (name.rfind("--", 0) != 0) continue;
+      if (opt->get_expected_min() == 0) {
+        raw.push_back(name);
+      } else {
+        for (const auto& r : opt->results()) {
+          raw.push_back(name);
+          raw.push_back(r);
+        }
+      }
+    }
+    raw.insert(raw.begin(), "worker");
+    exit_code = run_worker(args, raw);
+  });
+}
+
+}  // namespace hipq::cli
