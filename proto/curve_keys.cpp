@@ -134,7 +134,8 @@ Result<AuthorizedKeys> read_authorized_keys(const std::filesystem::path& path) {
   std::string problems;
   while (std::getline(in, line)) {
     ++lineno;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    // Z85 keys may contain '#': only a line starting with it is a comment.
+    if (auto first = line.find_first_not_of(" \t"); first != std::string::npos && line[first] == '#') continue;
     std::istringstream fields(line);
     std::string key, name, roles;
     if (!(fields >> key)) continue;

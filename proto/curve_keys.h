@@ -6,7 +6,7 @@
 //   {"format": "hipq-curve-key/1", "public_key": "<Z85>"}
 // Authorized keys file (the coordinator's allow-list), one client per line:
 //   <Z85 public key> <name> [roles]     roles: comma list of worker,client
-//   (default both); '#' starts a comment; blank lines ignored.
+//   (default both); a line starting with '#' is a comment; blank lines ignored.
 // The name is the ZAP user id: the identity the coordinator authorises by.
 // Keys are 40-character Z85 strings (32-byte Curve25519 keys).
 // Errors: IOError / NotFound naming the file; InvalidArgument naming

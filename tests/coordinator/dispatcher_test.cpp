@@ -1,0 +1,60 @@
+#include "coordinator/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+namespace hipq::coordinator {
+namespace {
+
+TEST(Dispatcher, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
+  db::LeasedJob l;
+  l.job.id = 7;
+  l.job.model = "synthetic:tiny-sdxl";
+  l.job.settings_json = R"({"seed":3})";
+  l.job.output_dir = "b/00-s3";
+  l.batch.id = 2;
+  l.batch.output_root = "/out";
+  l.batch.save = {"latent", "png"};
+  l.batch.golden_source = "store";
+  l.batch.parity_gate_json = R"({"cosine_min":0.99})";
+  l.attempt = 2;
+  DispatchSettings s{"/db/goldens", 3.0};
+  proto::JobAssignment a = make_assignment(l, s);
+  EXPECT_EQ(a.job_id(), 7);
+  EXPECT_EQ(a.attempt(), 2);
+  EXPECT_EQ(a.batch_id(), 2);
+  EXPECT_EQ(a.output_root(), "/out");
+  EXPECT_EQ(a.output_dir(), "b/00-s3");
+  EXPECT_EQ(a.golden_dir(), "/db/goldens");
+  EXPECT_EQ(a.save_size(), 2);
+  l.batch.golden_source = "/elsewhere";
+  EXPECT_EQ(make_assignment(l, s).golden_dir(), "/elsewhere");
+  l.batch.golden_source = "";
+  EXPECT_EQ(make_assignment(l, s).golden_dir(), "");
+}
+
+TEST(Dispatcher, ResultKeepsMetricsOnlyWhenMeasured) {
+  proto::JobResult r;
+  r.set_job_id(1);
+  r.set_attempt(1);
+  r.mutable_parity()->set_verdict("NO_GOLDEN");
+  auto* t = r.add_steps();
+  t->set_phase("step");
+  t->set_step(3);
+  t->set_host_ms(2.5);
+  db::JobResult d = to_db_result(r, "w");
+  EXPECT_EQ(d.worker_id, "w");
+  EXPECT_FALSE(d.cosine.has_value());
+  ASSERT_EQ(d.steps.size(), 1u);
+  EXPECT_EQ(d.steps[0].step, 3);
+  EXPECT_FALSE(d.steps[0].gpu_ms.has_value());
+  r.mutable_parity()->set_verdict("PASS");
+  r.mutable_parity()->set_has_metrics(true);
+  r.mutable_parity()->set_cosine(0.9995);
+  d = to_db_result(r, "w");
+  ASSERT_TRUE(d.cosine.has_value());
+  EXPECT_DOUBLE_EQ(*d.cosine, 0.9995);
+  EXPECT_FALSE(d.psnr.has_value());
+}
+
+}  // namespace
+}  // namespace hipq::coordinator

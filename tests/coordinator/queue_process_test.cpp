@@ -1,0 +1,240 @@
+// The queue end to end with real processes on loopback: a coordinator, SleepEngine
+// workers (the test double: `--engine sleep:DURATION`), and the client commands, all
+// the built `hipq` binary. Each test checks the database the processes wrote.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "db/database.h"
+#include "db/statement.h"
+#include "tests/coordinator/process_harness.h"
+
+namespace hipq::testing {
+namespace {
+
+// One integer from a query on the test's database (read while processes write).
+int64_t query_int(const fs::path& db_path, const std::string& sql) {
+  auto db = db::Database::open(db_path);
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  if (!db.ok()) return -1;
+  db::Statement s = (*db)->prepare(sql);
+  auto row = s.step();
+  EXPECT_TRUE(row.ok()) << row.status().ToString() << " in " << sql;
+  if (!row.ok() || !*row) return -1;
+  return s.column_int64(0);
+}
+
+int64_t jobs_in(const fs::path& db, const std::string& state) {
+  return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = '" + state + "'");
+}
+
+class QueueProcessTest : public ::testing::Test {
+ protected:
+  TempDir tmp;
+  fs::path db() const { return tmp.path() / "hipq.db"; }
+};
+
+TEST_F(QueueProcessTest, FiftyJobsOverThreeWorkersEachRecordedExactlyOnce) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:20ms"));
+  fs::path manifest = write_sleep_manifest(tmp.path(), "fifty", 10, 6);
+  std::string out, err;
+  int code = run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}, &out, &err);
+  ASSERT_EQ(code, 0) << out << err << coord->err();
+  EXPECT_NE(out.find("60 jobs queued"), std::string::npos) << out;
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs"), 60);
+  EXPECT_EQ(jobs_in(db(), "done"), 60);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 60);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT job_id) FROM results"), 60);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts"), 60);
+  // Pull-based dispatch spreads the work: every worker ran some of it.
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT worker_id) FROM results"), 3);
+  EXPECT_EQ(query_int(db(), "SELECT state = 'done' FROM batches WHERE id = 1"), 1);
+  std::string json;
+  ASSERT_EQ(run_hipq(tmp.path(), "status", {"status", "1", "--connect", ep, "--format", "json"}, &json), 0);
+  EXPECT_NE(json.find("\"done\": 60"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"NO_GOLDEN\": 60"), std::string::npos) << json;
+}
+
+TEST_F(QueueProcessTest, WorkerKilledMidJobHasItsJobRequeuedAndFinishedByAnother) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "kill", 3, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto slow = start_worker(tmp.path(), "slow", ep, "sleep:30s");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
+  int64_t victim = query_int(db(), "SELECT id FROM jobs WHERE state = 'leased'");
+  slow->signal(SIGKILL);
+  EXPECT_EQ(slow->wait(), 128 + SIGKILL);
+  auto fast = start_worker(tmp.path(), "fast", ep, "sleep:10ms");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 3; }, std::chrono::seconds(15))) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT attempts FROM jobs WHERE id = " + std::to_string(victim)), 2);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE job_id = " + std::to_string(victim) +
+                                " AND attempt = 1 AND state = 'expired' AND worker_id = 'slow'"),
+            1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(victim) +
+                                " AND worker_id = 'fast'"),
+            1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 3);
+}
+
+TEST_F(QueueProcessTest, CoordinatorKilledAndRestartedMidBatchLosesAndDoublesNothing) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord1", &ep);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:100ms"));
+  fs::path manifest = write_sleep_manifest(tmp.path(), "restart", 8, 4);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") >= 6; }, std::chrono::seconds(15)));
+  coord->signal(SIGKILL);
+  coord->wait();
+  int64_t done_at_kill = jobs_in(db(), "done");
+  EXPECT_LT(done_at_kill, 32);
+  // Same port: the workers keep their endpoint (the OS chose it for the first run).
+  std::string ep2;
+  auto coord2 = start_coordinator(tmp.path(), "coord2", &ep2, ep);
+  ASSERT_EQ(ep2, ep);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 32; }, std::chrono::seconds(30))) << coord2->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 32);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT job_id) FROM results"), 32);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state <> 'done'"), 0);
+  EXPECT_EQ(query_int(db(), "SELECT state = 'done' FROM batches WHERE id = 1"), 1);
+  // Every result belongs to an attempt that ended done, one per job.
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE state = 'done'"), 32);
+}
+
+TEST_F(QueueProcessTest, CancelBatchStopsQueuedAndRunningJobs) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:20s");
+  fs::path manifest = write_sleep_manifest(tmp.path(), "cancel", 5, 2);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
+  std::string out;
+  ASSERT_EQ(run_hipq(tmp.path(), "cancel", {"cancel", "1", "--connect", ep}, &out), 0);
+  EXPECT_NE(out.find("cancelled 10 job(s); 1 running job(s) told to stop"), std::string::npos) << out;
+  EXPECT_EQ(jobs_in(db(), "cancelled"), 10);
+  EXPECT_EQ(query_int(db(), "SELECT state = 'cancelled' FROM batches WHERE id = 1"), 1);
+  // The worker stopped its 20 s job and is free: a new batch runs on it at once.
+  ASSERT_TRUE(wait_until([&] { return w->err().find("cancelled by the coordinator") != std::string::npos; },
+                         std::chrono::seconds(5)));
+  // Cancelling a finished batch is refused with a clear error.
+  std::string err;
+  EXPECT_NE(run_hipq(tmp.path(), "cancel2", {"cancel", "1", "--connect", ep}, &out, &err), 0);
+  EXPECT_NE(err.find("FailedPrecondition"), std::string::npos) << err;
+}
+
+TEST_F(QueueProcessTest, CancelOneJobLeavesTheRest) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "one", 4, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  std::string out;
+  ASSERT_EQ(run_hipq(tmp.path(), "cancel", {"cancel", "job:2", "--connect", ep}, &out), 0) << out;
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:10ms");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 3; }, std::chrono::seconds(10)));
+  EXPECT_EQ(query_int(db(), "SELECT state = 'cancelled' FROM jobs WHERE id = 2"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE job_id = 2"), 0);
+}
+
+TEST_F(QueueProcessTest, DrainedWorkerFinishesItsJobAndLeaves) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:1s");
+  fs::path manifest = write_sleep_manifest(tmp.path(), "drain", 5, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
+  std::string out;
+  ASSERT_EQ(run_hipq(tmp.path(), "drain", {"drain", "w0", "--connect", ep}, &out), 0) << out;
+  EXPECT_NE(out.find("1 worker(s) draining"), std::string::npos);
+  EXPECT_EQ(w->wait(std::chrono::seconds(10)), 0) << w->err();
+  // It finished the job it held and took no other.
+  EXPECT_EQ(jobs_in(db(), "done"), 1);
+  EXPECT_EQ(jobs_in(db(), "queued"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM workers WHERE id = 'w0' AND state = 'gone'"), 1);
+  // Unknown worker: a clear error.
+  std::string err;
+  EXPECT_NE(run_hipq(tmp.path(), "drain2", {"drain", "nobody", "--connect", ep}, &out, &err), 0);
+  EXPECT_NE(err.find("no connected worker"), std::string::npos) << err;
+}
+
+TEST_F(QueueProcessTest, FailedJobIsReportedAndTheWorkerCarriesOn) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:10ms");
+  fs::path manifest = write_sleep_manifest(tmp.path(), "fails", 3, 1, 0, "bad one [fail]");
+  std::string out;
+  EXPECT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}, &out), 1) << out;
+  EXPECT_EQ(jobs_in(db(), "done"), 3);
+  EXPECT_EQ(jobs_in(db(), "failed"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE error LIKE '%asks to fail%'"), 1);
+  EXPECT_TRUE(w->running());
+}
+
+TEST_F(QueueProcessTest, MalformedManifestReportsEveryProblemAndQueuesNothing) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path bad = tmp.path() / "bad.yaml";
+  std::ofstream(bad) << "batch: bad\n"
+                        "model: synthetic:tiny-sdxl\n"
+                        "defaults:\n"
+                        "  widht: 64\n"
+                        "  steps: many\n"
+                        "outputs:\n"
+                        "  directory: out\n"
+                        "prompts:\n"
+                        "  - a cat\n";
+  std::string out, err;
+  EXPECT_EQ(run_hipq(tmp.path(), "submit", {"submit", bad.string(), "--connect", ep}, &out, &err), 2);
+  EXPECT_NE(err.find(bad.string() + ":4:3"), std::string::npos) << err;
+  EXPECT_NE(err.find(bad.string() + ":5:"), std::string::npos) << err;
+  EXPECT_NE(err.find("nothing was queued"), std::string::npos) << err;
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM batches"), 0);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs"), 0);
+}
+
+TEST_F(QueueProcessTest, CurveRefusesUnknownKeysAndAdmitsListedOnes) {
+  const fs::path d = tmp.path();
+  ASSERT_EQ(run_hipq(d, "k1", {"keygen", (d / "server.key").string()}), 0);
+  ASSERT_EQ(run_hipq(d, "k2", {"keygen", (d / "alice.key").string()}), 0);
+  ASSERT_EQ(run_hipq(d, "k3", {"keygen", (d / "mallory.key").string()}), 0);
+  EXPECT_EQ(fs::status(d / "alice.key").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  std::string alice_pub = slurp(d / "alice.key.pub");
+  auto pos = alice_pub.find("\"public_key\": \"");
+  ASSERT_NE(pos, std::string::npos);
+  std::string key = alice_pub.substr(pos + 15, 40);
+  std::ofstream(d / "authorized") << "# test allow-list\n" << key << " alice worker,client\n";
+  std::string ep;
+  auto coord = start_coordinator(d, "coord", &ep, "tcp://127.0.0.1:*",
+                                 {"--server-key", (d / "server.key").string(), "--authorized-keys",
+                                  (d / "authorized").string()});
+  std::string out, err;
+  EXPECT_EQ(run_hipq(d, "alice", {"status", "--connect", ep, "--key", (d / "alice.key").string(), "--server-key",
+                                  (d / "server.key.pub").string(), "--timeout", "5"},
+                     &out, &err),
+            0)
+      << err;
+  EXPECT_NE(run_hipq(d, "mallory", {"status", "--connect", ep, "--key", (d / "mallory.key").string(),
+                                    "--server-key", (d / "server.key.pub").string(), "--timeout", "1.5"},
+                     &out, &err),
+            0);
+  EXPECT_NE(err.find("no answer"), std::string::npos) << err;
+  // Without keys at all the CURVE server does not answer either.
+  EXPECT_NE(run_hipq(d, "plain", {"status", "--connect", ep, "--timeout", "1"}, &out, &err), 0);
+  EXPECT_TRUE(wait_until([&] { return coord->err().find("unknown public key") != std::string::npos; },
+                         std::chrono::seconds(2)))
+      << coord->err();
+}
+
+TEST_F(QueueProcessTest, NonLoopbackBindWithoutKeysIsRefused) {
+  std::string out, err;
+  EXPECT_EQ(run_hipq(tmp.path(), "coord",
+                     {"coordinator", "--db", db().string(), "--bind", "tcp://0.0.0.0:*"}, &out, &err),
+            2);
+  EXPECT_NE(err.find("--insecure"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace hipq::testing

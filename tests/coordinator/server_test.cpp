@@ -1,0 +1,189 @@
+// Server in-process on loopback, driven by raw DEALER sockets speaking the
+// protocol, so each rule of the poll loop is checked on its own.
+#include "coordinator/server.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "coordinator/client.h"
+#include "db/database.h"
+#include "db/statement.h"
+#include "proto/codec.h"
+#include "proto/transport.h"
+#include "tests/coordinator/process_harness.h"
+
+namespace hipq::coordinator {
+namespace {
+
+using hipq::testing::TempDir;
+using hipq::testing::write_sleep_manifest;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.db_path = tmp.path() / "hipq.db";
+    o.bind = "tcp://127.0.0.1:*";
+    auto s = Server::create(ctx, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server = std::move(*s);
+    thread = std::thread([this] { ASSERT_TRUE(server->run().ok()); });
+  }
+  void TearDown() override {
+    server->request_stop();
+    if (thread.joinable()) thread.join();
+  }
+
+  zmq::socket_t dealer() {
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    proto::apply_socket_limits(s);
+    s.connect(server->endpoint());
+    return s;
+  }
+  // Next envelope of the given type (others, e.g. heartbeats, skipped).
+  std::optional<proto::Envelope> expect(zmq::socket_t& s, proto::Envelope::BodyCase type,
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      auto f = proto::recv_frame(s);
+      if (!f.ok() || !f->has_value()) continue;
+      auto e = proto::decode(**f);
+      if (e.ok() && e->body_case() == type) return *e;
+    }
+    return std::nullopt;
+  }
+  int64_t submit(int prompts, int seeds) {
+    ClientOptions co;
+    co.endpoint = server->endpoint();
+    auto c = Client::connect(ctx, co);
+    EXPECT_TRUE(c.ok());
+    auto r = (*c)->submit(write_sleep_manifest(tmp.path(), "b", prompts, seeds));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->batch_id() : 0;
+  }
+  proto::Envelope hello(const std::string& id) {
+    proto::Envelope e;
+    e.mutable_hello()->set_worker_id(id);
+    e.mutable_hello()->set_backend("sleep");
+    return e;
+  }
+  int64_t count(const std::string& sql) {
+    auto db = db::Database::open(tmp.path() / "hipq.db");
+    db::Statement s = (*db)->prepare(sql);
+    auto row = s.step();
+    return row.ok() && *row ? s.column_int64(0) : -1;
+  }
+
+  TempDir tmp;
+  zmq::context_t ctx;
+  std::unique_ptr<Server> server;
+  std::thread thread;
+};
+
+TEST_F(ServerTest, GarbageAndWrongVersionsAreDroppedAndTheServerKeepsAnswering) {
+  auto s = dealer();
+  s.send(zmq::str_buffer("\xff\xff not protobuf"), zmq::send_flags::none);
+  proto::Envelope old;
+  old.mutable_status();
+  old.set_version(99);
+  std::string bytes = old.SerializeAsString();  // not through encode(): keeps version 99
+  s.send(zmq::buffer(bytes), zmq::send_flags::none);
+  proto::Envelope invalid;
+  invalid.mutable_cancel_request();  // neither batch nor job
+  ASSERT_TRUE(proto::send_envelope(s, invalid).ok());
+  // Two frames instead of one.
+  s.send(zmq::str_buffer("a"), zmq::send_flags::sndmore);
+  s.send(zmq::str_buffer("b"), zmq::send_flags::none);
+  proto::Envelope ok;
+  ok.set_request_id(7);
+  ok.mutable_status();
+  ASSERT_TRUE(proto::send_envelope(s, ok).ok());
+  auto reply = expect(s, proto::Envelope::kStatusReply);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->request_id(), 7u);
+  server->request_stop();
+  thread.join();
+  EXPECT_EQ(server->counters().dropped_messages, 4);
+}
+
+TEST_F(ServerTest, AWorkerGetsAJobOnlyAfterAskingForOne) {
+  submit(2, 1);
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(300)).has_value());
+  proto::Envelope ready;
+  ready.mutable_ready()->set_credit(1);
+  ASSERT_TRUE(proto::send_envelope(w, ready).ok());
+  auto a = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->assignment().attempt(), 1);
+  EXPECT_EQ(a->assignment().model(), "synthetic:tiny-sdxl");
+  // Credit 1 = one job, however many are queued.
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(300)).has_value());
+}
+
+TEST_F(ServerTest, AResultIsRecordedOnceAndARepeatIsAcknowledgedAndDropped) {
+  submit(1, 1);
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  proto::Envelope ready;
+  ready.mutable_ready()->set_credit(1);
+  ASSERT_TRUE(proto::send_envelope(w, ready).ok());
+  auto a = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(a.has_value());
+  proto::Envelope result;
+  result.mutable_result()->set_job_id(a->assignment().job_id());
+  result.mutable_result()->set_attempt(1);
+  result.mutable_result()->mutable_parity()->set_verdict("NO_GOLDEN");
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(proto::send_envelope(w, result).ok());
+    ASSERT_TRUE(expect(w, proto::Envelope::kReportAck).has_value());
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM results"), 1);
+  server->request_stop();
+  thread.join();
+  EXPECT_EQ(server->counters().results_recorded, 1);
+  EXPECT_EQ(server->counters().results_duplicate, 1);
+}
+
+TEST_F(ServerTest, AnUnknownPeerIsAskedToSayHelloAgain) {
+  auto w = dealer();
+  proto::Envelope hb;
+  hb.mutable_heartbeat();
+  ASSERT_TRUE(proto::send_envelope(w, hb).ok());
+  EXPECT_TRUE(expect(w, proto::Envelope::kReconnect).has_value());
+}
+
+TEST_F(ServerTest, ASilentWorkerLosesItsLeaseAndTheJobIsRequeued) {
+  submit(1, 1);
+  {
+    auto w = dealer();
+    ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+    proto::Envelope ready;
+    ready.mutable_ready()->set_credit(1);
+    ASSERT_TRUE(proto::send_envelope(w, ready).ok());
+    ASSERT_TRUE(expect(w, proto::Envelope::kAssignment).has_value());
+  }  // the worker vanishes without a word
+  ASSERT_TRUE(hipq::testing::wait_until([&] { return count("SELECT COUNT(*) FROM jobs WHERE state = 'queued'") == 1; },
+                                        std::chrono::seconds(6)));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM attempts WHERE state = 'expired'"), 1);
+}
+
+TEST(IsLoopbackEndpoint, KnowsWhichAddressesStayOnThisMachine) {
+  EXPECT_TRUE(is_loopback_endpoint("tcp://127.0.0.1:5555"));
+  EXPECT_TRUE(is_loopback_endpoint("tcp://localhost:5555"));
+  EXPECT_TRUE(is_loopback_endpoint("tcp://[::1]:5555"));
+  EXPECT_TRUE(is_loopback_endpoint("inproc://x"));
+  EXPECT_TRUE(is_loopback_endpoint("ipc:///tmp/x"));
+  EXPECT_FALSE(is_loopback_endpoint("tcp://0.0.0.0:5555"));
+  EXPECT_FALSE(is_loopback_endpoint("tcp://*:5555"));
+  EXPECT_FALSE(is_loopback_endpoint("tcp://10.0.0.2:5555"));
+}
+
+}  // namespace
+}  // namespace hipq::coordinator
