@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Run {
+struct Outcome {
   int status = -1;
   std::string out;
 };
@@ -26,10 +26,10 @@ class HistoryCommandsTest : public ::testing::Test {
   void SetUp() override { db::testing::fill_run_history(h_); }
 
   // Runs `hipq ARGS --db <fixture db>` (without --db when with_db is false).
-  Run hipq(const std::string& args, bool with_db = true) {
+  Outcome hipq(const std::string& args, bool with_db = true) {
     const std::string cmd =
         std::string(HIPQ_EXE) + " " + args + (with_db ? " --db " + h_.db_path.string() : "") + " 2>&1";
-    Run r;
+    Outcome r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (p == nullptr) return r;
     char buf[4096];
@@ -62,13 +62,13 @@ class HistoryCommandsTest : public ::testing::Test {
 };
 
 TEST_F(HistoryCommandsTest, RunsTableCsvAndJson) {
-  Run t = hipq("runs");
+  Outcome t = hipq("runs");
   ASSERT_EQ(t.status, 0) << t.out;
   EXPECT_NE(t.out.find("14 runs"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("NVIDIA H200"), std::string::npos);
   EXPECT_NE(t.out.find("total ms"), std::string::npos);
 
-  Run c = hipq("runs --gpu h200 --format csv");
+  Outcome c = hipq("runs --gpu h200 --format csv");
   ASSERT_EQ(c.status, 0) << c.out;
   auto ls = lines(c.out);
   ASSERT_EQ(ls.size(), 1u + 7u) << c.out;  // header + 6 results + the failed attempt
@@ -76,71 +76,71 @@ TEST_F(HistoryCommandsTest, RunsTableCsvAndJson) {
   for (const auto& l : ls) EXPECT_EQ(csv_fields(l), csv_fields(ls[0])) << l;
   EXPECT_NE(c.out.find("denoise_host_ms"), std::string::npos);
 
-  Run j = hipq("runs --verdict fail --format json");
+  Outcome j = hipq("runs --verdict fail --format json");
   ASSERT_EQ(j.status, 0) << j.out;
   auto parsed = json::parse(j.out);
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_EQ(parsed[0]["verdict"], "FAIL");
   EXPECT_EQ(parsed[0]["seed"], 1002);
 
-  Run w = hipq("runs --tag places --seed 1001 --host boxb --warmth warm --format json");
+  Outcome w = hipq("runs --tag places --seed 1001 --host boxb --warmth warm --format json");
   ASSERT_EQ(w.status, 0) << w.out;
   for (const auto& r : json::parse(w.out)) {
     EXPECT_EQ(r["host"], "boxb");
     EXPECT_EQ(r["seed"], 1001);
   }
-  Run since = hipq("runs --since 2099-01-01 --format json");
+  Outcome since = hipq("runs --since 2099-01-01 --format json");
   EXPECT_EQ(json::parse(since.out).size(), 0u);
 }
 
 TEST_F(HistoryCommandsTest, StatsTableCsvJsonAndParity) {
-  Run t = hipq("stats --group-by gpu");
+  Outcome t = hipq("stats --group-by gpu");
   ASSERT_EQ(t.status, 0) << t.out;
   for (const char* s : {"p50 95% CI", "denoise", "step", "warm", "cold", "steps/s", "images/h", "worst job",
                         "AMD Radeon RX 6800"}) {
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   }
-  Run c = hipq("stats --group-by gpu,host --phase denoise,total --format csv");
+  Outcome c = hipq("stats --group-by gpu,host --phase denoise,total --format csv");
   ASSERT_EQ(c.status, 0) << c.out;
   auto ls = lines(c.out);
   ASSERT_EQ(ls.size(), 1u + 4u * 2u) << c.out;  // 4 groups × 2 phases
   EXPECT_EQ(ls[0].rfind("gpu,host,warmth,runs,phase,n,mean,sd", 0), 0u) << ls[0];
   for (const auto& l : ls) EXPECT_EQ(csv_fields(l), csv_fields(ls[0])) << l;
-  Run j = hipq("stats --group-by model,day --clock gpu --format json");
+  Outcome j = hipq("stats --group-by model,day --clock gpu --format json");
   ASSERT_EQ(j.status, 0) << j.out;
   auto s = json::parse(j.out);
   EXPECT_EQ(s["clock"], "gpu");
   EXPECT_EQ(s["groups"].size(), 2u);
-  Run p = hipq("stats --parity");
+  Outcome p = hipq("stats --parity");
   ASSERT_EQ(p.status, 0) << p.out;
   EXPECT_NE(p.out.find("83.3% (5/6)"), std::string::npos) << p.out;
-  Run pc = hipq("stats --parity --format csv");
+  Outcome pc = hipq("stats --parity --format csv");
   EXPECT_EQ(lines(pc.out).size(), 3u) << pc.out;
-  Run bad = hipq("stats --group-by colour");
+  Outcome bad = hipq("stats --group-by colour");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("colour"), std::string::npos);
 }
 
 TEST_F(HistoryCommandsTest, CompareVerdictsAndExitStatus) {
-  Run slower = hipq("compare gpu=H200 'gpu=RX 6800' --phase denoise");
+  Outcome slower = hipq("compare gpu=H200 'gpu=RX 6800' --phase denoise");
   EXPECT_EQ(slower.status, 3) << slower.out;
   EXPECT_NE(slower.out.find("verdict: slower"), std::string::npos) << slower.out;
-  Run faster = hipq("compare host=boxb host=boxa --phase step");
+  Outcome faster = hipq("compare host=boxb host=boxa --phase step");
   EXPECT_EQ(faster.status, 0) << faster.out;
   EXPECT_NE(faster.out.find("verdict: faster"), std::string::npos) << faster.out;
-  Run same = hipq("compare build=abc gpu=h200 --format json");
+  Outcome same = hipq("compare build=abc gpu=h200 --format json");
   EXPECT_EQ(same.status, 0) << same.out;
   EXPECT_EQ(json::parse(same.out)["verdict"], "no change");
-  Run few = hipq("compare gpu=H200 gpu=RX --runs cold");
+  Outcome few = hipq("compare gpu=H200 gpu=RX --runs cold");
   EXPECT_EQ(few.status, 1) << few.out;
   EXPECT_NE(few.out.find("run more repeats"), std::string::npos) << few.out;
-  Run usage = hipq("compare nonsense build=x");
+  Outcome usage = hipq("compare nonsense build=x");
   EXPECT_EQ(usage.status, 2) << usage.out;
 }
 
 TEST_F(HistoryCommandsTest, ReportWritesOneSelfContainedFile) {
   const auto page = h_.dir / "report.html";
-  Run r = hipq("report --html " + page.string());
+  Outcome r = hipq("report --html " + page.string());
   ASSERT_EQ(r.status, 0) << r.out;
   std::ifstream in(page);
   std::stringstream ss;
@@ -148,13 +148,13 @@ TEST_F(HistoryCommandsTest, ReportWritesOneSelfContainedFile) {
   const std::string html = ss.str();
   EXPECT_NE(html.find("<section id=\"parity\""), std::string::npos);
   EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
-  Run missing = hipq("report --batch 99 --html " + (h_.dir / "x.html").string());
+  Outcome missing = hipq("report --batch 99 --html " + (h_.dir / "x.html").string());
   EXPECT_EQ(missing.status, 1) << missing.out;
   EXPECT_FALSE(std::filesystem::exists(h_.dir / "x.html"));
 }
 
 TEST_F(HistoryCommandsTest, MissingDatabaseIsAClearError) {
-  Run r = hipq("runs --db " + (h_.dir / "absent.db").string(), false);
+  Outcome r = hipq("runs --db " + (h_.dir / "absent.db").string(), false);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
 }
