@@ -35,7 +35,7 @@ struct HipContext {
   }
 };
 
-// Shared checks (hip_checks.hip).
+// Shared checks (hip_common_checks.hip).
 Status require_device_float(const Tensor& t, const char* op, const char* operand);
 Status require_contiguous_out(const Tensor& t, const char* op, const char* operand);
 Status shape_mismatch(const char* op, const char* what, const Tensor& a, const Tensor& b);

@@ -1,7 +1,7 @@
 # hip backend sources (one op per file). Included from kernels/CMakeLists.txt when HIPQ_GPU != none.
 hipq_gpu_sources(hipq_kernels
   ${CMAKE_CURRENT_LIST_DIR}/hip_backend.hip
-  ${CMAKE_CURRENT_LIST_DIR}/hip_checks.hip
+  ${CMAKE_CURRENT_LIST_DIR}/hip_common_checks.hip
   ${CMAKE_CURRENT_LIST_DIR}/matmul.hip
   ${CMAKE_CURRENT_LIST_DIR}/conv2d.hip
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.hip
