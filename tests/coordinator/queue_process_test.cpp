@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 #include "db/database.h"
 #include "db/statement.h"
@@ -11,6 +12,14 @@
 
 namespace hipq::testing {
 namespace {
+
+// Builds "<prefix><n>" through a stream: GCC 12's -Wrestrict misfires on
+// `"w" + std::to_string(n)` once inlined (GCC bug 105329).
+std::string numbered(std::string_view prefix, int64_t n) {
+  std::ostringstream out;
+  out << prefix << n;
+  return out.str();
+}
 
 // One integer from a query on the test's database (read while processes write).
 int64_t query_int(const fs::path& db_path, const std::string& sql) {
@@ -38,7 +47,7 @@ TEST_F(QueueProcessTest, FiftyJobsOverThreeWorkersEachRecordedExactlyOnce) {
   std::string ep;
   auto coord = start_coordinator(tmp.path(), "coord", &ep);
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:20ms"));
+  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:20ms"));
   fs::path manifest = write_sleep_manifest(tmp.path(), "fifty", 10, 6);
   std::string out, err;
   int code = run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}, &out, &err);
@@ -84,7 +93,7 @@ TEST_F(QueueProcessTest, CoordinatorKilledAndRestartedMidBatchLosesAndDoublesNot
   std::string ep;
   auto coord = start_coordinator(tmp.path(), "coord1", &ep);
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:100ms"));
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:100ms"));
   fs::path manifest = write_sleep_manifest(tmp.path(), "restart", 8, 4);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
   ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") >= 6; }, std::chrono::seconds(15)));

@@ -53,7 +53,9 @@ void check_model(const std::string& model, const std::string& dump) {
   const bool sdxl = (*p)->family() == "sdxl";
 
   EXPECT_EQ((*p)->token_ids(settings->prompt, 1), st.ids("ids_1"));
-  if (sdxl) EXPECT_EQ((*p)->token_ids(settings->prompt, 2), st.ids("ids_2")) << "tokenizer_2 pads with \"!\"";
+  if (sdxl) {
+    EXPECT_EQ((*p)->token_ids(settings->prompt, 2), st.ids("ids_2")) << "tokenizer_2 pads with \"!\"";
+  }
 
   auto emb = (*p)->encode_prompt(*settings);
   ASSERT_TRUE(emb.ok()) << emb.status().ToString();

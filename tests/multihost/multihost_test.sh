@@ -50,7 +50,13 @@ for i in "${!host_ns[@]}"; do
   ip -n "$sw" link set "${p}s$i" master br0
   ip -n "$sw" link set "${p}s$i" up
 done
-ip netns exec "${boxes[0]}" ping -c1 -W2 "$net.1" >/dev/null || fail "box 1 cannot reach the coordinator"
+# Reachability without ping: a TCP connect to a closed port on the coordinator's
+# address is answered at once with a reset ("refused") when the path works, and
+# times out when it does not.
+reach() { local out; out="$(ip netns exec "$1" timeout 3 bash -c "exec 3<>/dev/tcp/$2/9" 2>&1 || true)"; [[ "$out" == *refused* ]]; }
+ok=0
+for _ in $(seq 10); do reach "${boxes[0]}" "$net.1" && { ok=1; break; }; sleep 0.5; done
+(( ok )) || fail "box 1 cannot reach the coordinator: $(ip netns exec "${boxes[0]}" timeout 3 bash -c "exec 3<>/dev/tcp/$net.1/9" 2>&1)"
 
 # ---- keys -------------------------------------------------------------------------------
 mkdir -p "$tmp/keys"
