@@ -36,6 +36,7 @@ struct WorkerArgs {
   std::string id;
   int64_t max_jobs = 0;
   bool all_devices = false;
+  std::string health_file;
 };
 
 std::string self_exe() {
@@ -55,9 +56,6 @@ Result<std::unique_ptr<worker::JobRunner>> make_job_runner(const std::string& en
   }
   if (engine != "engine") {
     return Status::InvalidArgument("--engine \"" + engine + "\": want engine (the real pipeline) or sleep:DURATION");
-  }
-  if (!worker::engine_available()) {
-    return Status::Unimplemented("this hipq was built without the engine pipeline");
   }
   HIPQ_ASSIGN_OR_RETURN(auto runner, worker::EngineJobRunner::create(backend, device));
   return std::unique_ptr<worker::JobRunner>(std::move(runner));
@@ -85,13 +83,18 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
     for (size_t i = 0; i < raw_args.size(); ++i) {
       const std::string& s = raw_args[i];
       if (s == "--all-devices") continue;
-      if (s == "--device" || s == "--backend" || s == "--id") {
+      if (s == "--device" || s == "--backend" || s == "--id" || s == "--health-file") {
         ++i;
         continue;
       }
-      if (s.rfind("--device=", 0) == 0 || s.rfind("--backend=", 0) == 0 || s.rfind("--id=", 0) == 0) continue;
+      if (s.rfind("--device=", 0) == 0 || s.rfind("--backend=", 0) == 0 || s.rfind("--id=", 0) == 0 ||
+          s.rfind("--health-file=", 0) == 0) {
+        continue;
+      }
       so.common_args.push_back(s);
     }
+    // One health file per child: FILE.<device>.
+    so.health_file = a.health_file;
     Status s = worker::run_supervisor(so);
     if (!s.ok()) {
       spdlog::error("{}", s.ToString());
@@ -114,6 +117,7 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
   o.curve = *keys;
   o.worker_id = a.id;
   o.max_jobs = a.max_jobs;
+  o.health_file = a.health_file;
   zmq::context_t context;
   worker::Worker w(context, o, **runner);
   g_worker.store(&w);
@@ -145,6 +149,9 @@ void add_worker_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--id", args.id, "worker id (default <host>/<backend><device>/<pid>)");
   cmd->add_option("--max-jobs", args.max_jobs, "leave after this many jobs (0 = never)");
+  cmd->add_option("--health-file", args.health_file,
+                  "rewrite FILE on every heartbeat and remove it on exit, for liveness probes (with --all-devices: "
+                  "FILE.<device> per worker)");
   cmd->add_flag("--all-devices", args.all_devices, "start and supervise one worker process per visible GPU");
   cmd->callback([&exit_code, cmd] {
     std::vector<std::string> raw;

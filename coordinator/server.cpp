@@ -4,20 +4,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <set>
 
 #include "base/fs.h"
 #include "coordinator/manifest.h"
+#include "coordinator/query_service.h"
 #include "db/database.h"
 #include "db/job_store.h"
+#include "db/transaction.h"
 #include "proto/codec.h"
 #include "proto/transport.h"
 
-#if __has_include("coordinator/query_service.h")
-#include "coordinator/query_service.h"
-#define HIPQ_HAVE_QUERY_SERVICE 1
-#endif
 
 namespace hipq::coordinator {
 namespace {
@@ -152,9 +151,10 @@ Status Server::run() {
     turn((items[0].revents & ZMQ_POLLIN) != 0, auth_ && (items[1].revents & ZMQ_POLLIN) != 0);
   }
   flush_outbox();
-  spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates",
+  spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates, "
+               "{} group commits ({} failed)",
                counters_.messages, counters_.dropped_messages, counters_.assignments, counters_.results_recorded,
-               counters_.results_duplicate);
+               counters_.results_duplicate, counters_.group_commits, counters_.group_commit_failures);
   return Status::Ok();
 }
 
@@ -168,6 +168,18 @@ std::chrono::milliseconds Server::next_timeout() const {
 
 void Server::turn(bool readable, bool zap_readable) {
   if (zap_readable) auth_->handle_pending();
+  // Group commit: everything this turn records (results, failures, leases,
+  // expiries, submits) is one transaction, made durable by one COMMIT (one
+  // fsync) before any reply that depends on it leaves in flush_outbox(). Each
+  // JobStore call runs in its own savepoint inside it, so a failed call still
+  // undoes only its own writes. See docs/architecture.md, "Group commit".
+  std::optional<db::Transaction> group;
+  if (auto t = db::Transaction::begin_immediate(*db_); t.ok()) {
+    group.emplace(std::move(*t));
+  } else {
+    // Each call then commits on its own: slower, equally durable.
+    spdlog::warn("group commit unavailable this turn: {}", t.status().ToString());
+  }
   if (readable) {
     // Bounded so heartbeats and expiry still run under a flood.
     for (int i = 0; i < 4096; ++i) {
@@ -195,6 +207,19 @@ void Server::turn(bool readable, bool zap_readable) {
   if (now >= next_heartbeat_) {
     send_heartbeats();
     next_heartbeat_ = now + options_.heartbeat;
+  }
+  if (group) {
+    Status committed = group->commit();
+    ++counters_.group_commits;
+    if (!committed.ok()) {
+      // Nothing of this turn is durable: no reply may claim it was. Workers
+      // resend unacknowledged results; leases that were never delivered
+      // expire and requeue; clients retry.
+      ++counters_.group_commit_failures;
+      spdlog::error("group commit failed ({} replies withheld): {}", outbox_.size(), committed.ToString());
+      outbox_.clear();
+      maybe_queued_ = true;
+    }
   }
   flush_outbox();
 }
@@ -620,7 +645,6 @@ proto::Envelope Server::on_drain(const proto::DrainRequest& m) {
 proto::Envelope Server::on_query(const proto::QueryRequest& m) {
   proto::Envelope e;
   auto* reply = e.mutable_query_reply();
-#ifdef HIPQ_HAVE_QUERY_SERVICE
   nlohmann::json args = nlohmann::json::object();
   if (!m.args_json().empty()) {
     try {
@@ -639,10 +663,6 @@ proto::Envelope Server::on_query(const proto::QueryRequest& m) {
     reply->set_ok(true);
     reply->set_result_json(r->dump());
   }
-#else
-  reply->set_ok(false);
-  reply->set_error("this coordinator was built without the query service");
-#endif
   return e;
 }
 

@@ -84,6 +84,8 @@ struct ServerCounters {
   int64_t results_duplicate = 0;    // late or repeated, dropped
   int64_t failures_recorded = 0;
   int64_t leases_expired = 0;
+  int64_t group_commits = 0;         // one per poll-loop turn
+  int64_t group_commit_failures = 0; // turns whose writes were lost (replies withheld)
 };
 
 class Server {

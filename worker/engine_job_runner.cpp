@@ -7,13 +7,11 @@
 #include "base/fs.h"
 #include "kernels/backend.h"
 
-#ifdef HIPQ_WORKER_HAVE_ENGINE
 #include "engine/generation_settings.h"
 #include "engine/golden.h"
 #include "engine/image_io.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
-#endif
 
 namespace hipq::worker {
 namespace {
@@ -23,12 +21,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 }  // namespace
-
-#ifdef HIPQ_WORKER_HAVE_ENGINE
-bool engine_available() { return true; }
-#else
-bool engine_available() { return false; }
-#endif
 
 EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device)
     : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device) {}
@@ -60,17 +52,6 @@ std::vector<std::string> EngineJobRunner::loaded_models() const {
   return out;
 }
 
-#ifndef HIPQ_WORKER_HAVE_ENGINE
-
-Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string&, bool*) {
-  return Status::Unimplemented("this hipq was built without the engine pipeline");
-}
-
-Result<JobOutcome> EngineJobRunner::run(const JobAssignment&, ProgressSink&, const std::atomic<bool>&) {
-  return Status::Unimplemented("this hipq was built without the engine pipeline (engine/pipeline.cpp missing)");
-}
-
-#else
 
 Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, bool* loaded_now) {
   *loaded_now = false;
@@ -237,6 +218,5 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   return outcome;
 }
 
-#endif
 
 }  // namespace hipq::worker

@@ -56,7 +56,4 @@ class EngineJobRunner final : public JobRunner {
   std::map<std::string, std::unique_ptr<engine::Pipeline>> pipelines_;
 };
 
-// True when this build has the engine pipeline (EngineJobRunner works).
-bool engine_available();
-
 }  // namespace hipq::worker

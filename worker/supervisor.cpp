@@ -33,6 +33,10 @@ pid_t spawn(const SupervisorOptions& o, int device) {
   args.push_back(std::to_string(device));
   args.push_back("--backend");
   args.push_back(o.backend);
+  if (!o.health_file.empty()) {
+    args.push_back("--health-file");
+    args.push_back(o.health_file + "." + std::to_string(device));
+  }
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> argv;

@@ -22,6 +22,7 @@ struct SupervisorOptions {
   std::vector<std::string> common_args;   // everything after `hipq`, device flags removed
   std::vector<int> devices;               // one child per entry
   std::string backend;                    // "hip" | "cpu"
+  std::string health_file;                // non-empty: child N gets --health-file <this>.N
 };
 
 // Returns when every child has exited for good (drained or after a signal).

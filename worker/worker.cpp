@@ -47,7 +47,7 @@ std::string default_worker_id(const std::string& backend, int device) {
 }
 
 Worker::Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner)
-    : context_(context), options_(std::move(options)), runner_(runner), backoff_(options_.reconnect_initial) {
+    : context_(context), options_(std::move(options)), runner_(runner), backoff_(options_.reconnect_initial), health_(options_.health_file) {
   if (options_.worker_id.empty()) {
     proto::WorkerHello h;
     runner_.describe(h);
@@ -267,6 +267,7 @@ Status Worker::run() {
   HIPQ_RETURN_IF_ERROR(connect());
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;
+  write_health("connected");
   auto drain_started = Clock::time_point{};
   const auto silence_limit = options_.heartbeat * options_.liveness;
 
@@ -323,6 +324,7 @@ Status Worker::run() {
       hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
       send(hb);
       next_heartbeat_ = now + options_.heartbeat;
+      write_health(draining_ ? "draining" : "connected");
     }
     if (now - last_heard_ > silence_limit) {
       ++counters_.reconnects;
@@ -330,7 +332,14 @@ Status Worker::run() {
                    options_.endpoint, options_.liveness, backoff_.count());
       socket_.reset();
       auto until = Clock::now() + backoff_;
+      auto next_health = Clock::now();
       while (Clock::now() < until && !stop_requested_.load()) {
+        // Still alive while waiting to reconnect: a probe must not restart a
+        // worker only because its coordinator is away.
+        if (Clock::now() >= next_health) {
+          write_health("reconnecting");
+          next_health = Clock::now() + options_.heartbeat;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
@@ -354,7 +363,24 @@ Status Worker::run() {
   if (job_thread_->joinable()) job_thread_->join();
   job_thread_.reset();
   socket_.reset();
+  health_.remove();
   return Status::Ok();
+}
+
+void Worker::write_health(const char* state) {
+  if (!health_.enabled()) return;
+  HealthSnapshot snap;
+  snap.worker_id = options_.worker_id;
+  snap.state = state;
+  snap.job_id = running_job_id_;
+  snap.attempt = running_attempt_;
+  snap.coordinator_silent_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_heard_).count();
+  snap.updated_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Status s = health_.write(snap);
+  if (!s.ok() && !health_failing_) spdlog::error("worker {}: {}", options_.worker_id, s.ToString());
+  if (s.ok() && health_failing_) spdlog::info("worker {}: health file writable again", options_.worker_id);
+  health_failing_ = !s.ok();
 }
 
 }  // namespace hipq::worker

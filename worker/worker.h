@@ -25,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "proto/hipq.pb.h"
 #include "proto/protocol.h"
 #include "proto/transport.h"
+#include "worker/health_file.h"
 #include "worker/job_runner.h"
 
 namespace hipq::worker {
@@ -51,6 +53,9 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = proto::kReconnectMax;
   // Leave after this many jobs (0 = never); for tests and batch schedulers.
   int64_t max_jobs = 0;
+  // Rewritten on every heartbeat tick, removed on a clean exit (empty = none);
+  // see worker/health_file.h.
+  std::filesystem::path health_file;
 };
 
 struct WorkerCounters {
@@ -86,6 +91,7 @@ class Worker {
   void start_job(const proto::JobAssignment& a);
   void job_thread_main();
   bool idle() const { return running_job_id_ == 0; }
+  void write_health(const char* state);
 
   zmq::context_t& context_;
   WorkerOptions options_;
@@ -107,6 +113,8 @@ class Worker {
   std::chrono::steady_clock::time_point next_heartbeat_{};
   std::chrono::milliseconds backoff_;
   WorkerCounters counters_;
+  HealthFile health_;
+  bool health_failing_ = false;    // the last health write failed (logged once per run of failures)
 };
 
 // "<host>/<backend><device>/<pid>".

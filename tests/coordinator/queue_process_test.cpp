@@ -3,6 +3,7 @@
 // the built `hipq` binary. Each test checks the database the processes wrote.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -243,6 +244,44 @@ TEST_F(QueueProcessTest, NonLoopbackBindWithoutKeysIsRefused) {
                      {"coordinator", "--db", db().string(), "--bind", "tcp://0.0.0.0:*"}, &out, &err),
             2);
   EXPECT_NE(err.find("--insecure"), std::string::npos) << err;
+}
+
+// `key=value` lines of a worker health file (worker/health_file.h); empty when absent.
+std::map<std::string, std::string> read_health(const fs::path& p) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(slurp(p));
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return kv;
+}
+
+TEST_F(QueueProcessTest, HealthFileIsRefreshedWhileAliveSaysReconnectingAndIsRemovedOnExit) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  // The folder does not exist yet: the worker creates it.
+  fs::path health = tmp.path() / "run" / "health" / "w0";
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:10ms", {"--health-file", health.string()});
+  ASSERT_TRUE(wait_until([&] { return read_health(health)["state"] == "connected"; }, std::chrono::seconds(10)))
+      << w->err();
+  auto first = read_health(health);
+  EXPECT_EQ(first["worker"], "w0");
+  EXPECT_EQ(first["job"], "0");
+  // Rewritten on each heartbeat tick (1 s).
+  const double t0 = std::stod(first["updated_unix"]);
+  EXPECT_TRUE(wait_until([&] { auto h = read_health(health); return h.count("updated_unix") && std::stod(h["updated_unix"]) > t0; },
+                         std::chrono::seconds(5)));
+  // The coordinator goes away: the worker is alive and says it is reconnecting.
+  coord->signal(SIGKILL);
+  coord->wait();
+  EXPECT_TRUE(wait_until([&] { return read_health(health)["state"] == "reconnecting"; }, std::chrono::seconds(15)))
+      << slurp(health) << w->err();
+  EXPECT_GE(std::stoll(read_health(health)["coordinator_silent_ms"]), 3000);
+  // A clean exit removes it, so a stale file never claims health.
+  w->signal(SIGTERM);
+  EXPECT_EQ(w->wait(), 0) << w->err();
+  EXPECT_FALSE(fs::exists(health));
 }
 
 }  // namespace
