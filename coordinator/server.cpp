@@ -161,7 +161,8 @@ Status Server::run() {
 std::chrono::milliseconds Server::next_timeout() const {
   auto now = Clock::now();
   auto until = std::min(next_heartbeat_, next_lease_check_);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+  // Rounded up: a timeout truncated to 0 ms would spin until the deadline.
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now);
   // Short enough to notice request_stop() promptly.
   return std::clamp(ms, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
 }

@@ -66,16 +66,30 @@ Result<std::vector<fs::path>> component_weights(const fs::path& dir, std::shared
                           "*.safetensors.index.json; .bin files are not read)");
 }
 
-std::string family_from_unet_config(const nlohmann::json& cfg) {
-  if (!cfg.is_object() || !cfg.contains("cross_attention_dim")) return {};
-  const auto& c = cfg["cross_attention_dim"];
-  if (!c.is_number_integer()) return {};
-  switch (c.get<int>()) {
-    case 2048: return "sdxl";
-    case 1024: return "sd2";
-    case 768: return "sd1";
-    default: return {};
+// The family from a diffusers folder's configs: SDXL's UNet has the "text_time"
+// added conditioning (whatever its width, e.g. the toy synthetic models); else the
+// cross-attention width names it; else the pipeline class in model_index.json.
+// Empty when none of them tells.
+std::string family_from_configs(const nlohmann::json& unet, const nlohmann::json& model_index) {
+  if (unet.is_object()) {
+    if (unet.value("addition_embed_type", nlohmann::json()).is_string() &&
+        unet["addition_embed_type"].get<std::string>() == "text_time")
+      return "sdxl";
+    if (unet.contains("cross_attention_dim") && unet["cross_attention_dim"].is_number_integer()) {
+      switch (unet["cross_attention_dim"].get<int>()) {
+        case 2048: return "sdxl";
+        case 1024: return "sd2";
+        case 768: return "sd1";
+        default: break;
+      }
+    }
   }
+  if (model_index.is_object() && model_index.value("_class_name", nlohmann::json()).is_string()) {
+    const std::string cls = model_index["_class_name"].get<std::string>();
+    if (cls == "StableDiffusionXLPipeline") return "sdxl";
+    if (cls == "StableDiffusionPipeline") return "sd1";
+  }
+  return {};
 }
 
 Result<ModelComponents> open_folder(const fs::path& dir, std::string spec) {
@@ -115,7 +129,8 @@ Result<ModelComponents> open_folder(const fs::path& dir, std::string spec) {
   } else {
     HIPQ_ASSIGN_OR_RETURN(m.vocab, find_default_clip_vocab());
   }
-  m.family = m.configs.count("unet") ? family_from_unet_config(m.configs["unet"]) : "";
+  m.family = family_from_configs(m.configs.count("unet") ? m.configs["unet"] : nlohmann::json(),
+                                 m.configs["model_index"]);
   if (m.family.empty()) {
     HIPQ_ASSIGN_OR_RETURN(m.family, detect_family(*m.weights["unet"]));
   }
@@ -144,7 +159,8 @@ Result<std::string> detect_family(const WeightSource& unet) {
   HIPQ_ASSIGN_OR_RETURN(TensorMeta meta, unet.meta(probe));
   if (meta.shape.size() != 2) return Status::InvalidArgument(unet.describe() + ": '" + probe + "' is not 2-D");
   const int64_t context = meta.shape[1];
-  if (context == 2048 && unet.contains("add_embedding.linear_1.weight")) return std::string("sdxl");
+  // SDXL's added (text, time) conditioning: whatever the width.
+  if (unet.contains("add_embedding.linear_1.weight")) return std::string("sdxl");
   if (context == 1024) return std::string("sd2");
   if (context == 768) return std::string("sd1");
   return Status::InvalidArgument(unet.describe() + ": cross-attention width " + std::to_string(context) +

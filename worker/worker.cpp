@@ -283,7 +283,7 @@ Status Worker::run() {
       if (unacked_.empty() || Clock::now() - drain_started > 2 * options_.heartbeat) break;
     }
     auto now = Clock::now();
-    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat_ - now);
+    auto timeout = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
     timeout = std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
     zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
                                {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "base/fs.h"
+#include "engine/model_files.h"
 #include "engine/models/unet.h"
 #include "engine/safetensors.h"
 #include "engine/synthetic.h"
@@ -77,6 +78,23 @@ TEST(ExportTest, TinySdxlHasSecondEncoderAndTokenizerPaddingWithBang) {
   ASSERT_TRUE(file.ok());
   EXPECT_EQ((*file)->info("text_projection.weight")->dtype, kernels::DType::kF16);
   fs::remove_all(out);
+}
+
+// What hipq exports, hipq opens again as the same family (the toy models'
+// cross-attention width is none of the real ones: the "text_time" conditioning
+// and the pipeline class tell).
+TEST(ExportTest, ExportedFoldersOpenAgainAsTheirFamily) {
+  for (const auto& [name, family] : {std::pair{"tiny-sdxl", "sdxl"}, std::pair{"tiny-sd15", "sd1"}}) {
+    auto m = make_synthetic_model(name);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const fs::path out = temp_dir(std::string("reopen_") + name);
+    ASSERT_TRUE(export_diffusers_folder(*m, out).ok());
+    auto back = open_model(out.string());
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(back->family, family) << name;
+    EXPECT_EQ(back->weights.at("unet")->names(), m->weights.at("unet")->names());
+    fs::remove_all(out);
+  }
 }
 
 TEST(ExportTest, UnknownComponentIsRejected) {
