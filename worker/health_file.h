@@ -10,7 +10,7 @@
 // in docs/operations.md, "Health file"):
 //
 //   worker=box1/hip0/4242
-//   state=connected            (connected | reconnecting | draining)
+//   state=connected            (connected | backing-off | reconnecting | draining)
 //   job=17                     (0 when idle)
 //   attempt=1
 //   coordinator_silent_ms=312  (time since the coordinator was last heard)
@@ -33,7 +33,7 @@ namespace hipq::worker {
 
 struct HealthSnapshot {
   std::string worker_id;
-  std::string state;  // connected | reconnecting | draining
+  std::string state;  // connected | backing-off | reconnecting | draining
   int64_t job_id = 0;
   int attempt = 0;
   int64_t coordinator_silent_ms = 0;

@@ -105,6 +105,7 @@ void Worker::send_hello() {
 
 void Worker::send_ready() {
   if (!welcomed_ || draining_ || !idle() || asked_) return;
+  if (Clock::now() < ready_not_before_) return;  // backing off; the loop asks again later
   proto::Envelope e;
   e.mutable_ready()->set_credit(1);
   for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
@@ -237,12 +238,23 @@ void Worker::on_job_thread(const std::string& bytes) {
     job = env->result().job_id();
     attempt = env->result().attempt();
     ++counters_.jobs_done;
+    failures_in_a_row_ = 0;
   } else if (env->body_case() == proto::Envelope::kError) {
     job = env->error().job_id();
     attempt = env->error().attempt();
     ++counters_.jobs_failed;
     spdlog::warn("worker {}: job {} attempt {} failed: {}: {}", options_.worker_id, job, attempt, env->error().code(),
                  env->error().message());
+    if (env->error().retryable()) {
+      // Likely this worker's trouble (device, memory, disk), not the job's.
+      ++failures_in_a_row_;
+      auto wait = options_.failure_backoff_initial;
+      for (int i = 1; i < failures_in_a_row_ && wait < options_.failure_backoff_max; ++i) wait *= 2;
+      wait = std::min(wait, options_.failure_backoff_max);
+      ready_not_before_ = Clock::now() + wait;
+      spdlog::warn("worker {}: {} retryable failure(s) in a row; asking for work again in {} ms", options_.worker_id,
+                   failures_in_a_row_, wait.count());
+    }
   } else {
     return;
   }
@@ -318,13 +330,17 @@ Status Worker::run() {
       }
     }
     now = Clock::now();
+    if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
+      ready_not_before_ = Clock::time_point{};
+      send_ready();  // the failure backoff is over
+    }
     if (now >= next_heartbeat_) {
       proto::Envelope hb;
       hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
       hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
       send(hb);
       next_heartbeat_ = now + options_.heartbeat;
-      write_health(draining_ ? "draining" : "connected");
+      write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
     }
     if (now - last_heard_ > silence_limit) {
       ++counters_.reconnects;

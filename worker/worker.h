@@ -53,6 +53,13 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = proto::kReconnectMax;
   // Leave after this many jobs (0 = never); for tests and batch schedulers.
   int64_t max_jobs = 0;
+  // After a retryable failure (device error, out of memory, I/O) the worker
+  // waits before asking for more work: failure_backoff_initial, doubling per
+  // failure in a row, at most failure_backoff_max; reset by a success. A GPU
+  // that fails everything then cannot burn every job's attempts in a second
+  // while healthy workers are busy: they get the requeued jobs meanwhile.
+  std::chrono::milliseconds failure_backoff_initial{1000};
+  std::chrono::milliseconds failure_backoff_max{60000};
   // Rewritten on every heartbeat tick, removed on a clean exit (empty = none);
   // see worker/health_file.h.
   std::filesystem::path health_file;
@@ -108,6 +115,8 @@ class Worker {
   int64_t running_job_id_ = 0;
   int running_attempt_ = 0;
   bool asked_ = false;             // a Ready is outstanding
+  int failures_in_a_row_ = 0;      // retryable failures since the last success
+  std::chrono::steady_clock::time_point ready_not_before_{};  // failure backoff
   std::map<std::pair<int64_t, int>, proto::Envelope> unacked_;
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};

@@ -25,6 +25,9 @@ namespace {
 
 constexpr int kEventRing = 4096;
 
+// The device this host thread made current through a HipBackend (-1: none yet).
+thread_local int t_current_device = -1;
+
 size_t size_class(size_t bytes) {
   if (bytes == 0) bytes = 1;
   if (bytes <= (size_t{1} << 20)) return (bytes + 255) & ~size_t{255};
@@ -56,6 +59,7 @@ class HipBackend final : public Backend {
   }
 
   ~HipBackend() override {
+    use_device();
     if (stream_) {
       (void)hipStreamSynchronize(stream_);
       for (auto& [cls, blocks] : free_)
@@ -69,6 +73,7 @@ class HipBackend final : public Backend {
   const BackendInfo& info() const override { return info_; }
 
   Result<Buffer> allocate(size_t bytes) override {
+    use_device();
     const size_t cls = size_class(bytes);
     auto it = free_.find(cls);
     void* p = nullptr;
@@ -97,6 +102,7 @@ class HipBackend final : public Backend {
   }
 
   void release(void* data, size_t bytes) override {
+    use_device();
     const size_t cls = size_class(bytes);
     free_[cls].push_back(data);
     in_use_ -= static_cast<int64_t>(cls);
@@ -104,28 +110,34 @@ class HipBackend final : public Backend {
   }
 
   Status copy_to_device(const void* host, void* device, size_t bytes) override {
+    use_device();
     HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(device, host, bytes, hipMemcpyHostToDevice, stream_));
     return Status::Ok();
   }
   Status copy_to_host(const void* device, void* host, size_t bytes) override {
+    use_device();
     HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(host, device, bytes, hipMemcpyDeviceToHost, stream_));
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
     return Status::Ok();
   }
   Status copy_device(const void* src, void* dst, size_t bytes) override {
+    use_device();
     HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream_));
     return Status::Ok();
   }
   Status memset_zero(void* device, size_t bytes) override {
+    use_device();
     HIPQ_HIP_RETURN_IF_ERROR(hipMemsetAsync(device, 0, bytes, stream_));
     return Status::Ok();
   }
   Status synchronize() override {
+    use_device();
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
     return Status::Ok();
   }
 
   Result<int> record_event() override {
+    use_device();
     const int id = next_event_++;
     hipEvent_t& ev = events_[static_cast<size_t>(id % kEventRing)];
     if (!ev) HIPQ_HIP_RETURN_IF_ERROR(hipEventCreate(&ev));
@@ -134,6 +146,7 @@ class HipBackend final : public Backend {
   }
 
   Result<double> elapsed_ms(int start_event, int end_event) override {
+    use_device();
     for (int id : {start_event, end_event}) {
       if (id < 0 || id >= next_event_ || id < next_event_ - kEventRing)
         return Status::InvalidArgument("elapsed_ms: event id " + std::to_string(id) +
@@ -154,52 +167,89 @@ class HipBackend final : public Backend {
   void reset_peak() override { peak_ = in_use_; }
 
   Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) override {
+    use_device();
     return hip_matmul(ctx_, a, b, out, o);
   }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
+    use_device();
     return hip_conv2d(ctx_, x, w, y, o);
   }
   Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                     const GroupNormOptions& o) override {
+    use_device();
     return hip_group_norm(ctx_, x, gamma, beta, y, o);
   }
   Status layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y, float eps) override {
+    use_device();
     return hip_layer_norm(ctx_, x, gamma, beta, y, eps);
   }
   Status softmax(const Tensor& x, Tensor& y, float scale, bool causal) override {
+    use_device();
     return hip_softmax(ctx_, x, y, scale, causal);
   }
   Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                    const AttentionOptions& o) override {
+    use_device();
     return hip_attention(ctx_, q, k, v, out, o);
   }
-  Status unary(UnaryOp op, const Tensor& x, Tensor& y) override { return hip_unary(ctx_, op, x, y); }
-  Status geglu(const Tensor& x, Tensor& y) override { return hip_geglu(ctx_, x, y); }
+  Status unary(UnaryOp op, const Tensor& x, Tensor& y) override {
+    use_device();
+    return hip_unary(ctx_, op, x, y); }
+  Status geglu(const Tensor& x, Tensor& y) override {
+    use_device();
+    return hip_geglu(ctx_, x, y); }
   Status binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) override {
+    use_device();
     return hip_binary(ctx_, op, a, b, y);
   }
   Status scale(const Tensor& x, Tensor& y, float alpha, float beta) override {
+    use_device();
     return hip_scale(ctx_, x, y, alpha, beta);
   }
-  Status concat(std::span<const Tensor> xs, int dim, Tensor& y) override { return hip_concat(ctx_, xs, dim, y); }
-  Status upsample_nearest2x(const Tensor& x, Tensor& y) override { return hip_upsample_nearest2x(ctx_, x, y); }
+  Status concat(std::span<const Tensor> xs, int dim, Tensor& y) override {
+    use_device();
+    return hip_concat(ctx_, xs, dim, y); }
+  Status upsample_nearest2x(const Tensor& x, Tensor& y) override {
+    use_device();
+    return hip_upsample_nearest2x(ctx_, x, y); }
   Status timestep_embedding(const Tensor& t, Tensor& y, const TimestepEmbeddingOptions& o) override {
+    use_device();
     return hip_timestep_embedding(ctx_, t, y, o);
   }
   Status embedding(const Tensor& ids, const Tensor& table, Tensor& y) override {
+    use_device();
     return hip_embedding(ctx_, ids, table, y);
   }
-  Status copy(const Tensor& src, Tensor& dst) override { return hip_copy(ctx_, src, dst); }
-  Status fill(Tensor& y, float value) override { return hip_fill(ctx_, y, value); }
+  Status copy(const Tensor& src, Tensor& dst) override {
+    use_device();
+    return hip_copy(ctx_, src, dst); }
+  Status fill(Tensor& y, float value) override {
+    use_device();
+    return hip_fill(ctx_, y, value); }
   Result<ParitySums> parity_sums(const Tensor& a, const Tensor& b) override {
+    use_device();
     return hip_parity_sums(ctx_, a, b);
   }
 
  private:
   explicit HipBackend(int device) : device_(device), events_(kEventRing, nullptr) {}
 
+  // The current device is per host thread in HIP (and CUDA). A backend is made
+  // on one thread and driven from another (a worker's job thread), so every
+  // entry point first makes this backend's device current on the calling
+  // thread; a thread-local cache makes that one compare when it already is.
+  // (Without it, device 1's stream is used with device 0 current: allocations
+  // land on the wrong GPU and launches fail with "invalid resource handle".)
+  void use_device() const {
+    if (t_current_device != device_) {
+      (void)hipSetDevice(device_);
+      t_current_device = device_;
+    }
+  }
+
   Status init() {
     HIPQ_HIP_RETURN_IF_ERROR(hipSetDevice(device_));
+    t_current_device = device_;
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
     hipDeviceProp_t prop;
     HIPQ_HIP_RETURN_IF_ERROR(hipGetDeviceProperties(&prop, device_));

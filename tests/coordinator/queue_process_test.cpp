@@ -246,6 +246,29 @@ TEST_F(QueueProcessTest, NonLoopbackBindWithoutKeysIsRefused) {
   EXPECT_NE(err.find("--insecure"), std::string::npos) << err;
 }
 
+TEST_F(QueueProcessTest, WorkerBacksOffAfterRetryableFailuresSoAttemptsAreSpreadOut) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto w = start_worker(tmp.path(), "w0", ep, "sleep:10ms");
+  // "[oom]": the SleepEngine test double fails it with a retryable ResourceExhausted.
+  fs::path manifest = write_sleep_manifest(tmp.path(), "oom", 0, 1, 0, "always [oom]");
+  std::string out, err;
+  // --wait exits 1: the batch ended with a dead job.
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}, &out, &err), 1)
+      << out << err;
+  EXPECT_EQ(jobs_in(db(), "dead"), 1);
+  auto db = db::Database::open(this->db());
+  ASSERT_TRUE(db.ok());
+  db::Statement s = (*db)->prepare("SELECT started_at FROM attempts ORDER BY attempt");
+  std::vector<double> starts;
+  while (*s.step()) starts.push_back(s.column_double(0));
+  ASSERT_EQ(starts.size(), 3u);
+  // 1 s after the first failure, 2 s after the second (less the 10 ms job).
+  EXPECT_GE(starts[1] - starts[0], 0.9);
+  EXPECT_GE(starts[2] - starts[1], 1.9);
+  EXPECT_NE(w->err().find("asking for work again in 2000 ms"), std::string::npos) << w->err();
+}
+
 // `key=value` lines of a worker health file (worker/health_file.h); empty when absent.
 std::map<std::string, std::string> read_health(const fs::path& p) {
   std::map<std::string, std::string> kv;

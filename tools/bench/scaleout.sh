@@ -53,17 +53,17 @@ model: $model
 defaults: {width: $size, height: $size, steps: $steps, guidance: 5.0, sampler: euler, precision: $precision,
            seeds: [0, 1], repeats: $2}
 parity: {golden: $golden, gate: {cosine_min: 0.999}}
-outputs: {directory: $out/images/$1, save: [latent, png]}
+outputs: {directory: $work/images/$1, save: [latent, png]}
 prompts:
 YAML
   for p in "${prompts[@]}"; do echo "  - $p"; done
 }
 if [[ "$reference" == diffusers ]]; then
-  golden="$out/goldens"
+  golden="$work/goldens"
   manifest_head reference 1 > "$out/manifest-reference.yaml"
   stamp "diffusers goldens (${#prompts[@]} prompts x 2 seeds, ${size}px, $steps steps, $precision)"
   CUDA_VISIBLE_DEVICES=0 python3 "$root/tools/golden/make_goldens.py" --model "$model" --model-name "$model" \
-    --manifest "$out/manifest-reference.yaml" --out "$out/goldens" > "$out/goldens.log" 2>&1 \
+    --manifest "$out/manifest-reference.yaml" --out "$work/goldens" > "$out/goldens.log" 2>&1 \
     || { tail -n 30 "$out/goldens.log"; exit 1; }
   cat "$out/goldens.log"
 else

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <vector>
 
+#include "base/result.h"
 #include "kernels/backend.h"
 
 namespace hipq::kernels {
@@ -139,6 +141,44 @@ TEST_F(GpuSmoke, PoolReusesFreedBlocks) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->data(), first);
   EXPECT_GE(backend_->peak_bytes(), 1 << 20);
+}
+
+// A worker makes its backend on the main thread and runs jobs on another; with
+// several GPUs, device K's backend must work from any thread (HIP's current
+// device is per thread). Every visible device, each made on this thread and
+// used from a new one, interleaved with device 0 on this thread.
+TEST(GpuSmokeDevices, EachDeviceWorksFromAnotherThread) {
+  const int n = gpu_device_count();
+  if (n == 0) GTEST_SKIP() << "no device: hip backend not available on this machine";
+  std::printf("%d device(s)\n", n);
+  auto b0 = make_backend("hip", 0);
+  ASSERT_TRUE(b0.ok()) << b0.status().ToString();
+  for (int d = 0; d < n; ++d) {
+    auto b = make_backend("hip", d);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    Backend& be = **b;
+    EXPECT_EQ(be.info().device_index, d);
+    Status from_thread = Status::Ok();
+    std::vector<float> got(1000, 0.0f);
+    std::thread t([&] {
+      auto run = [&]() -> Status {
+        HIPQ_ASSIGN_OR_RETURN(Buffer buf, be.allocate(got.size() * sizeof(float)));
+        Tensor y = buf.tensor(DType::kF32, {static_cast<int64_t>(got.size())});
+        HIPQ_RETURN_IF_ERROR(be.fill(y, 1.5f + d));
+        HIPQ_ASSIGN_OR_RETURN(int e0, be.record_event());
+        HIPQ_RETURN_IF_ERROR(be.scale(y, y, 2.0f, 0.0f));
+        HIPQ_ASSIGN_OR_RETURN(int e1, be.record_event());
+        HIPQ_RETURN_IF_ERROR(be.elapsed_ms(e0, e1).status());
+        return be.copy_to_host(buf.data(), got.data(), got.size() * sizeof(float));
+      };
+      from_thread = run();
+    });
+    t.join();
+    ASSERT_TRUE(from_thread.ok()) << "device " << d << ": " << from_thread.ToString();
+    for (float v : got) ASSERT_EQ(v, 2.0f * (1.5f + d)) << "device " << d;
+    // And device 0 still works on this thread afterwards.
+    ASSERT_TRUE((*b0)->synchronize().ok());
+  }
 }
 
 }  // namespace
