@@ -45,12 +45,17 @@ void add_randn_command(CLI::App& app, int& exit_code) {
     uint64_t seed = 0;
     std::string shape = "1,4,128,128";
     std::string rng = "torch-cpu";
+    std::string dtype = "f32";
     std::string out;
   };
   auto opts = std::make_shared<Opts>();
   cmd->add_option("--seed", opts->seed, "generator seed")->required();
   cmd->add_option("--shape", opts->shape, "comma-separated shape")->capture_default_str();
   cmd->add_option("--rng", opts->rng, "torch-cpu | torch-cuda")->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype,
+                  "dtype torch draws in (f32, f16, bf16): torch.randn(..., dtype=...) on the CPU generator is a "
+                  "different sequence per dtype (stored as f32)")
+      ->capture_default_str();
   cmd->add_option("--out", opts->out, "output .safetensors")->required();
   cmd->callback([opts, &exit_code] {
     auto kind = engine::parse_rng_kind(opts->rng);
@@ -62,13 +67,21 @@ void add_randn_command(CLI::App& app, int& exit_code) {
         return;
       }
     }
+    const auto dtype = kernels::parse_dtype(opts->dtype);
+    if (!dtype || !(*dtype == kernels::DType::kF32 || *dtype == kernels::DType::kF16 ||
+                    *dtype == kernels::DType::kBF16)) {
+      spdlog::error("--dtype '{}': expected f32, f16 or bf16", opts->dtype);
+      exit_code = kExitUsage;
+      return;
+    }
     int64_t n = 1;
     for (auto d : *shape) n *= d;
-    auto values = engine::randn(*kind, opts->seed, n);
+    auto values = engine::randn(*kind, opts->seed, n, *dtype);
     const auto tensor = engine::HostTensor::from_f32(std::move(values), *shape);
     const Status st = engine::write_safetensors(
         opts->out, {{"noise", tensor}},
-        {{"seed", std::to_string(opts->seed)}, {"rng", std::string(engine::rng_kind_name(*kind))}, {"shape", opts->shape}});
+        {{"seed", std::to_string(opts->seed)}, {"rng", std::string(engine::rng_kind_name(*kind))}, {"shape", opts->shape},
+         {"dtype", std::string(kernels::dtype_name(*dtype))}});
     if (!st.ok()) {
       spdlog::error("{}", st.ToString());
       exit_code = kExitFailure;

@@ -105,6 +105,10 @@ std::string golden_key_material(std::string_view weights_sha256, const Generatio
   j["guidance"] = format_guidance(s.guidance);
   j["sampler"] = s.sampler;
   j["rng"] = s.rng;
+  // The reference draws the initial noise in the pipeline's dtype, so the same
+  // seed is another image at fp16/bf16: those precisions are in the key. fp32
+  // keys stay as they were (no "precision" member).
+  if (s.precision != "fp32") j["precision"] = s.precision;
   return dump_canonical(j);
 }
 

@@ -352,7 +352,11 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   HIPQ_RETURN_IF_ERROR(timer.end());
 
   HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(im.scheduler, s.steps, kind));
-  std::vector<float> noise = randn(rng_kind, s.seed, latent_numel);
+  // diffusers draws the noise in the pipeline's dtype (prepare_latents: dtype of
+  // the prompt embeddings), and torch's CPU generator gives a different
+  // sequence per dtype: same seed, same draw.
+  HIPQ_ASSIGN_OR_RETURN(DType noise_dtype, precision_dtype(s.precision));
+  std::vector<float> noise = randn(rng_kind, s.seed, latent_numel, noise_dtype);
 
   const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;

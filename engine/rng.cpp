@@ -131,9 +131,10 @@ void normal_fill_16(float* data) {
     const float theta = two_pi * u2;
     float st, ct;
     cephes_sincosf(theta, &st, &ct);
-    // _mm256_fmadd_ps(n, std=1, mean=0) is exact: n * 1 + 0.
-    data[j] = radius * ct;
-    data[j + 8] = radius * st;
+    // _mm256_fmadd_ps(n, std=1, mean=0): n * 1 + 0, which is n except that a
+    // -0 (u1 == 1 gives radius -0) becomes +0.
+    data[j] = radius * ct + 0.0f;
+    data[j + 8] = radius * st + 0.0f;
   }
 }
 
@@ -163,6 +164,68 @@ std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel) {
     float* tail = out.data() + numel - 16;
     for (int i = 0; i < 16; ++i) tail[i] = gen.uniform_float();
     normal_fill_16(tail);
+  }
+  return out;
+}
+
+// ---- torch.randn in float16 / bfloat16 on the CPU generator -----------------
+
+namespace {
+
+// c10::Half / c10::BFloat16 as torch's normal_fill_16<scalar_t> uses them:
+// storage rounded to nearest even; arithmetic between two of them (or with an
+// int) is done in float and rounded back; std::log/sqrt/sin/cos of one are
+// c10's reduced-float overloads (BFloat16-math.h): the float function, rounded
+// back; with a double operand the arithmetic is double. Checked bit-exact
+// against torch 2.11 (tests/data/rng/torch_randn_cpu_reduced.safetensors);
+// rounding only where a float result is stored is not (about 31% of values
+// then differ in the last place).
+struct Reduced {
+  kernels::DType dtype;
+  float operator()(float v) const {
+    return dtype == kernels::DType::kF16 ? kernels::f16_to_f32(kernels::f32_to_f16(v))
+                                         : kernels::bf16_to_f32(kernels::f32_to_bf16(v));
+  }
+  // at::uniform_real_distribution<T>(0, 1): numeric_limits<T>::digits random bits.
+  int digits() const { return dtype == kernels::DType::kF16 ? 11 : 8; }
+};
+
+void normal_fill_16_reduced(const Reduced& t, float* data) {
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = t(1.0f - data[j]);                       // 1 - T -> T
+    const float u2 = data[j + 8];
+    const float radius = t(std::sqrt(t(-2.0f * t(std::log(u1)))));  // sqrt(T(-2 * log(T)))
+    // 2.0f * pi<double> * T -> double; stored in T through float.
+    const float theta = t(static_cast<float>(2.0 * M_PI * static_cast<double>(u2)));
+    // T * cos(T) -> T; * std (T, 1) changes nothing; + mean (T, +0) turns the
+    // -0 of u1 == 1 (sqrt(-2 * 0) is -0) into +0, as torch's output has it.
+    data[j] = t(radius * t(std::cos(theta))) + 0.0f;
+    data[j + 8] = t(radius * t(std::sin(theta))) + 0.0f;
+  }
+}
+
+}  // namespace
+
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel, kernels::DType dtype) {
+  if (dtype != kernels::DType::kF16 && dtype != kernels::DType::kBF16) return torch_randn_cpu(seed, numel);
+  const Reduced t{dtype};
+  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(numel, 0)));
+  if (numel <= 0) return out;
+  TorchCpuGenerator gen(seed);
+  if (numel < 16) {
+    // The serial path: a double sample, to T through float.
+    for (auto& v : out) v = t(static_cast<float>(gen.normal_double()));
+    return out;
+  }
+  const uint32_t mask = (1u << t.digits()) - 1;
+  const float scale = 1.0f / static_cast<float>(1u << t.digits());
+  auto uniform = [&] { return static_cast<float>(gen.random() & mask) * scale; };  // exact in T
+  for (auto& v : out) v = uniform();
+  for (int64_t i = 0; i + 16 <= numel; i += 16) normal_fill_16_reduced(t, out.data() + i);
+  if (numel % 16 != 0) {
+    float* tail = out.data() + numel - 16;
+    for (int i = 0; i < 16; ++i) tail[i] = uniform();
+    normal_fill_16_reduced(t, tail);
   }
   return out;
 }
@@ -236,8 +299,8 @@ std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiproce
   return out;
 }
 
-std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel) {
-  return kind == RngKind::kTorchCpu ? torch_randn_cpu(seed, numel) : torch_randn_cuda(seed, numel);
+std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel, kernels::DType dtype) {
+  return kind == RngKind::kTorchCpu ? torch_randn_cpu(seed, numel, dtype) : torch_randn_cuda(seed, numel);
 }
 
 }  // namespace hipq::engine

@@ -6,6 +6,11 @@
 // (mt19937, 24-bit uniform floats, Box-Muller in blocks of 16 for n >= 16 with
 // the last block recomputed from fresh uniforms, the scalar double path below
 // 16). The shape does not matter, only numel: randn fills contiguous memory.
+// torch_randn_cpu(seed, n, kF16 | kBF16) is torch.randn(..., dtype=float16 |
+// bfloat16) on the CPU generator, which diffusers draws when the pipeline runs
+// in half precision: a different sequence (11 / 8 random bits per uniform,
+// Box-Muller in c10::Half / c10::BFloat16 arithmetic through libm's
+// logf/sinf/cosf), returned widened to float.
 // torch_randn_cuda(seed, n) follows torch's CUDA generator (Philox4x32-10,
 // curand_normal4, the grid layout torch uses for n on the given SM count);
 // it equals torch to float rounding of the GPU's log/sincos, not bit-exactly.
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kernels/dtype.h"
 
 namespace hipq::engine {
 
@@ -27,11 +33,14 @@ Result<RngKind> parse_rng_kind(std::string_view name);
 std::string_view rng_kind_name(RngKind kind);
 
 std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel);
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel, kernels::DType dtype);
 // `multiprocessors` and `max_threads_per_sm` of the GPU torch ran on (they
 // decide the grid, hence the order, once n exceeds one wave); the defaults are
 // an H100/H200 (132 SMs, 2048 threads).
 std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiprocessors = 132,
                                     int max_threads_per_sm = 2048);
-std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel);
+// The initial noise for a pipeline computing in `dtype`, as diffusers draws it:
+// torch-cpu in that dtype (f32, f16, bf16); torch-cuda always in f32.
+std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel, kernels::DType dtype = kernels::DType::kF32);
 
 }  // namespace hipq::engine

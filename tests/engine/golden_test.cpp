@@ -130,7 +130,12 @@ TEST(GoldenTest, SameInputsGiveTheSameKeyAndEveryChangeANewOne) {
   EXPECT_NE(golden_key(std::string(64, 'c'), base), k) << "weights";
   GenerationSettings fp16 = base;
   fp16.precision = "fp16";
-  EXPECT_EQ(golden_key(w, fp16), k) << "precision is provenance, not part of the key";
+  // The reference draws fp16/bf16 noise from the same seed: another image, another key.
+  EXPECT_NE(golden_key(w, fp16), k) << "fp16 is part of the key";
+  GenerationSettings bf16 = base;
+  bf16.precision = "bf16";
+  EXPECT_NE(golden_key(w, bf16), golden_key(w, fp16));
+  EXPECT_EQ(golden_key_material(w, base).find("precision"), std::string::npos) << "fp32 keys are unchanged";
 }
 
 TEST(GoldenTest, KeyMaterialIsTheDocumentedCanonicalJson) {

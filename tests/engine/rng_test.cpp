@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fs.h"
+#include "engine/safetensors.h"
 
 namespace hipq::engine {
 namespace {
@@ -54,6 +55,37 @@ TEST(TorchRandnCpu, BitExactWithCommittedTorchVectors) {
     ++checked;
   }
   EXPECT_GE(checked, 10);
+}
+
+// torch.randn(n, generator=cpu.manual_seed(seed), dtype=float16 | bfloat16), as
+// torch 2.11 drew them (tests/data/rng/README.md): what diffusers uses as the
+// initial noise of a half-precision pipeline.
+TEST(TorchRandnCpu, HalfAndBfloat16BitExactWithTorch) {
+  auto file = SafetensorsFile::open(data_dir() / "torch_randn_cpu_reduced.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  int checked = 0;
+  for (const std::string& name : (*file)->names()) {
+    // "<f16|bf16>_<seed>_<numel>"
+    const size_t a = name.find('_'), b = name.rfind('_');
+    const auto dtype = kernels::parse_dtype(name.substr(0, a));
+    ASSERT_TRUE(dtype.has_value()) << name;
+    const uint64_t seed = std::stoull(name.substr(a + 1, b - a - 1));
+    const int64_t numel = std::stoll(name.substr(b + 1));
+    auto want = (*file)->get(name);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    const std::vector<float> expected = want->to_f32();
+    const std::vector<float> got = torch_randn_cpu(seed, numel, *dtype);
+    ASSERT_EQ(got.size(), expected.size()) << name;
+    int64_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(expected[i]);
+    EXPECT_EQ(differ, 0) << name << ": " << differ << " of " << numel << " values differ";
+    // And it is a different draw from float32's for the same seed.
+    if (numel >= 16) {
+      EXPECT_NE(got, torch_randn_cpu(seed, numel)) << name;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
 }
 
 TEST(TorchRandnCpu, StatisticsLookNormal) {

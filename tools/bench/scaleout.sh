@@ -9,7 +9,8 @@
 #    GPU, fp32 without TF32, for every (prompt, seed) of the batch: the goldens, and
 #    the peer's seconds per image.
 # 3. One coordinator; for each N in GPU_COUNTS, `hipq worker --all-devices` on the
-#    first N GPUs and a batch of 4 jobs per GPU (2 prompts x 2 seeds, N repeats),
+#    first N GPUs and a batch of 4 x PER_GPU jobs per GPU (2 prompts x 2 seeds,
+#    N x PER_GPU repeats),
 #    every job judged against the diffusers golden of its (prompt, seed).
 # Prints images/hour per N, scaling efficiency, per-GPU utilisation (nvidia-smi
 # sampling), coordinator CPU, parity verdicts and `hipq stats` per batch and GPU.
@@ -17,7 +18,7 @@
 # dry run on a CPU box), WORKDIR (/tmp/hipq-scaleout: the 13 GB weight folder),
 # REFERENCE (diffusers | none: no goldens, every verdict NO_GOLDEN), REFERENCE_SRC
 # (a diffusers checkout's src/, put on PYTHONPATH when diffusers is not installed),
-# BATCH_TIMEOUT (s per batch, 900).
+# BATCH_TIMEOUT (s per batch, 900), PER_GPU (1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 hipq="$(realpath "${1:?usage: scaleout.sh HIPQ_BINARY OUTDIR [GPU_COUNTS]}")"
@@ -26,7 +27,7 @@ counts="${3:-1 2}"
 steps="${STEPS:-4}"; size="${SIZE:-1024}"; precision="${PRECISION:-fp32}"
 work="${WORKDIR:-/tmp/hipq-scaleout}"
 synthetic="${SYNTHETIC:-sdxl}"; reference="${REFERENCE:-diffusers}"
-batch_timeout="${BATCH_TIMEOUT:-900}"
+batch_timeout="${BATCH_TIMEOUT:-900}"; per_gpu="${PER_GPU:-1}"
 [[ -n "${REFERENCE_SRC:-}" ]] && export PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
 db="$out/scaleout.db"
 rm -f "$db" "$db"-wal "$db"-shm
@@ -88,10 +89,9 @@ pids+=($!)
 
 echo "n_gpus jobs wall_s images_per_hour coord_cpu_s" > "$out/scaleout.txt"
 for n in $counts; do
-  jobs=$(( 2 * ${#prompts[@]} * n ))
-  manifest_head "scaleout-${n}gpu" "$n" > "$out/manifest-$n.yaml"
+  jobs=$(( 2 * ${#prompts[@]} * n * per_gpu ))
+  manifest_head "scaleout-${n}gpu" "$(( n * per_gpu ))" > "$out/manifest-$n.yaml"
   visible=$(seq -s, 0 $(( n - 1 )))
-  # Workers load the model before the clock starts: a warm-up batch of one job per GPU.
   CUDA_VISIBLE_DEVICES="$visible" "$hipq" worker --connect "$ep" --all-devices > "$out/workers-$n.log" 2>&1 &
   wpid=$!
   pids+=("$wpid")

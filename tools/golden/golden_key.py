@@ -3,13 +3,15 @@
 
 The key of a golden is the lower-case hex sha256 of a canonical JSON text of
 everything that determines the output: the weights' sha256 and the generation
-settings except precision. The canonical text is
+settings (precision only when it is not fp32). The canonical text is
 json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 encoded as UTF-8, where obj is
 
   {"guidance": "%.6g" % float32(guidance), "height": int, "key_version": 1,
    "negative_prompt": str, "prompt": str, "rng": str, "sampler": str,
    "seed": int, "steps": int, "weights_sha256": str, "width": int}
+
+plus "precision": "fp16" | "bf16" when the precision is not fp32.
 
 See docs/golden-format.md. Standard library only, so it runs anywhere.
 
@@ -68,6 +70,11 @@ def key_material(weights_sha256, settings):
         "sampler": str(s["sampler"]),
         "rng": str(s["rng"]),
     }
+    # diffusers draws the initial noise in the pipeline's dtype: another image at
+    # fp16/bf16 for the same seed, so those precisions are in the key (fp32 keys
+    # have no "precision" member, as before).
+    if str(s["precision"]) != "fp32":
+        obj["precision"] = str(s["precision"])
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -90,6 +97,11 @@ def settings_json(settings):
         "precision": str(s["precision"]),
         "rng": str(s["rng"]),
     }
+    # diffusers draws the initial noise in the pipeline's dtype: another image at
+    # fp16/bf16 for the same seed, so those precisions are in the key (fp32 keys
+    # have no "precision" member, as before).
+    if str(s["precision"]) != "fp32":
+        obj["precision"] = str(s["precision"])
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
