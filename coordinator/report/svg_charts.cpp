@@ -63,6 +63,23 @@ std::vector<double> ticks(double lo, double hi, int target = 6) {
   return t;
 }
 
+// A tick's label with as many decimals as the tick spacing needs, so close
+// ticks never print alike (395.65, 395.70, not 395.7, 395.7).
+std::string tick_text(double v, const std::vector<double>& all) {
+  const double step = all.size() > 1 ? all[1] - all[0] : 0.0;
+  int decimals = 0;
+  if (step > 0) {
+    decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+    const double scaled = step * std::pow(10.0, decimals);
+    if (std::fabs(scaled - std::round(scaled)) > 1e-6) ++decimals;  // 2.5 x 10^k
+  }
+  if (std::fabs(v) < step * 1e-9) v = 0.0;  // no "-0"
+  if (std::fabs(v) >= 1e6 || decimals > 6) return num(v, 6);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 struct Axis {
   double lo, hi, x0, x1;
   double map(double v) const { return x0 + (v - lo) / (hi - lo) * (x1 - x0); }
@@ -79,12 +96,13 @@ Axis padded_axis(double lo, double hi, double x0, double x1) {
 
 std::string x_axis(const Axis& ax, double y, double grid_top, const std::string& unit) {
   std::string s;
-  for (double t : ticks(ax.lo, ax.hi)) {
+  const std::vector<double> all = ticks(ax.lo, ax.hi);
+  for (double t : all) {
     const double x = ax.map(t);
     s += "<line x1=\"" + px(x) + "\" y1=\"" + px(grid_top) + "\" x2=\"" + px(x) + "\" y2=\"" + px(y) +
          "\" class=\"grid\"/>";
-    s += "<text x=\"" + px(x) + "\" y=\"" + px(y + 14) + "\" class=\"tick\" text-anchor=\"middle\">" + num(t) +
-         "</text>";
+    s += "<text x=\"" + px(x) + "\" y=\"" + px(y + 14) + "\" class=\"tick\" text-anchor=\"middle\">" +
+         tick_text(t, all) + "</text>";
   }
   s += "<text x=\"" + px((ax.x0 + ax.x1) / 2) + "\" y=\"" + px(y + 30) + "\" class=\"axis\" text-anchor=\"middle\">" +
        html_escape(unit) + "</text>";
@@ -231,11 +249,12 @@ std::string trace_svg(const std::vector<TraceSeries>& series, const std::string&
   if (steps == 0 || !std::isfinite(lo)) return svg + "<text x=\"8\" y=\"48\">no step timings</text></svg>";
   const Axis xa{0, static_cast<double>(std::max<size_t>(steps - 1, 1)), left, width - right};
   const Axis ya = padded_axis(lo, hi, height - bottom, top);  // inverted: larger values up
-  for (double t : ticks(ya.lo, ya.hi, 5)) {
+  const std::vector<double> yticks = ticks(ya.lo, ya.hi, 5);
+  for (double t : yticks) {
     const double y = ya.map(t);
     svg += "<line x1=\"" + px(left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(width - right) + "\" y2=\"" + px(y) +
            "\" class=\"grid\"/><text x=\"" + px(left - 4) + "\" y=\"" + px(y + 4) +
-           "\" class=\"tick\" text-anchor=\"end\">" + num(t) + "</text>";
+           "\" class=\"tick\" text-anchor=\"end\">" + tick_text(t, yticks) + "</text>";
   }
   for (double t : ticks(0, xa.hi, std::min<int>(10, static_cast<int>(steps)))) {
     if (t != std::floor(t)) continue;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace hipq::coordinator::report {
 namespace {
 
@@ -24,6 +26,22 @@ TEST(SvgChartsTest, BoxPlotHasOneSeriesPerInputWithItsMedianAndOutliers) {
   EXPECT_EQ(count(svg, "class=\"outlier\""), 1u);  // 50 is beyond q3 + 1.5 IQR
   EXPECT_NE(svg.find("gpu &lt;A&gt; (n=6)"), std::string::npos);
   EXPECT_EQ(svg.find("<A>"), std::string::npos) << "labels must be escaped";
+}
+
+TEST(SvgChartsTest, CloseTicksGetDistinctLabels) {
+  // Two cold loads 0.09 ms apart: the axis spans 395.67..395.76, and every tick
+  // label must differ (the %.4g labels used to print 395.7 four times).
+  std::vector<BoxSeries> s{{"cold", {395.67, 395.76}, 0}};
+  const std::string svg = box_plot_svg(s, "load", "ms");
+  std::vector<std::string> labels;
+  const std::string open = "class=\"tick\" text-anchor=\"middle\">";
+  for (size_t p = svg.find(open); p != std::string::npos; p = svg.find(open, p + 1)) {
+    const size_t b = p + open.size();
+    labels.push_back(svg.substr(b, svg.find('<', b) - b));
+  }
+  ASSERT_GE(labels.size(), 3u) << svg;
+  for (size_t i = 1; i < labels.size(); ++i) EXPECT_NE(labels[i], labels[i - 1]) << svg;
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "395.70"), labels.end()) << svg;
 }
 
 TEST(SvgChartsTest, HistogramBarsCountEveryValue) {
