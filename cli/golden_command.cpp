@@ -487,7 +487,7 @@ void add_golden_command(CLI::App& app, int& exit_code) {
   promote->callback([a, &exit_code] { exit_code = run_promote(*a); });
 
   auto* floor = cmd->add_subcommand("floor", "Measure the reference's noise floor against a second golden set");
-  floor->add_option("--against", a->against, "Goldens of the same keys made at another precision or device")
+  floor->add_option("--against", a->against, "Goldens of the same keys made on another device")
       ->required();
   floor->fallthrough();
   floor->callback([a, &exit_code] { exit_code = run_floor(*a); });

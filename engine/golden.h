@@ -7,9 +7,10 @@
 //            "settings" (GenerationSettings JSON), "model", "weights_sha256",
 //            "scheduler_config" (JSON), "content_sha256", "created_at".
 // The key (golden_key) is sha256 of a canonical JSON of everything that
-// determines the output: the weights' sha256 and the settings except
-// precision (a golden is the reference answer for those inputs; the precision
-// and device it was computed at are provenance). tools/golden/ computes the
+// determines the output: the weights' sha256 and the settings, the precision
+// only when it is not fp32 (the reference draws fp16/bf16 noise from the same
+// seed, another image; fp32 keys have no precision member). The device a golden
+// was computed on is provenance. tools/golden/ computes the
 // same key in Python; the canonical form is fixed in docs/golden-format.md.
 //
 // Validation on read: the header must parse (Corruption otherwise, incl.

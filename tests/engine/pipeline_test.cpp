@@ -246,8 +246,6 @@ TEST_F(PipelineTest, ImpossibleSettingsFailBeforeAnyWork) {
   EXPECT_NE(r.status().message().find("width 60"), std::string::npos);
 }
 
-// fp16 / bf16 runs judged against the fp32 golden (the same key: precision is
-// not part of it). Reduced precision is measured, with a loose bound.
 // fp16: diffusers computed these in float16 from float16 noise (torch draws
 // another sequence per dtype); hipq draws the same noise and must land on the
 // same image. The key has the precision in it, so the fp32 golden of the same
