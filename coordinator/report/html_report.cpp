@@ -19,7 +19,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 header{background:#1f2a36;color:#fff;padding:18px 28px}
 header h1{margin:0;font-size:22px}header p{margin:4px 0 0;color:#c5d0db}
 main{padding:8px 28px 40px;max-width:1360px}
-section{background:#fff;border:1px solid #dde2e8;border-radius:8px;margin:16px 0;padding:14px 18px}
+section{background:#fff;border:1px solid #dde2e8;border-radius:8px;margin:16px 0;padding:14px 18px;overflow-x:auto}
 h2{font-size:17px;margin:2px 0 10px}
 table{border-collapse:collapse;font-size:13px}th,td{padding:4px 9px;border-bottom:1px solid #e6e9ee;text-align:right;white-space:nowrap}
 th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:left}
