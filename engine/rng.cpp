@@ -148,24 +148,38 @@ Result<RngKind> parse_rng_kind(std::string_view name) {
 
 std::string_view rng_kind_name(RngKind kind) { return kind == RngKind::kTorchCpu ? "torch-cpu" : "torch-cuda"; }
 
-std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel) {
+namespace {
+
+// torch's CPU normal_kernel for any dtype: below 16 elements the serial path
+// (one double Box-Muller sample per element, stored through `store`); else
+// every element first gets a uniform, blocks of 16 become Box-Muller pairs
+// (`fill16`), and when numel is not a multiple of 16 the last 16 values
+// (overlapping finished ones) are redrawn from fresh uniforms.
+template <class Store, class Uniform, class Fill16>
+std::vector<float> torch_normal_fill(uint64_t seed, int64_t numel, Store store, Uniform uniform, Fill16 fill16) {
   std::vector<float> out(static_cast<size_t>(std::max<int64_t>(numel, 0)));
   if (numel <= 0) return out;
   TorchCpuGenerator gen(seed);
   if (numel < 16) {
-    // torch's serial path: one double Box-Muller sample per element, rounded.
-    for (auto& v : out) v = static_cast<float>(gen.normal_double());
+    for (auto& v : out) v = store(gen.normal_double());
     return out;
   }
-  for (auto& v : out) v = gen.uniform_float();
-  for (int64_t i = 0; i + 16 <= numel; i += 16) normal_fill_16(out.data() + i);
+  for (auto& v : out) v = uniform(gen);
+  for (int64_t i = 0; i + 16 <= numel; i += 16) fill16(out.data() + i);
   if (numel % 16 != 0) {
-    // torch redraws the last 16 values (overlapping finished ones) from fresh uniforms.
     float* tail = out.data() + numel - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = gen.uniform_float();
-    normal_fill_16(tail);
+    for (int i = 0; i < 16; ++i) tail[i] = uniform(gen);
+    fill16(tail);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel) {
+  return torch_normal_fill(
+      seed, numel, [](double v) { return static_cast<float>(v); },
+      [](TorchCpuGenerator& g) { return g.uniform_float(); }, normal_fill_16);
 }
 
 // ---- torch.randn in float16 / bfloat16 on the CPU generator -----------------
@@ -209,25 +223,12 @@ void normal_fill_16_reduced(const Reduced& t, float* data) {
 std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel, kernels::DType dtype) {
   if (dtype != kernels::DType::kF16 && dtype != kernels::DType::kBF16) return torch_randn_cpu(seed, numel);
   const Reduced t{dtype};
-  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(numel, 0)));
-  if (numel <= 0) return out;
-  TorchCpuGenerator gen(seed);
-  if (numel < 16) {
-    // The serial path: a double sample, to T through float.
-    for (auto& v : out) v = t(static_cast<float>(gen.normal_double()));
-    return out;
-  }
   const uint32_t mask = (1u << t.digits()) - 1;
   const float scale = 1.0f / static_cast<float>(1u << t.digits());
-  auto uniform = [&] { return static_cast<float>(gen.random() & mask) * scale; };  // exact in T
-  for (auto& v : out) v = uniform();
-  for (int64_t i = 0; i + 16 <= numel; i += 16) normal_fill_16_reduced(t, out.data() + i);
-  if (numel % 16 != 0) {
-    float* tail = out.data() + numel - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = uniform();
-    normal_fill_16_reduced(t, tail);
-  }
-  return out;
+  return torch_normal_fill(
+      seed, numel, [&](double v) { return t(static_cast<float>(v)); },  // to T through float
+      [&](TorchCpuGenerator& g) { return static_cast<float>(g.random() & mask) * scale; },  // exact in T
+      [&](float* block) { normal_fill_16_reduced(t, block); });
 }
 
 // ---- torch's CUDA generator (Philox4x32-10, as curand) ----------------------

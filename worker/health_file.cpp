@@ -20,8 +20,6 @@ std::string format_health(const HealthSnapshot& s) {
   return out;
 }
 
-HealthFile::~HealthFile() = default;
-
 Status HealthFile::write(const HealthSnapshot& s) {
   if (!enabled()) return Status::Ok();
   return write_file_atomic(path_, format_health(s)).WithContext("health file");

@@ -47,7 +47,6 @@ class HealthFile {
  public:
   // An empty path disables it (every call is a no-op).
   explicit HealthFile(std::filesystem::path path) : path_(std::move(path)) {}
-  ~HealthFile();
   HealthFile(const HealthFile&) = delete;
   HealthFile& operator=(const HealthFile&) = delete;
 

@@ -9,18 +9,11 @@
 
 #include "db/database.h"
 #include "db/statement.h"
+#include "tests/base/test_strings.h"
 #include "tests/coordinator/process_harness.h"
 
 namespace hipq::testing {
 namespace {
-
-// Builds "<prefix><n>" through a stream: GCC 12's -Wrestrict misfires on
-// `"w" + std::to_string(n)` once inlined (GCC bug 105329).
-std::string numbered(std::string_view prefix, int64_t n) {
-  std::ostringstream out;
-  out << prefix << n;
-  return out.str();
-}
 
 // One integer from a query on the test's database (read while processes write).
 int64_t query_int(const fs::path& db_path, const std::string& sql) {

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "base/fs.h"
@@ -17,18 +16,14 @@
 #include "db/schema.h"
 #include "db/statement.h"
 #include "db/transaction.h"
+#include "tests/base/test_strings.h"
 #include "tests/db/test_util.h"
 
 namespace hipq::db {
 namespace {
 
-// Builds "<prefix><n>" through a stream: GCC 12's -Wrestrict misfires on
-// `"w" + std::to_string(n)` once inlined (GCC bug 105329).
-std::string numbered(std::string_view prefix, int64_t n) {
-  std::ostringstream out;
-  out << prefix << n;
-  return out.str();
-}
+using hipq::testing::numbered;
+
 
 using testing::make_batch;
 using testing::make_job;
