@@ -246,6 +246,10 @@ def main():
     ap.add_argument("--sampler")
     ap.add_argument("--precision", help="fp32 | fp16 | bf16 (what the reference computes in)")
     ap.add_argument("--rng", help="torch-cpu | torch-cuda")
+    ap.add_argument("--compute-precision", choices=("fp32", "fp16", "bf16"),
+                    help="compute the reference in this precision whatever the job's precision, from the "
+                         "initial noise the job's precision draws (torch.randn in its dtype): with fp32, "
+                         "the exact answer an fp16/bf16 job is judged against (its precision error alone)")
     ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     ap.add_argument("--no-image", action="store_true", help="latent only")
     ap.add_argument("--deterministic", action="store_true", help="torch deterministic algorithms, no TF32")
@@ -279,7 +283,7 @@ def main():
     for n, job in enumerate(jobs):
         s = golden_key.full_settings(job)
         key = golden_key.golden_key(weights_sha, s)
-        precision = s["precision"]
+        precision = args.compute_precision or s["precision"]
         if precision not in pipes:
             cls = getattr(diffusers, pipeline_class_name)
             kw = {}
@@ -294,9 +298,16 @@ def main():
         gen_device = "cpu" if s["rng"] == "torch-cpu" else "cuda"
         generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
         h, w = int(s["height"]), int(s["width"])
+        latents_in = None
+        if precision != s["precision"]:
+            # The job's initial noise as diffusers draws it at the job's precision (randn_tensor:
+            # on the generator's device, in the pipeline dtype), then computed in `precision`.
+            shape = (1, pipe.unet.config.in_channels, h // pipe.vae_scale_factor, w // pipe.vae_scale_factor)
+            latents_in = torch.randn(shape, generator=generator, device=gen_device,
+                                     dtype=dtypes[s["precision"]]).to(device=device, dtype=dtypes[precision])
         t0 = time.time()
         with torch.no_grad():
-            latents = pipe(prompt=s["prompt"],
+            latents = pipe(prompt=s["prompt"], latents=latents_in,
                            negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
                            height=h, width=w, num_inference_steps=int(s["steps"]),
                            guidance_scale=float(golden_key.as_float32(s["guidance"])),
@@ -347,6 +358,7 @@ def main():
                 "cuda_version": torch.version.cuda or "",
                 "tf32": False,
                 "seconds": round(elapsed, 3),
+                "noise_dtype": s["precision"],
             },
         }
         dumps = lambda o: json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # noqa: E731
