@@ -11,8 +11,12 @@
 // D = 64 -> G = 4, 64 queries per 256-thread block; D = 512 -> G = 32.
 // Causal: query i sees keys j <= i + (Sk - Sq); key tiles past the block's
 // last visible key are skipped.
+// On NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
+// and 16-byte aligned rows, the matrix-unit kernel (attention_mma.h) runs
+// instead.
 #include <string>
 
+#include "kernels/hip/attention_mma.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -159,6 +163,33 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
     return Status::InvalidArgument("attention: B*heads too large for one launch: q " + q.describe());
   if (B == 0 || Sq == 0) return Status::Ok();
 
+#if HIPQ_VENDOR_NVIDIA
+  const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
+  auto rows_aligned = [](const Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
+  };
+  if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
+      rows_aligned(v) && rows_aligned(out)) {
+    dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
+                       v.stride[0], v.stride[1], H, Sq, Sk, 0.0f, o.causal};
+    const float mscale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
+    m.scale_log2 = mscale * 1.4426950408889634f;
+    dim3 mgrid((Sq + 63) / 64, B * H);
+    if (q.dtype == DType::kF16) {
+      if (D == 64)
+        dev::attention_mma_kernel<__half, 64><<<mgrid, 128, 0, ctx.stream>>>(m);
+      else
+        dev::attention_mma_kernel<__half, 128><<<mgrid, 128, 0, ctx.stream>>>(m);
+    } else {
+      if (D == 64)
+        dev::attention_mma_kernel<__nv_bfloat16, 64><<<mgrid, 128, 0, ctx.stream>>>(m);
+      else
+        dev::attention_mma_kernel<__nv_bfloat16, 128><<<mgrid, 128, 0, ctx.stream>>>(m);
+    }
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    return Status::Ok();
+  }
+#endif
   AttnArgs a{};
   a.q = q.data;
   a.k = k.data;

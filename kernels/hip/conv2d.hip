@@ -54,6 +54,105 @@ struct ConvEpilogue {
   }
 };
 
+#if HIPQ_VENDOR_NVIDIA
+// The implicit im2col B tile for the matrix-unit GEMM (gemm_mma.h): rows
+// k = (c, ky, kx), columns the block's 128 output pixels. Each thread keeps
+// one pixel (column tid % 128) for the whole block, so its input window
+// origin is computed once, and walks its rows k, k + 2, ... by carrying kx
+// into ky into c instead of dividing per element.
+template <typename TC>
+struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false> {
+  static constexpr int kElems = 32 * 128 / 256;
+  static constexpr int kRowStep = 256 / 128;
+  const TC* x = nullptr;
+  int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
+  const TC* xb = nullptr;
+  int hi0 = 0, wi0 = 0;
+  bool col_ok = false;
+  TC regs[kElems];
+  __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
+    set_origin(n0, N, K);
+    xb = x + static_cast<int64_t>(batch) * C * H * W;
+    const int p = n0 + tid % 128;
+    col_ok = p < P;
+    const int ho = p / Wo, wo = p - (p / Wo) * Wo;
+    hi0 = ho * stride - pad;
+    wi0 = wo * stride - pad;
+  }
+  __device__ __forceinline__ void issue(TC*, int k0, int tid) {
+    int k = k0 + tid / 128;
+    const int khw = KH * KW;
+    int c = k / khw;
+    int ky = (k - c * khw) / KW;
+    int kx = k - c * khw - ky * KW;
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const int hi = hi0 + ky, wi = wi0 + kx;
+      const bool in = col_ok && k < row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
+      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : dev::to_tc<TC>(0.0f);
+      k += kRowStep;
+      kx += kRowStep;
+      while (kx >= KW) {
+        kx -= KW;
+        if (++ky == KH) {
+          ky = 0;
+          ++c;
+        }
+      }
+    }
+  }
+  __device__ __forceinline__ void finish(TC* tile, int tid) const {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) tile[(tid / 128 + e * kRowStep) * kLd + tid % 128] = regs[e];
+  }
+};
+
+// conv2d on the matrix units: weights [O, K] plain (or through their loader
+// when K is not a multiple of 8); the input plain for a 1x1, stride-1,
+// unpadded conv (X(c, p) = x[b, c, p]), else the implicit im2col fill.
+template <typename TC>
+void launch_conv_mma(hipStream_t stream, const Tensor& x, const Tensor& w, const WeightLoader& la,
+                     const ConvEpilogue& ep, int N, int O, int Ho, int Wo, int K, const Conv2dOptions& o) {
+  using S = dev::MmaShape<true, false>;
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
+  const int P = Ho * Wo;
+  const dev::PlainOperand pa = dev::plain_operand_16bit(w.data, 0, K, K);
+  const dev::PlainOperand pb = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0
+                                   ? dev::plain_operand_16bit(x.data, int64_t{C} * H * W, int64_t{H} * W, H * W)
+                                   : dev::PlainOperand{};
+  auto with_b = [&](const auto& fa) {
+    if (pb.p) {
+      dev::PlainFill<TC, S::kBRows, S::kBCols, false, false> fb{};
+      fb.plain = pb;
+      dev::launch_gemm_mma_fills<TC, true, false>(stream, N, O, P, K, fa, fb, ep);
+    } else {
+      Im2colFill<TC> fb{};
+      fb.x = static_cast<const TC*>(x.data);
+      fb.C = C;
+      fb.H = H;
+      fb.W = W;
+      fb.Wo = Wo;
+      fb.KH = KH;
+      fb.KW = KW;
+      fb.stride = o.stride;
+      fb.pad = o.padding;
+      fb.P = P;
+      dev::launch_gemm_mma_fills<TC, true, false>(stream, N, O, P, K, fa, fb, ep);
+    }
+  };
+  if (pa.p) {
+    dev::PlainFill<TC, S::kARows, S::kACols, true, true> fa{};
+    fa.plain = pa;
+    with_b(fa);
+  } else {
+    dev::LoaderFill<TC, S::kARows, S::kACols, true, true, WeightLoader> fa{};
+    fa.load = la;
+    with_b(fa);
+  }
+}
+#endif
+
 }  // namespace
 
 Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tensor& y, const Conv2dOptions& o) {
@@ -102,10 +201,22 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   Im2colLoader lb{x.data, static_cast<int>(x.dtype), static_cast<int>(C), static_cast<int>(H), static_cast<int>(W),
                   static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding};
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
-  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype,
-                                            static_cast<int>(N),
-                                            static_cast<int>(O), static_cast<int>(Ho * Wo), static_cast<int>(K), la,
-                                            true, lb, false, ep));
+#if HIPQ_VENDOR_NVIDIA
+  if (ctx.matrix_units && mma_dtype >= 0) {
+    if (x.dtype == DType::kF16)
+      launch_conv_mma<__half>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),
+                              static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o);
+    else
+      launch_conv_mma<__nv_bfloat16>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),
+                                     static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o);
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    return Status::Ok();
+  }
+#endif
+  const hipError_t launched = dev::launch_gemm</*kAllowMma=*/false>(
+      ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype, static_cast<int>(N), static_cast<int>(O),
+      static_cast<int>(Ho * Wo), static_cast<int>(K), la, true, lb, false, ep);
+  HIPQ_HIP_RETURN_IF_ERROR(launched);
   return Status::Ok();
 }
 

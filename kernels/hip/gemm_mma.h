@@ -1,19 +1,59 @@
 // Matrix-unit variant of the GEMM core for f16/bf16 operands on NVIDIA
 // (sm_80+: warp-level mma through the WMMA API), used by launch_gemm in
 // gemm_tile.h when both operands are stored in the same 16-bit type. Same
-// loader/epilogue contract as gemm_tiled_kernel: operands are read through
-// loaders (exact: f16/bf16 values convert to the fragment type without
-// rounding), products accumulate in fp32, the epilogue sees fp32 sums.
+// loader/epilogue contract as gemm_tiled_kernel: products accumulate in fp32,
+// the epilogue sees fp32 sums.
+//
 // Block tile 128x128, BK = 32, 8 warps in a 2 x 4 grid, each 64x32 of C
-// (4 x 2 fragments of 16x16). AMD builds never include this (gfx1030 has no
-// matrix units; CDNA would use rocWMMA-style intrinsics, not in ROCm 5.2.3).
+// (4 x 2 fragments of 16x16). Two shared-memory stages: the next k-tile is in
+// flight while the current one is multiplied.
+//
+// Each operand tile is kept in shared memory in the orientation of its
+// contiguous index in global memory (A: k- or m-contiguous, B: k- or
+// n-contiguous; the fragment layouts row_major / col_major follow), and is
+// filled by a fill policy, a kernel template argument:
+//  - PlainFill (PlainOperand::p set: stored in the fragment type, the
+//    contiguous index has unit stride, extents and strides multiples of 8,
+//    16-byte aligned): 16-byte cp.async copies straight to shared memory,
+//    rows past the matrix zero-filled;
+//  - LoaderFill: through the loader functor, element by element, into
+//    registers before the current tile's multiply and into shared memory
+//    after it (odd strides, odd shapes);
+//  - conv2d.hip's Im2colFill: the implicit im2col of a 3x3 (any k x k) conv.
+// AMD builds never include this (gfx1030 has no matrix units; CDNA would use
+// rocWMMA-style intrinsics, not in ROCm 5.2.3).
 #pragma once
 
 #include "kernels/hip/hip_common.h"
 
+namespace hipq::kernels::dev {
+
+// An operand matrix the kernel may copy directly: element (batch, row, col)
+// at p[batch * sb + row * ld + col], where col is the operand's contiguous
+// index (k for a k-fast operand, else m for A / n for B). p == nullptr: use
+// the loader.
+struct PlainOperand {
+  const void* p = nullptr;
+  int64_t sb = 0;
+  int64_t ld = 0;
+};
+
+// The PlainOperand for 16-bit data at p when its contiguous index (extent
+// `contiguous` elements) has unit stride: empty unless every 8-element row
+// piece is a 16-byte aligned copy.
+inline PlainOperand plain_operand_16bit(const void* p, int64_t sb, int64_t ld, int64_t contiguous) {
+  const bool ok = p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0 && sb % 8 == 0 && ld % 8 == 0 &&
+                  ld >= 0 && sb >= 0 && contiguous % 8 == 0;
+  return ok ? PlainOperand{p, sb, ld} : PlainOperand{};
+}
+
+}  // namespace hipq::kernels::dev
+
 #if HIPQ_VENDOR_NVIDIA
 #include <hip/hip_bf16.h>
 #include <mma.h>  // CUDA's WMMA API (NVIDIA build only)
+
+#include <type_traits>
 
 namespace hipq::kernels::dev {
 
@@ -24,15 +64,135 @@ __device__ __forceinline__ __half to_tc<__half>(float v) { return __float2half_r
 template <>
 __device__ __forceinline__ __nv_bfloat16 to_tc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-template <typename TC, class LoadA, class LoadB, class Epilogue>
-__global__ void __launch_bounds__(256)
-    gemm_mma_kernel(int M, int N, int K, LoadA la, bool a_k_fast, LoadB lb, bool b_k_fast, Epilogue ep) {
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_one() {  // all but the newest group complete
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;\n" ::);
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::);
+#endif
+}
+
+// Operand tile fills. A fill owns one operand's ROWS x COLS tile in shared
+// memory (row stride kLd = COLS + 8; COLS is the operand's contiguous index)
+// and has three calls: begin() once per block, issue() to start the k-tile
+// at k0, finish() after the current tile's multiply (stores what issue()
+// left in registers). kIsA: the operand is A (loader called (b, m, k)), else
+// B ((b, k, n)); kColIsK: the column index is k.
+template <int ROWS, int COLS, bool kIsA, bool kColIsK>
+struct MmaFillBase {
+  static constexpr int kRows = ROWS, kCols = COLS, kLd = COLS + 8;
+  int row_lim = 0, col_lim = 0, row0 = 0, col0 = 0;  // the tile's origin and the operand's extents
+  // mn0: the block's first m (A) or n (B); MN: M or N.
+  __device__ __forceinline__ void set_origin(int mn0, int MN, int K) {
+    row_lim = kColIsK ? MN : K;
+    col_lim = kColIsK ? K : MN;
+    row0 = kColIsK ? mn0 : 0;
+    col0 = kColIsK ? 0 : mn0;
+  }
+  __device__ __forceinline__ int tile_row(int k0) const { return row0 + (kColIsK ? 0 : k0); }
+  __device__ __forceinline__ int tile_col(int k0) const { return col0 + (kColIsK ? k0 : 0); }
+};
+
+// A plain operand (PlainOperand): 16-byte cp.async copies, out-of-range rows
+// zero-filled. Nothing to finish.
+template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK>
+struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
+  PlainOperand plain;
+  const TC* base = nullptr;
+  __device__ __forceinline__ void begin(int batch, int mn0, int MN, int K, int /*tid*/) {
+    this->set_origin(mn0, MN, K);
+    base = static_cast<const TC*>(plain.p) + static_cast<int64_t>(batch) * plain.sb;
+  }
+  __device__ __forceinline__ void issue(TC* tile, int k0, int tid) {
+    const int r0 = this->tile_row(k0), c0 = this->tile_col(k0);
+#pragma unroll
+    for (int v = tid; v < ROWS * COLS / 8; v += 256) {
+      const int r = v / (COLS / 8), c = (v % (COLS / 8)) * 8;
+      const bool ok = r0 + r < this->row_lim && c0 + c < this->col_lim;
+      const TC* src = ok ? base + static_cast<int64_t>(r0 + r) * plain.ld + (c0 + c) : base;
+      cp_async16(tile + r * this->kLd + c, src, ok);
+    }
+  }
+  __device__ __forceinline__ void finish(TC*, int) const {}
+};
+
+// Any operand, through its loader functor: element loads into registers at
+// issue(), stored to shared memory at finish() (the loads overlap the
+// current tile's multiply). Exact: same-type 16-bit values pass through fp32.
+template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK, class Load>
+struct LoaderFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
+  static constexpr int kElems = ROWS * COLS / 256;  // per thread
+  Load load;
+  int batch = 0;
+  TC regs[kElems];
+  __device__ __forceinline__ void begin(int b, int mn0, int MN, int K, int /*tid*/) {
+    this->set_origin(mn0, MN, K);
+    batch = b;
+  }
+  __device__ __forceinline__ float element(int r, int c) const {
+    // (row, col) of the operand -> the loader's (b, m, k) / (b, k, n)
+    if (kIsA) return kColIsK ? load(batch, r, c) : load(batch, c, r);
+    return kColIsK ? load(batch, c, r) : load(batch, r, c);
+  }
+  __device__ __forceinline__ void issue(TC*, int k0, int tid) {
+    const int r0 = this->tile_row(k0), c0 = this->tile_col(k0);
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const int i = tid + e * 256;
+      const int r = i / COLS, c = i % COLS;
+      regs[e] = to_tc<TC>((r0 + r < this->row_lim && c0 + c < this->col_lim) ? element(r0 + r, c0 + c) : 0.0f);
+    }
+  }
+  __device__ __forceinline__ void finish(TC* tile, int tid) const {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const int i = tid + e * 256;
+      tile[(i / COLS) * this->kLd + i % COLS] = regs[e];
+    }
+  }
+};
+
+// Block tile and the operand tile shapes of one layout. kAK: A is
+// k-contiguous (tile [BM][BK], row_major fragments), else m-contiguous
+// ([BK][BM], col_major). kBK: B is k-contiguous ([BN][BK], col_major), else
+// n-contiguous ([BK][BN], row_major).
+template <bool kAK, bool kBK>
+struct MmaShape {
+  static constexpr int BM = 128, BN = 128, BK = 32;
+  static constexpr int kARows = kAK ? BM : BK, kACols = kAK ? BK : BM;
+  static constexpr int kBRows = kBK ? BN : BK, kBCols = kBK ? BK : BN;
+};
+
+template <typename TC, bool kAK, bool kBK, class FillA, class FillB, class Epilogue>
+__global__ void __launch_bounds__(256) gemm_mma_kernel(int M, int N, int K, FillA fa, FillB fb, Epilogue ep) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   namespace wmma = nvcuda::wmma;
-  constexpr int BM = 128, BN = 128, BK = 32, LDA = BK + 8, LDB = BN + 8;
-  __shared__ __align__(128) TC As[BM * LDA];
-  __shared__ __align__(128) TC Bs[BK * LDB];
-  __shared__ __align__(128) float Cs[8][16 * 16];
+  using S = MmaShape<kAK, kBK>;
+  constexpr int BM = S::BM, BN = S::BN, BK = S::BK;
+  static_assert(FillA::kRows == S::kARows && FillA::kCols == S::kACols, "A fill shape");
+  static_assert(FillB::kRows == S::kBRows && FillB::kCols == S::kBCols, "B fill shape");
+  constexpr int kATile = FillA::kRows * FillA::kLd;  // elements per stage
+  constexpr int kBTile = FillB::kRows * FillB::kLd;
+  constexpr int kPipeBytes = 2 * (kATile + kBTile) * static_cast<int>(sizeof(TC));
+  constexpr int kEpiBytes = 8 * 16 * 16 * static_cast<int>(sizeof(float));
+  __shared__ __align__(128) unsigned char smem[kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes];
+  TC* As = reinterpret_cast<TC*>(smem);
+  TC* Bs = As + 2 * kATile;
 
   const int batch = blockIdx.z;
   const int m0 = blockIdx.y * BM;
@@ -42,67 +202,82 @@ __global__ void __launch_bounds__(256)
   const int lane = tid % 32;
   const int wm = warp / 4;  // 0..1: rows wm*64
   const int wn = warp % 4;  // 0..3: cols wn*32
+  fa.begin(batch, m0, M, K, tid);
+  fb.begin(batch, n0, N, K, tid);
 
+  using LayoutA = typename std::conditional<kAK, wmma::row_major, wmma::col_major>::type;
+  using LayoutB = typename std::conditional<kBK, wmma::col_major, wmma::row_major>::type;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int i = tid; i < BM * BK; i += 256) {
-      int mm, kk;
-      if (a_k_fast) {
-        kk = i % BK;
-        mm = i / BK;
-      } else {
-        mm = i % BM;
-        kk = i / BM;
-      }
-      const int m = m0 + mm, k = k0 + kk;
-      As[mm * LDA + kk] = to_tc<TC>((m < M && k < K) ? la(batch, m, k) : 0.0f);
+  const int k_tiles = (K + BK - 1) / BK;
+  fa.issue(As, 0, tid);
+  fb.issue(Bs, 0, tid);
+  cp_async_commit();
+  fa.finish(As, tid);
+  fb.finish(Bs, tid);
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int cur = kt & 1, nxt = cur ^ 1;
+    const bool has_next = kt + 1 < k_tiles;
+    if (has_next) {
+      fa.issue(As + nxt * kATile, (kt + 1) * BK, tid);
+      fb.issue(Bs + nxt * kBTile, (kt + 1) * BK, tid);
     }
-    for (int i = tid; i < BN * BK; i += 256) {
-      int nn, kk;
-      if (b_k_fast) {
-        kk = i % BK;
-        nn = i / BK;
-      } else {
-        nn = i % BN;
-        kk = i / BN;
-      }
-      const int n = n0 + nn, k = k0 + kk;
-      Bs[kk * LDB + nn] = to_tc<TC>((n < N && k < K) ? lb(batch, k, n) : 0.0f);
-    }
+    cp_async_commit();
+    cp_async_wait_one();
     __syncthreads();
+    const TC* a = As + cur * kATile;
+    const TC* b = Bs + cur * kBTile;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, TC, wmma::row_major> fa[4];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, TC, wmma::row_major> fb[2];
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, TC, LayoutA> fra[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, TC, LayoutB> frb[2];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(fa[i], As + (wm * 64 + i * 16) * LDA + kk, LDA);
+      for (int i = 0; i < 4; ++i) {
+        const int m = wm * 64 + i * 16;
+        if (kAK)
+          wmma::load_matrix_sync(fra[i], a + m * FillA::kLd + kk, FillA::kLd);
+        else
+          wmma::load_matrix_sync(fra[i], a + kk * FillA::kLd + m, FillA::kLd);
+      }
 #pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], Bs + kk * LDB + wn * 32 + j * 16, LDB);
+      for (int j = 0; j < 2; ++j) {
+        const int n = wn * 32 + j * 16;
+        if (kBK)
+          wmma::load_matrix_sync(frb[j], b + n * FillB::kLd + kk, FillB::kLd);
+        else
+          wmma::load_matrix_sync(frb[j], b + kk * FillB::kLd + n, FillB::kLd);
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fra[i], frb[j], acc[i][j]);
+    }
+    if (has_next) {
+      fa.finish(As + nxt * kATile, tid);
+      fb.finish(Bs + nxt * kBTile, tid);
     }
     __syncthreads();
   }
 
+  cp_async_wait_all();  // (K == 0: the prologue's zero-fill may still be in flight)
+  __syncthreads();
+  float* Cs = reinterpret_cast<float*>(smem) + warp * 256;  // the pipeline buffers are free now
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      wmma::store_matrix_sync(Cs[warp], acc[i][j], 16, wmma::mem_row_major);
+      wmma::store_matrix_sync(Cs, acc[i][j], 16, wmma::mem_row_major);
       __syncwarp();
       const int mb = m0 + wm * 64 + i * 16;
       const int nb = n0 + wn * 32 + j * 16;
 #pragma unroll 1
       for (int e = lane; e < 256; e += 32) {
         const int m = mb + e / 16, n = nb + e % 16;
-        if (m < M && n < N) ep(batch, m, n, Cs[warp][e]);
+        if (m < M && n < N) ep(batch, m, n, Cs[e]);
       }
       __syncwarp();
     }
@@ -110,6 +285,49 @@ __global__ void __launch_bounds__(256)
 #else
   __trap();  // launch_gemm only selects this kernel on sm_80+
 #endif
+}
+
+template <typename TC, bool kAK, bool kBK, class FillA, class FillB, class Epilogue>
+void launch_gemm_mma_fills(hipStream_t stream, int batch, int M, int N, int K, const FillA& fa, const FillB& fb,
+                           const Epilogue& ep) {
+  dim3 grid((N + MmaShape<kAK, kBK>::BN - 1) / MmaShape<kAK, kBK>::BN,
+            (M + MmaShape<kAK, kBK>::BM - 1) / MmaShape<kAK, kBK>::BM, batch);
+  gemm_mma_kernel<TC, kAK, kBK><<<grid, 256, 0, stream>>>(M, N, K, fa, fb, ep);
+}
+
+// Both operands copied directly when both are plain, else both through their
+// loaders.
+template <typename TC, bool kAK, bool kBK, class LoadA, class LoadB, class Epilogue>
+void launch_gemm_mma_layout(hipStream_t stream, int batch, int M, int N, int K, const LoadA& la,
+                            const PlainOperand& pa, const LoadB& lb, const PlainOperand& pb, const Epilogue& ep) {
+  using S = MmaShape<kAK, kBK>;
+  if (pa.p && pb.p) {
+    PlainFill<TC, S::kARows, S::kACols, true, kAK> fa{};
+    PlainFill<TC, S::kBRows, S::kBCols, false, kBK> fb{};
+    fa.plain = pa;
+    fb.plain = pb;
+    launch_gemm_mma_fills<TC, kAK, kBK>(stream, batch, M, N, K, fa, fb, ep);
+  } else {
+    LoaderFill<TC, S::kARows, S::kACols, true, kAK, LoadA> fa{};
+    LoaderFill<TC, S::kBRows, S::kBCols, false, kBK, LoadB> fb{};
+    fa.load = la;
+    fb.load = lb;
+    launch_gemm_mma_fills<TC, kAK, kBK>(stream, batch, M, N, K, fa, fb, ep);
+  }
+}
+
+template <typename TC, class LoadA, class LoadB, class Epilogue>
+void launch_gemm_mma(hipStream_t stream, int batch, int M, int N, int K, const LoadA& la, bool a_k_fast,
+                     const PlainOperand& pa, const LoadB& lb, bool b_k_fast, const PlainOperand& pb,
+                     const Epilogue& ep) {
+  if (a_k_fast && b_k_fast)
+    launch_gemm_mma_layout<TC, true, true>(stream, batch, M, N, K, la, pa, lb, pb, ep);
+  else if (a_k_fast)
+    launch_gemm_mma_layout<TC, true, false>(stream, batch, M, N, K, la, pa, lb, pb, ep);
+  else if (b_k_fast)
+    launch_gemm_mma_layout<TC, false, true>(stream, batch, M, N, K, la, pa, lb, pb, ep);
+  else
+    launch_gemm_mma_layout<TC, false, false>(stream, batch, M, N, K, la, pa, lb, pb, ep);
 }
 
 }  // namespace hipq::kernels::dev

@@ -93,24 +93,31 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 
 // Launches the GEMM: on NVIDIA with both operands in the same 16-bit type
 // (mma_dtype = kDtF16 / kDtBF16) and a device of compute capability >= 8.0
-// (mma_ok), the matrix-unit kernel (gemm_mma.h); otherwise the fp32 SIMT
-// core with the big (128x128, 8x8 per thread) tile when the problem fills
-// the device, else the small one (64x64, 4x4). Pass mma_dtype = -1 for fp32.
-template <class LoadA, class LoadB, class Epilogue>
+// (mma_ok), the matrix-unit kernel (gemm_mma.h), which copies plain operands
+// (pa / pb set) straight to shared memory; otherwise the fp32 SIMT core with
+// the big (128x128, 8x8 per thread) tile when the problem fills the device,
+// else the small one (64x64, 4x4). Pass mma_dtype = -1 for fp32.
+// kAllowMma = false: a call site with its own matrix-unit launch (conv2d)
+// compiles no matrix-unit kernel here.
+template <bool kAllowMma = true, class LoadA, class LoadB, class Epilogue>
 hipError_t launch_gemm(hipStream_t stream, int multiprocessors, bool mma_ok, int mma_dtype, int batch, int M, int N,
-                       int K, const LoadA& la, bool a_k_fast, const LoadB& lb, bool b_k_fast, const Epilogue& ep) {
+                       int K, const LoadA& la, bool a_k_fast, const LoadB& lb, bool b_k_fast, const Epilogue& ep,
+                       const PlainOperand& pa = {}, const PlainOperand& pb = {}) {
 #if HIPQ_VENDOR_NVIDIA
-  if (mma_ok && (mma_dtype == kDtF16 || mma_dtype == kDtBF16)) {
-    dim3 grid((N + 127) / 128, (M + 127) / 128, batch);
-    if (mma_dtype == kDtF16)
-      gemm_mma_kernel<__half><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
-    else
-      gemm_mma_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
-    return hipGetLastError();
+  if constexpr (kAllowMma) {
+    if (mma_ok && (mma_dtype == kDtF16 || mma_dtype == kDtBF16)) {
+      if (mma_dtype == kDtF16)
+        launch_gemm_mma<__half>(stream, batch, M, N, K, la, a_k_fast, pa, lb, b_k_fast, pb, ep);
+      else
+        launch_gemm_mma<__nv_bfloat16>(stream, batch, M, N, K, la, a_k_fast, pa, lb, b_k_fast, pb, ep);
+      return hipGetLastError();
+    }
   }
 #else
   (void)mma_ok;
   (void)mma_dtype;
+  (void)pa;
+  (void)pb;
 #endif
   const int64_t big_blocks = static_cast<int64_t>((M + 127) / 128) * ((N + 127) / 128) * batch;
   if (big_blocks >= multiprocessors) {

@@ -125,10 +125,22 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   const bool a_k_fast = la.sk == 1;
   const bool b_k_fast = lb.sm == 1 && lb.sk != 1;
   const int mma_dtype = a.dtype == b.dtype && a.dtype != DType::kF32 ? static_cast<int>(a.dtype) : -1;
+  // Operands the matrix-unit kernel may copy directly (unit stride along their contiguous index).
+  dev::PlainOperand pa, pb;
+  if (mma_dtype >= 0) {
+    if (la.sk == 1)
+      pa = dev::plain_operand_16bit(la.p, la.sb, la.sm, K);
+    else if (la.sm == 1)
+      pa = dev::plain_operand_16bit(la.p, la.sb, la.sk, M);
+    if (b_k_fast)
+      pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sk, K);
+    else if (lb.sk == 1)
+      pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sm, N);
+  }
   HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype,
                                             static_cast<int>(batch),
                                             static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,
-                                            a_k_fast, lb, b_k_fast, ep));
+                                            a_k_fast, lb, b_k_fast, ep, pa, pb));
   return Status::Ok();
 }
 

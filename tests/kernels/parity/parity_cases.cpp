@@ -427,11 +427,15 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(matmul_case(dt, "batch3_b_only_5x6x7_ta", {.batch_b = 3, .M = 5, .N = 6, .K = 7, .trans_a = true}));
     v.push_back(matmul_case(dt, "batch2_10x12x14_strided_a_res", {.batch_a = 2, .M = 10, .N = 12, .K = 14, .residual = true, .strided_a = true}));
     v.push_back(matmul_case(dt, "medium_256x1280x320_tb_bias", {.M = 256, .N = 1280, .K = 320, .trans_b = true, .bias = true}));
+    // Multiples of 8 with m- / n-contiguous operands: the matrix-unit kernel copies these directly.
+    v.push_back(matmul_case(dt, "64x72x48_ta", {.M = 64, .N = 72, .K = 48, .trans_a = true}));
+    v.push_back(matmul_case(dt, "batch2_136x24x40_ta_tb_res", {.batch_a = 2, .batch_b = 2, .M = 136, .N = 24, .K = 40, .trans_a = true, .trans_b = true, .residual = true}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
     v.push_back(conv_case(dt, "1x5x9x8_o7_k3_s2_p1", 1, 5, 9, 8, 7, 3, 2, 1, false, false));
     v.push_back(conv_case(dt, "2x6x5x7_o3_k1_res_bias", 2, 6, 5, 7, 3, 1, 1, 0, true, true));
+    v.push_back(conv_case(dt, "2x16x8x8_o24_k1_bias", 2, 16, 8, 8, 24, 1, 1, 0, true, false));
     v.push_back(conv_case(dt, "1x4x6x6_o6_k3_p0", 1, 4, 6, 6, 6, 3, 1, 0, true, false));
     v.push_back(conv_case(dt, "2x5x7x7_o4_k3_p1_strided_x", 2, 5, 7, 7, 4, 3, 1, 1, true, false, false, true));
     v.push_back(conv_case(dt, "medium_1x64x24x24_o64_k3_p1_bias_res", 1, 64, 24, 24, 64, 3, 1, 1, true, true));
