@@ -62,14 +62,16 @@ struct ConvEpilogue {
 // into ky into c instead of dividing per element.
 template <typename TC>
 struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false> {
+  static_assert(sizeof(TC) == 2, "16-bit operands; values are moved as raw bits");
   static constexpr int kElems = 32 * 128 / 256;
   static constexpr int kRowStep = 256 / 128;
-  const TC* x = nullptr;
+  static constexpr bool kCompact = true;  // 16 staged values, one pixel's window origin
+  const uint16_t* x = nullptr;  // the input's f16/bf16 bits
   int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
-  const TC* xb = nullptr;
+  const uint16_t* xb = nullptr;
   int hi0 = 0, wi0 = 0;
   bool col_ok = false;
-  TC regs[kElems];
+  uint16_t regs[kElems];
   __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
     set_origin(n0, N, K);
     xb = x + static_cast<int64_t>(batch) * C * H * W;
@@ -89,7 +91,7 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
     for (int e = 0; e < kElems; ++e) {
       const int hi = hi0 + ky, wi = wi0 + kx;
       const bool in = col_ok && k < row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
-      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : dev::to_tc<TC>(0.0f);
+      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : uint16_t{0};  // +0.0 in f16 and bf16
       k += kRowStep;
       kx += kRowStep;
       while (kx >= KW) {
@@ -102,8 +104,9 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
     }
   }
   __device__ __forceinline__ void finish(TC* tile, int tid) const {
+    uint16_t* t = reinterpret_cast<uint16_t*>(tile);
 #pragma unroll
-    for (int e = 0; e < kElems; ++e) tile[(tid / 128 + e * kRowStep) * kLd + tid % 128] = regs[e];
+    for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * kLd + tid % 128] = regs[e];
   }
 };
 
@@ -128,7 +131,7 @@ void launch_conv_mma(hipStream_t stream, const Tensor& x, const Tensor& w, const
       dev::launch_gemm_mma_fills<TC, true, false>(stream, N, O, P, K, fa, fb, ep);
     } else {
       Im2colFill<TC> fb{};
-      fb.x = static_cast<const TC*>(x.data);
+      fb.x = static_cast<const uint16_t*>(x.data);
       fb.C = C;
       fb.H = H;
       fb.W = W;

@@ -112,6 +112,7 @@ struct MmaFillBase {
 // zero-filled. Nothing to finish.
 template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK>
 struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
+  static constexpr bool kCompact = true;
   PlainOperand plain;
   const TC* base = nullptr;
   __device__ __forceinline__ void begin(int batch, int mn0, int MN, int K, int /*tid*/) {
@@ -136,6 +137,7 @@ struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
 // current tile's multiply). Exact: same-type 16-bit values pass through fp32.
 template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK, class Load>
 struct LoaderFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
+  static constexpr bool kCompact = false;
   static constexpr int kElems = ROWS * COLS / 256;  // per thread
   Load load;
   int batch = 0;
@@ -178,8 +180,11 @@ struct MmaShape {
   static constexpr int kBRows = kBK ? BN : BK, kBCols = kBK ? BK : BN;
 };
 
+// Two blocks per SM (<= 128 registers a thread) when both fills keep little in
+// registers (kCompact); the loader fill's per-element staging needs more.
 template <typename TC, bool kAK, bool kBK, class FillA, class FillB, class Epilogue>
-__global__ void __launch_bounds__(256) gemm_mma_kernel(int M, int N, int K, FillA fa, FillB fb, Epilogue ep) {
+__global__ void __launch_bounds__(256, FillA::kCompact && FillB::kCompact ? 2 : 1)
+    gemm_mma_kernel(int M, int N, int K, FillA fa, FillB fb, Epilogue ep) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   namespace wmma = nvcuda::wmma;
   using S = MmaShape<kAK, kBK>;
