@@ -141,6 +141,8 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   unet.reset();
   vae.reset();
   loaded_precision.clear();
+  // A generate() that switches precision measures its peak from here: the old weights are gone.
+  be.reset_peak();
 
   HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
   UNetConfig ucfg;

@@ -53,15 +53,19 @@ std::vector<std::string> EngineJobRunner::loaded_models() const {
 }
 
 
-Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, bool* loaded_now) {
+Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
+                                                        bool* loaded_now) {
   *loaded_now = false;
   if (auto it = pipelines_.find(model); it != pipelines_.end()) return it->second.get();
-  auto loaded = engine::Pipeline::load(model, *backend_);
+  // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
+  engine::LoadOptions options;
+  options.precision = precision;
+  auto loaded = engine::Pipeline::load(model, *backend_, options);
   if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted && !pipelines_.empty()) {
     spdlog::warn("out of device memory loading {}; releasing {} other model(s) and retrying", model,
                  pipelines_.size());
     pipelines_.clear();
-    loaded = engine::Pipeline::load(model, *backend_);
+    loaded = engine::Pipeline::load(model, *backend_, options);
   }
   if (!loaded.ok()) return loaded.status().WithContext("loading model " + model);
   *loaded_now = true;
@@ -122,7 +126,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
 
   bool loaded_now = false;
   auto load_start = Clock::now();
-  HIPQ_ASSIGN_OR_RETURN(engine::Pipeline * pipeline, pipeline_for(job.model(), &loaded_now));
+  HIPQ_ASSIGN_OR_RETURN(engine::Pipeline * pipeline, pipeline_for(job.model(), settings.precision, &loaded_now));
   double load_ms = ms_since(load_start);
 
   engine::ProgressFn on_step = [&](int step, int steps) { progress.progress(step, steps, "denoise"); };

@@ -48,7 +48,8 @@ class EngineJobRunner final : public JobRunner {
 
  private:
   EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device);
-  Result<engine::Pipeline*> pipeline_for(const std::string& model, bool* loaded_now);
+  // The cached pipeline of `model`, else one loaded at `precision`.
+  Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision, bool* loaded_now);
 
   std::unique_ptr<kernels::Backend> backend_;
   std::string backend_name_;

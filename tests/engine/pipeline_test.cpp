@@ -223,6 +223,51 @@ TEST_F(PipelineTest, TimingsWarmFlagProgressAndDeterminism) {
   EXPECT_EQ(second->rgb, first->rgb);
 }
 
+// The peak of a generate() is what the device must hold for it. A job that
+// switches precision frees the old weights first, so its peak must not count
+// them: the cold fp16 job after an fp32 load peaks like the warm fp16 job
+// plus at most the one-tensor staging of the load, not at the fp32 weights. Loading at fp16 from the start gives the same peak.
+TEST_F(PipelineTest, PeakAfterAPrecisionSwitchCountsOnlyTheNewWeights) {
+  auto model = make_synthetic_model("tiny-sdxl");
+  ASSERT_TRUE(model.ok());
+  auto p = Pipeline::load(*model, *backend_);  // fp32
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const int64_t fp32_resident = backend_->bytes_in_use();
+  GenerationSettings s = tiny(2);
+  s.precision = "fp16";
+  auto cold = (*p)->generate(s);
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  EXPECT_FALSE(cold->warm);
+  auto warm = (*p)->generate(s);
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  EXPECT_TRUE(warm->warm);
+  const int64_t fp16_resident = backend_->bytes_in_use();
+  std::printf("  fp32 weights %lld B, fp16 weights %lld B, peak cold %lld B, warm %lld B\n",
+              (long long)fp32_resident, (long long)fp16_resident, (long long)cold->peak_memory_bytes,
+              (long long)warm->peak_memory_bytes);
+  EXPECT_LT(fp16_resident, fp32_resident);
+  EXPECT_GE(cold->peak_memory_bytes, warm->peak_memory_bytes);
+  // The load's staging holds one tensor at a time: far below half the weights' difference.
+  EXPECT_LT(cold->peak_memory_bytes - warm->peak_memory_bytes, (fp32_resident - fp16_resident) / 2)
+      << "the cold peak still counts the freed fp32 weights";
+  p->reset();
+
+  LoadOptions at_fp16;
+  at_fp16.precision = "fp16";
+  auto direct = Pipeline::load(*model, *backend_, at_fp16);
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  auto first = (*direct)->generate(s);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_FALSE(first->phases.empty());
+  EXPECT_EQ(first->phases.front().phase, "load") << "the first job reports the load";
+  EXPECT_EQ(std::count_if(first->phases.begin(), first->phases.end(),
+                          [](const PhaseTiming& t) { return t.phase == "load"; }),
+            1)
+      << "loaded at the job's precision: nothing to reload";
+  EXPECT_EQ(first->peak_memory_bytes, warm->peak_memory_bytes);
+  EXPECT_EQ(first->latent, warm->latent);
+}
+
 TEST_F(PipelineTest, CancelStopsBetweenSteps) {
   Pipeline& p = pipeline("synthetic:tiny-sd15");
   std::atomic<bool> cancel{false};
