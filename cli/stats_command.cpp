@@ -1,5 +1,7 @@
 // hipq stats: timing distributions per group and phase, throughput and
 // parity across seeds; table (default), CSV or JSON.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <set>
 
@@ -36,6 +38,13 @@ std::string pass_text(const json& p) {
          fmt_text(p["gated"]) + ")";
 }
 
+// The group's largest device-memory peak in GiB, "-" when no run recorded one.
+std::string peak_gib(const json& memory) {
+  const json v = memory.is_object() ? memory.value("peak_bytes_max", json()) : json();
+  if (!v.is_number()) return "-";
+  return fmt::format("{:.2f}", v.get<double>() / (1024.0 * 1024.0 * 1024.0));
+}
+
 void print_stats(const json& s, const std::set<std::string>& phases, const std::string& format) {
   const auto dims = s["group_by"].get<std::vector<std::string>>();
   auto wanted = [&](const json& p) { return phases.empty() || phases.count(p["phase"].get<std::string>()); };
@@ -47,8 +56,8 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
     std::vector<std::string> header = dims;
     for (const char* h : {"warmth", "runs", "phase", "n", "mean", "sd", "min", "p50", "p50_ci_low", "p50_ci_high",
                           "p90", "p95", "p99", "max", "outliers_low_severe", "outliers_low_mild", "outliers_high_mild",
-                          "outliers_high_severe", "steps_per_s", "images_per_hour", "pass_rate", "cosine_min",
-                          "cosine_mean", "cosine_max", "clock", "unit"}) {
+                          "outliers_high_severe", "steps_per_s", "images_per_hour", "peak_memory_max_bytes",
+                          "pass_rate", "cosine_min", "cosine_mean", "cosine_max", "clock", "unit"}) {
       header.push_back(h);
     }
     std::cout << csv_line(header);
@@ -62,7 +71,7 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
                               &p["p50"], &p["median_ci"][0], &p["median_ci"][1], &p["p90"], &p["p95"], &p["p99"],
                               &p["max"], &o["low_severe"], &o["low_mild"], &o["high_mild"], &o["high_severe"],
                               &g["throughput"]["steps_per_s"], &g["throughput"]["images_per_hour"],
-                              &g["parity"]["pass_rate"], &g["parity"]["cosine_min"], &g["parity"]["cosine_mean"],
+                              &g["memory"]["peak_bytes_max"], &g["parity"]["pass_rate"], &g["parity"]["cosine_min"], &g["parity"]["cosine_mean"],
                               &g["parity"]["cosine_max"], &s["clock"], &s["unit"]}) {
           f.push_back(v->is_null() ? "" : fmt_text(*v));
         }
@@ -102,12 +111,12 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
   std::cout << format_table(header, rows, right) << "\n";
 
   std::vector<std::string> h2 = dims;
-  for (const char* h : {"warmth", "runs", "workers", "steps/s", "images/h", "seeds", "cos min", "cos mean", "pass",
-                        "worst job"}) {
+  for (const char* h : {"warmth", "runs", "workers", "steps/s", "images/h", "peak GiB", "seeds", "cos min", "cos mean",
+                        "pass", "worst job"}) {
     h2.push_back(h);
   }
   std::vector<bool> right2(dims.size() + 1, false);
-  for (int i = 0; i < 8; ++i) right2.push_back(true);
+  for (int i = 0; i < 9; ++i) right2.push_back(true);
   right2.push_back(false);
   std::vector<std::vector<std::string>> rows2;
   for (const auto& g : s["groups"]) {
@@ -121,7 +130,8 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
     }
     for (const std::string& c : {fmt_text(g["warmth"]), fmt_text(g["runs"]), fmt_text(g["workers"]),
                                  fmt_fixed(g["throughput"]["steps_per_s"], 3),
-                                 fmt_fixed(g["throughput"]["images_per_hour"], 1), fmt_text(par["seeds"]),
+                                 fmt_fixed(g["throughput"]["images_per_hour"], 1), peak_gib(g["memory"]),
+                                 fmt_text(par["seeds"]),
                                  fmt_fixed(par["cosine_min"], 6), fmt_fixed(par["cosine_mean"], 6), pass_text(par),
                                  worst}) {
       r.push_back(c);

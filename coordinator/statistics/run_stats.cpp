@@ -423,9 +423,18 @@ Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOpt
     }
     std::vector<const db::RunRow*> rows;
     std::set<std::string> workers;
+    std::vector<double> peaks;
     for (const auto* m : members) {
       rows.push_back(m->row);
       if (m->row->worker_id) workers.insert(*m->row->worker_id);
+      if (m->row->peak_memory_bytes) peaks.push_back(static_cast<double>(*m->row->peak_memory_bytes));
+    }
+    // Device memory a job of the group needed (the backend's peak, resident weights included).
+    json memory = {{"runs", peaks.size()}, {"peak_bytes_max", nullptr}, {"peak_bytes_p50", nullptr}};
+    if (!peaks.empty()) {
+      HIPQ_ASSIGN_OR_RETURN(Summary ps, summarize(peaks));
+      memory["peak_bytes_max"] = static_cast<int64_t>(ps.max);
+      memory["peak_bytes_p50"] = ps.p50;
     }
     out_groups.push_back(json{{"key", key},
                               {"warmth", gk.second == 0 ? "warm" : "cold"},
@@ -433,6 +442,7 @@ Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOpt
                               {"workers", workers.size()},
                               {"phases", phases},
                               {"throughput", throughput},
+                              {"memory", memory},
                               {"parity", parity_summary(rows)}});
   }
   return json{{"group_by", options.group_by},

@@ -97,7 +97,7 @@ TEST_F(HistoryCommandsTest, StatsTableCsvJsonAndParity) {
   Outcome t = hipq("stats --group-by gpu");
   ASSERT_EQ(t.status, 0) << t.out;
   for (const char* s : {"p50 95% CI", "denoise", "step", "warm", "cold", "steps/s", "images/h", "worst job",
-                        "AMD Radeon RX 6800"}) {
+                        "AMD Radeon RX 6800", "peak GiB", " 1.00 ", " 1.25 "}) {
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   }
   Outcome c = hipq("stats --group-by gpu,host --phase denoise,total --format csv");

@@ -85,6 +85,9 @@ TEST_F(QueryServiceTest, StatsGroupsByGpuKeepsWarmAndColdApartAndMatchesRawTimin
     const double sps = g["throughput"]["steps_per_s"];
     EXPECT_NEAR(sps, gpu == "NVIDIA H200" ? 10.0 : 10.0 / 1.1, 0.2);
     EXPECT_GT(g["throughput"]["images_per_hour"].get<double>(), 1000.0);
+    EXPECT_EQ(g["memory"]["runs"].get<int>(), g["runs"].get<int>());
+    EXPECT_EQ(g["memory"]["peak_bytes_max"].get<int64_t>(), warm ? (1LL << 30) : (5LL << 28)) << gpu;
+    EXPECT_DOUBLE_EQ(g["memory"]["peak_bytes_p50"].get<double>(), warm ? 1073741824.0 : 1342177280.0);
   }
   EXPECT_EQ(checked, 4);
 }
