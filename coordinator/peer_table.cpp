@@ -45,6 +45,12 @@ std::vector<std::string> PeerTable::silent_since(SteadyTime deadline) const {
   return out;
 }
 
+bool PeerTable::any_wanting_work() const {
+  for (const auto& [id, p] : peers_)
+    if (p.credit > 0 && !p.draining) return true;
+  return false;
+}
+
 std::vector<std::string> PeerTable::wanting_work() const {
   std::vector<const Peer*> ps;
   for (const auto& [id, p] : peers_) {

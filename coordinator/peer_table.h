@@ -54,6 +54,8 @@ class PeerTable {
   std::vector<std::string> silent_since(SteadyTime deadline) const;
   // Routing ids of peers with credit that are not draining, oldest ask first.
   std::vector<std::string> wanting_work() const;
+  // Whether any peer would be offered a job now (wanting_work() not empty).
+  bool any_wanting_work() const;
 
   const std::map<std::string, Peer, std::less<>>& peers() const { return peers_; }
   size_t size() const { return peers_.size(); }

@@ -152,9 +152,10 @@ Status Server::run() {
   }
   flush_outbox();
   spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates, "
-               "{} group commits ({} failed)",
+               "{} group commits ({} failed) in {} turns",
                counters_.messages, counters_.dropped_messages, counters_.assignments, counters_.results_recorded,
-               counters_.results_duplicate, counters_.group_commits, counters_.group_commit_failures);
+               counters_.results_duplicate, counters_.group_commits, counters_.group_commit_failures,
+               counters_.turns);
   return Status::Ok();
 }
 
@@ -174,12 +175,20 @@ void Server::turn(bool readable, bool zap_readable) {
   // fsync) before any reply that depends on it leaves in flush_outbox(). Each
   // JobStore call runs in its own savepoint inside it, so a failed call still
   // undoes only its own writes. See docs/architecture.md, "Group commit".
+  // A turn with no message, no job that may be leased and no lease check due
+  // writes nothing: it takes no write lock (an idle coordinator leaves the
+  // database to readers such as `hipq runs`).
+  ++counters_.turns;
+  const auto now = Clock::now();
+  const bool lease_check_due = now >= next_lease_check_;
   std::optional<db::Transaction> group;
-  if (auto t = db::Transaction::begin_immediate(*db_); t.ok()) {
-    group.emplace(std::move(*t));
-  } else {
-    // Each call then commits on its own: slower, equally durable.
-    spdlog::warn("group commit unavailable this turn: {}", t.status().ToString());
+  if (readable || (maybe_queued_ && peers_.any_wanting_work()) || lease_check_due) {
+    if (auto t = db::Transaction::begin_immediate(*db_); t.ok()) {
+      group.emplace(std::move(*t));
+    } else {
+      // Each call then commits on its own: slower, equally durable.
+      spdlog::warn("group commit unavailable this turn: {}", t.status().ToString());
+    }
   }
   if (readable) {
     // Bounded so heartbeats and expiry still run under a flood.
@@ -199,8 +208,8 @@ void Server::turn(bool readable, bool zap_readable) {
     }
   }
   dispatch();
-  auto now = Clock::now();
-  if (now >= next_lease_check_) {
+  if (lease_check_due) {
+    ++counters_.lease_checks;
     expire_peers();
     expire_leases();
     next_lease_check_ = now + std::chrono::milliseconds(250);

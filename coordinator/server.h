@@ -84,7 +84,9 @@ struct ServerCounters {
   int64_t results_duplicate = 0;    // late or repeated, dropped
   int64_t failures_recorded = 0;
   int64_t leases_expired = 0;
-  int64_t group_commits = 0;         // one per poll-loop turn
+  int64_t turns = 0;                 // poll-loop turns
+  int64_t lease_checks = 0;          // turns that ran the peer/lease expiry check
+  int64_t group_commits = 0;         // turns that could write: one transaction each
   int64_t group_commit_failures = 0; // turns whose writes were lost (replies withheld)
 };
 

@@ -29,6 +29,10 @@ TEST(PeerTable, WantingWorkListsPeersWithCreditOldestAskFirstAndSkipsDraining) {
   c.draining = true;
   t.upsert("rd", "d");  // no credit
   EXPECT_EQ(t.wanting_work(), (std::vector<std::string>{"rb", "ra"}));
+  EXPECT_TRUE(t.any_wanting_work());
+  a.credit = 0;
+  b.credit = 0;
+  EXPECT_FALSE(t.any_wanting_work()) << "draining and credit-less peers want nothing";
 }
 
 TEST(PeerTable, SilentSinceFindsPeersNotHeardFrom) {

@@ -151,6 +151,24 @@ TEST_F(ServerTest, AResultIsRecordedOnceAndARepeatIsAcknowledgedAndDropped) {
   EXPECT_EQ(server->counters().results_duplicate, 1);
 }
 
+// An idle coordinator takes the write lock only for its periodic lease check,
+// not on every poll-loop turn.
+TEST_F(ServerTest, AnIdleCoordinatorOpensATransactionOnlyWhenATurnMayWrite) {
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // idle: heartbeats and lease checks only
+  server->request_stop();
+  thread.join();
+  const ServerCounters& c = server->counters();
+  std::printf("  turns %lld, lease checks %lld, group commits %lld, messages %lld\n", (long long)c.turns,
+              (long long)c.lease_checks, (long long)c.group_commits, (long long)c.messages);
+  EXPECT_GE(c.lease_checks, 2);
+  EXPECT_GT(c.turns, c.group_commits) << "idle turns opened transactions";
+  // Writing turns: the lease checks plus those that read a message (the hello).
+  EXPECT_LE(c.group_commits, c.lease_checks + c.messages);
+}
+
 TEST_F(ServerTest, AnUnknownPeerIsAskedToSayHelloAgain) {
   auto w = dealer();
   proto::Envelope hb;
