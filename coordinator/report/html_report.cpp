@@ -80,6 +80,16 @@ std::string verdict_cell(const json& v) {
 std::string tile(const std::string& value, const std::string& label) {
   return "<div class=\"tile\"><b>" + html_escape(value) + "</b><span>" + html_escape(label) + "</span></div>";
 }
+// A stats group's largest device-memory peak in GiB ("–" when none recorded).
+std::string peak_gib_cell(const json& group) {
+  const json memory = group.value("memory", json::object());
+  const json v = memory.is_object() ? memory.value("peak_bytes_max", json()) : json();
+  if (!v.is_number()) return "–";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v.get<double>() / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
 std::string phase_title(const std::string& p) {
   if (p == "step") return "denoising step";
   if (p == "text_encode") return "text encode";
@@ -195,7 +205,7 @@ Result<std::string> render_html_report(const json& data) {
     h += "<section id=\"stats\"><h2>Statistics per GPU and phase</h2><div class=\"scroll\"><table class=\"sortable\">"
          "<thead><tr><th class=\"l\">GPU</th><th class=\"l\">runs</th><th class=\"l\">phase</th><th>n</th><th>mean</th>"
          "<th>sd</th><th>min</th><th>p50</th><th>p50 95% CI</th><th>p90</th><th>p95</th><th>p99</th><th>max</th>"
-         "<th>outliers</th><th>steps/s</th><th>images/h</th></tr></thead><tbody>";
+         "<th>outliers</th><th>steps/s</th><th>images/h</th><th>peak GiB</th></tr></thead><tbody>";
     for (const auto& g : data["stats"]["groups"]) {
       const std::string gpu = g["key"].contains("gpu") ? jstr(g["key"]["gpu"]) : "all";
       for (const auto& p : g["phases"]) {
@@ -212,7 +222,7 @@ Result<std::string> render_html_report(const json& data) {
                          " severe)"
                    : "0") +
              "</td><td>" + jnum(g["throughput"]["steps_per_s"]) + "</td><td>" +
-             jnum(g["throughput"]["images_per_hour"]) + "</td></tr>";
+             jnum(g["throughput"]["images_per_hour"]) + "</td><td>" + peak_gib_cell(g) + "</td></tr>";
       }
     }
     h += "</tbody></table></div></section>";

@@ -13,6 +13,7 @@ json sample_data() {
                       {"warmth", "warm"},
                       {"runs", 3},
                       {"throughput", {{"steps_per_s", 10.0}, {"images_per_hour", 3600.0}}},
+                      {"memory", {{"runs", 3}, {"peak_bytes_max", 11521519360LL}, {"peak_bytes_p50", 11521519360.0}}},
                       {"phases",
                        json::array({{{"phase", "denoise"}, {"n", 3}, {"mean", 801.0}, {"sd", 1.0}, {"min", 800.0},
                                      {"p50", 801.0}, {"p90", 801.8}, {"p95", 801.9}, {"p99", 801.98}, {"max", 802.0},
@@ -62,6 +63,8 @@ TEST(HtmlReportTest, HasEverySectionTheCspAndEscapedText) {
   EXPECT_NE(html->find("a fox &amp; a hound"), std::string::npos);
   EXPECT_NE(html->find("0.997100"), std::string::npos);
   EXPECT_NE(html->find("66.7%"), std::string::npos);
+  EXPECT_NE(html->find("<th>peak GiB</th>"), std::string::npos);
+  EXPECT_NE(html->find("<td>10.73</td>"), std::string::npos) << "11521519360 bytes = 10.73 GiB";
   EXPECT_NE(html->find("src=\"data:image/png;base64,AAAA\""), std::string::npos);
 }
 
