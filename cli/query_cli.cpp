@@ -160,6 +160,11 @@ std::string fmt_fixed(const json& v, int decimals) {
   return buf;
 }
 
+std::string fmt_gib(const json& bytes) {
+  if (!bytes.is_number()) return "-";
+  return fmt_fixed(bytes.get<double>() / (1024.0 * 1024.0 * 1024.0), 2);
+}
+
 std::string fmt_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";

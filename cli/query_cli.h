@@ -49,6 +49,8 @@ std::string csv_line(const std::vector<std::string>& fields);
 // Number formatting for tables: %.4g, "-" for null.
 std::string fmt_num(const nlohmann::json& v, int precision = 4);
 std::string fmt_fixed(const nlohmann::json& v, int decimals);
+// A byte count as GiB with two decimals; "-" when not a number.
+std::string fmt_gib(const nlohmann::json& bytes);
 std::string fmt_text(const nlohmann::json& v);
 std::string fmt_time(const nlohmann::json& epoch_seconds);
 

@@ -1,7 +1,5 @@
 // hipq stats: timing distributions per group and phase, throughput and
 // parity across seeds; table (default), CSV or JSON.
-#include <fmt/format.h>
-
 #include <iostream>
 #include <set>
 
@@ -36,13 +34,6 @@ std::string pass_text(const json& p) {
   if (!p["pass_rate"].is_number()) return "-";
   return fmt_fixed(json(100.0 * p["pass_rate"].get<double>()), 1) + "% (" + fmt_text(p["pass"]) + "/" +
          fmt_text(p["gated"]) + ")";
-}
-
-// The group's largest device-memory peak in GiB, "-" when no run recorded one.
-std::string peak_gib(const json& memory) {
-  const json v = memory.is_object() ? memory.value("peak_bytes_max", json()) : json();
-  if (!v.is_number()) return "-";
-  return fmt::format("{:.2f}", v.get<double>() / (1024.0 * 1024.0 * 1024.0));
 }
 
 void print_stats(const json& s, const std::set<std::string>& phases, const std::string& format) {
@@ -130,7 +121,7 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
     }
     for (const std::string& c : {fmt_text(g["warmth"]), fmt_text(g["runs"]), fmt_text(g["workers"]),
                                  fmt_fixed(g["throughput"]["steps_per_s"], 3),
-                                 fmt_fixed(g["throughput"]["images_per_hour"], 1), peak_gib(g["memory"]),
+                                 fmt_fixed(g["throughput"]["images_per_hour"], 1), fmt_gib(g["memory"].value("peak_bytes_max", json())),
                                  fmt_text(par["seeds"]),
                                  fmt_fixed(par["cosine_min"], 6), fmt_fixed(par["cosine_mean"], 6), pass_text(par),
                                  worst}) {

@@ -67,6 +67,8 @@ TEST_F(HistoryCommandsTest, RunsTableCsvAndJson) {
   EXPECT_NE(t.out.find("14 runs"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("NVIDIA H200"), std::string::npos);
   EXPECT_NE(t.out.find("total ms"), std::string::npos);
+  for (const char* col : {"prec", "peak GiB", " fp32 ", " 1.25 ", " 1.00 "})
+    EXPECT_NE(t.out.find(col), std::string::npos) << col << "\n" << t.out;
 
   Outcome c = hipq("runs --gpu h200 --format csv");
   ASSERT_EQ(c.status, 0) << c.out;
