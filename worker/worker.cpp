@@ -87,6 +87,11 @@ void Worker::send(const proto::Envelope& e) {
   if (!s.ok()) spdlog::debug("worker {}: send {} failed: {}", options_.worker_id, proto::body_name(e), s.message());
 }
 
+void Worker::send_report(const proto::Envelope& report, int64_t job, int attempt) {
+  unacked_[{job, attempt}] = PendingReport{report, Clock::now()};
+  send(report);
+}
+
 void Worker::send_hello() {
   proto::Envelope e;
   auto* h = e.mutable_hello();
@@ -179,7 +184,10 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       welcomed_ = true;
       asked_ = false;
       backoff_ = options_.reconnect_initial;
-      for (const auto& [key, report] : unacked_) send(report);
+      for (auto& [key, pending] : unacked_) {
+        send(pending.report);
+        pending.sent = Clock::now();
+      }
       send_ready();
       return;
     case proto::Envelope::kReconnect:
@@ -199,8 +207,7 @@ void Worker::on_coordinator(const proto::Envelope& e) {
         err.mutable_error()->set_code("Unavailable");
         err.mutable_error()->set_message(draining_ ? "worker is draining" : "worker is busy with another job");
         err.mutable_error()->set_retryable(true);
-        unacked_[{a.job_id(), a.attempt()}] = err;
-        send(err);
+        send_report(err, a.job_id(), a.attempt());
         return;
       }
       start_job(a);
@@ -258,8 +265,7 @@ void Worker::on_job_thread(const std::string& bytes) {
   } else {
     return;
   }
-  unacked_[{job, attempt}] = *env;
-  send(*env);
+  send_report(*env, job, attempt);
   running_job_id_ = 0;
   running_attempt_ = 0;
   if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) draining_ = true;
@@ -341,6 +347,14 @@ Status Worker::run() {
       send(hb);
       next_heartbeat_ = now + options_.heartbeat;
       write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
+      for (auto& [key, pending] : unacked_) {
+        if (!welcomed_ || now - pending.sent < options_.report_resend) continue;
+        spdlog::info("worker {}: job {} attempt {}: no acknowledgement after {} ms; sending the report again",
+                     options_.worker_id, key.first, key.second, options_.report_resend.count());
+        send(pending.report);
+        pending.sent = now;
+        ++counters_.reports_resent;
+      }
     }
     if (now - last_heard_ > silence_limit) {
       ++counters_.reconnects;

@@ -13,8 +13,9 @@
 // the socket and reconnects after a backoff that doubles from 1 s to 32 s
 // (reset by a Welcome); a running job keeps running meanwhile. Results and
 // errors are kept until the coordinator acknowledges them (ReportAck) and
-// re-sent after every Welcome, so a coordinator restart loses no finished
-// work (the database records each (job, attempt) once; repeats are dropped).
+// re-sent after every Welcome and when unacknowledged for report_resend, so a
+// coordinator restart or a failed commit loses no finished work (the
+// database records each (job, attempt) once; repeats are dropped).
 // A failed job is reported with its reason and the worker carries on.
 // Drain (from the coordinator, or request_drain(), e.g. on SIGTERM): finish
 // the current job, report it, say Goodbye and return from run().
@@ -60,6 +61,11 @@ struct WorkerOptions {
   // while healthy workers are busy: they get the requeued jobs meanwhile.
   std::chrono::milliseconds failure_backoff_initial{1000};
   std::chrono::milliseconds failure_backoff_max{60000};
+  // A result or error not acknowledged this long after it was sent is sent
+  // again (also after every Welcome). Covers a coordinator whose group commit
+  // failed: it withholds the ack, and the job need not wait for its lease to
+  // expire and be run again. Duplicates are acknowledged and dropped there.
+  std::chrono::milliseconds report_resend{5000};
   // Rewritten on every heartbeat tick, removed on a clean exit (empty = none);
   // see worker/health_file.h.
   std::filesystem::path health_file;
@@ -70,6 +76,7 @@ struct WorkerCounters {
   int64_t jobs_failed = 0;
   int64_t reconnects = 0;
   int64_t dropped_messages = 0;
+  int64_t reports_resent = 0;  // results/errors sent again for want of an ack
 };
 
 class Worker {
@@ -117,7 +124,12 @@ class Worker {
   bool asked_ = false;             // a Ready is outstanding
   int failures_in_a_row_ = 0;      // retryable failures since the last success
   std::chrono::steady_clock::time_point ready_not_before_{};  // failure backoff
-  std::map<std::pair<int64_t, int>, proto::Envelope> unacked_;
+  struct PendingReport {
+    proto::Envelope report;
+    std::chrono::steady_clock::time_point sent;
+  };
+  std::map<std::pair<int64_t, int>, PendingReport> unacked_;  // by (job, attempt)
+  void send_report(const proto::Envelope& report, int64_t job, int attempt);
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};
   std::chrono::milliseconds backoff_;

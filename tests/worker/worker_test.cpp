@@ -1,0 +1,124 @@
+// The worker's connection loop against a scripted coordinator: a real ROUTER
+// socket on loopback that answers as the coordinator would, except where the
+// test says otherwise. The job runs on the SleepEngine test double.
+#include "worker/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "proto/codec.h"
+#include "proto/transport.h"
+#include "worker/sleep_engine.h"
+
+namespace hipq::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+class ScriptedCoordinator {
+ public:
+  explicit ScriptedCoordinator(zmq::context_t& ctx) : router_(ctx, zmq::socket_type::router) {
+    proto::apply_socket_limits(router_);
+    router_.bind("tcp://127.0.0.1:*");
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Next message of `type` from the worker within `timeout`; heartbeats the
+  // worker meanwhile so it never thinks the coordinator is gone.
+  std::optional<proto::Envelope> expect(proto::Envelope::BodyCase type, std::chrono::milliseconds timeout) {
+    const auto end = Clock::now() + timeout;
+    while (Clock::now() < end) {
+      if (!worker_.empty() && Clock::now() >= next_heartbeat_) {
+        proto::Envelope hb;
+        hb.mutable_heartbeat();
+        (void)proto::send_envelope_to(router_, worker_, hb);
+        next_heartbeat_ = Clock::now() + 40ms;
+      }
+      zmq::pollitem_t item{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      auto m = proto::recv_routed(router_);
+      if (!m.ok() || !m->has_value()) continue;
+      worker_ = (*m)->routing_id;
+      auto e = proto::decode((*m)->bytes);
+      if (!e.ok()) continue;
+      seen_.push_back(e->body_case());
+      if (e->body_case() == type) return *e;
+    }
+    return std::nullopt;
+  }
+  void send(const proto::Envelope& e) { ASSERT_TRUE(proto::send_envelope_to(router_, worker_, e).ok()); }
+  int count(proto::Envelope::BodyCase type) const {
+    int n = 0;
+    for (auto t : seen_) n += t == type;
+    return n;
+  }
+
+ private:
+  zmq::socket_t router_;
+  std::string endpoint_;
+  std::string worker_;
+  Clock::time_point next_heartbeat_{};
+  std::vector<proto::Envelope::BodyCase> seen_;
+};
+
+// A result the coordinator does not acknowledge (its group commit failed, or
+// the ack was lost) is sent again after report_resend, without a reconnect,
+// and no more once acknowledged.
+TEST(Worker, ResendsAnUnacknowledgedResultUntilItIsAcknowledged) {
+  zmq::context_t ctx;
+  ScriptedCoordinator coord(ctx);
+  SleepEngine engine(10ms);
+  WorkerOptions o;
+  o.endpoint = coord.endpoint();
+  o.worker_id = "test/sleep0";
+  o.heartbeat = 100ms;
+  o.report_resend = 300ms;
+  Worker w(ctx, o, engine);
+  std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
+
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  proto::Envelope welcome;
+  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  coord.send(welcome);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  proto::Envelope assignment;
+  auto* a = assignment.mutable_assignment();
+  a->set_job_id(7);
+  a->set_attempt(1);
+  a->set_model("synthetic:tiny-sdxl");
+  a->set_settings_json(R"({"prompt":"a red fox","steps":1})");
+  coord.send(assignment);
+
+  auto first = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(first.has_value());
+  const auto sent_at = Clock::now();
+  EXPECT_EQ(first->result().job_id(), 7);
+  // No ack: the same report comes again, on the worker's own clock.
+  auto again = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(again.has_value()) << "the unacknowledged result was not sent again";
+  EXPECT_GE(Clock::now() - sent_at, 200ms) << "resent before report_resend";
+  EXPECT_EQ(again->result().job_id(), 7);
+  EXPECT_EQ(again->result().attempt(), 1);
+  EXPECT_EQ(coord.count(proto::Envelope::kHello), 1) << "the resend must not need a reconnect";
+
+  proto::Envelope ack;
+  ack.mutable_report_ack()->set_job_id(7);
+  ack.mutable_report_ack()->set_attempt(1);
+  coord.send(ack);
+  EXPECT_FALSE(coord.expect(proto::Envelope::kResult, 800ms).has_value()) << "sent again after the ack";
+  w.request_stop();
+  // Keep answering while the worker says goodbye.
+  (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+  t.join();
+  EXPECT_EQ(w.counters().jobs_done, 1);
+  EXPECT_EQ(w.counters().reports_resent, 1);
+  EXPECT_EQ(w.counters().reconnects, 0);
+}
+
+}  // namespace
+}  // namespace hipq::worker
