@@ -20,8 +20,8 @@
 //    registers before the current tile's multiply and into shared memory
 //    after it (odd strides, odd shapes);
 //  - conv2d.hip's Im2colFill: the implicit im2col of a 3x3 (any k x k) conv.
-// AMD builds never include this (gfx1030 has no matrix units; CDNA would use
-// rocWMMA-style intrinsics, not in ROCm 5.2.3).
+// AMD builds see only PlainOperand and plain_operand_16bit (gfx1030 has no
+// matrix units; CDNA would use rocWMMA-style intrinsics, not in ROCm 5.2.3).
 #pragma once
 
 #include "kernels/hip/hip_common.h"
