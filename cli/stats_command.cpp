@@ -62,8 +62,8 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
                               &p["p50"], &p["median_ci"][0], &p["median_ci"][1], &p["p90"], &p["p95"], &p["p99"],
                               &p["max"], &o["low_severe"], &o["low_mild"], &o["high_mild"], &o["high_severe"],
                               &g["throughput"]["steps_per_s"], &g["throughput"]["images_per_hour"],
-                              &g["memory"]["peak_bytes_max"], &g["parity"]["pass_rate"], &g["parity"]["cosine_min"], &g["parity"]["cosine_mean"],
-                              &g["parity"]["cosine_max"], &s["clock"], &s["unit"]}) {
+                              &g["memory"]["peak_bytes_max"], &g["parity"]["pass_rate"], &g["parity"]["cosine_min"],
+                              &g["parity"]["cosine_mean"], &g["parity"]["cosine_max"], &s["clock"], &s["unit"]}) {
           f.push_back(v->is_null() ? "" : fmt_text(*v));
         }
         std::cout << csv_line(f);
@@ -121,8 +121,8 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
     }
     for (const std::string& c : {fmt_text(g["warmth"]), fmt_text(g["runs"]), fmt_text(g["workers"]),
                                  fmt_fixed(g["throughput"]["steps_per_s"], 3),
-                                 fmt_fixed(g["throughput"]["images_per_hour"], 1), fmt_gib(g["memory"].value("peak_bytes_max", json())),
-                                 fmt_text(par["seeds"]),
+                                 fmt_fixed(g["throughput"]["images_per_hour"], 1),
+                                 fmt_gib(g["memory"]["peak_bytes_max"]), fmt_text(par["seeds"]),
                                  fmt_fixed(par["cosine_min"], 6), fmt_fixed(par["cosine_mean"], 6), pass_text(par),
                                  worst}) {
       r.push_back(c);

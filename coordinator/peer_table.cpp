@@ -45,16 +45,19 @@ std::vector<std::string> PeerTable::silent_since(SteadyTime deadline) const {
   return out;
 }
 
+namespace {
+bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining; }
+}  // namespace
+
 bool PeerTable::any_wanting_work() const {
-  for (const auto& [id, p] : peers_)
-    if (p.credit > 0 && !p.draining) return true;
-  return false;
+  return std::any_of(peers_.begin(), peers_.end(),
+                     [](const auto& entry) { return wants_work(entry.second); });
 }
 
 std::vector<std::string> PeerTable::wanting_work() const {
   std::vector<const Peer*> ps;
   for (const auto& [id, p] : peers_) {
-    if (p.credit > 0 && !p.draining) ps.push_back(&p);
+    if (wants_work(p)) ps.push_back(&p);
   }
   // Fairness: the peer that has waited longest since it asked goes first.
   std::sort(ps.begin(), ps.end(), [](const Peer* a, const Peer* b) { return a->asked_at < b->asked_at; });

@@ -92,6 +92,17 @@ void Worker::send_report(const proto::Envelope& report, int64_t job, int attempt
   send(report);
 }
 
+void Worker::resend_reports(Clock::time_point now, std::chrono::milliseconds older_than) {
+  for (auto& [key, pending] : unacked_) {
+    if (now - pending.sent < older_than) continue;
+    spdlog::info("worker {}: job {} attempt {}: not acknowledged; sending the report again", options_.worker_id,
+                 key.first, key.second);
+    send(pending.report);
+    pending.sent = now;
+    ++counters_.reports_resent;
+  }
+}
+
 void Worker::send_hello() {
   proto::Envelope e;
   auto* h = e.mutable_hello();
@@ -184,10 +195,7 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       welcomed_ = true;
       asked_ = false;
       backoff_ = options_.reconnect_initial;
-      for (auto& [key, pending] : unacked_) {
-        send(pending.report);
-        pending.sent = Clock::now();
-      }
+      resend_reports(Clock::now(), std::chrono::milliseconds(0));
       send_ready();
       return;
     case proto::Envelope::kReconnect:
@@ -347,14 +355,7 @@ Status Worker::run() {
       send(hb);
       next_heartbeat_ = now + options_.heartbeat;
       write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
-      for (auto& [key, pending] : unacked_) {
-        if (!welcomed_ || now - pending.sent < options_.report_resend) continue;
-        spdlog::info("worker {}: job {} attempt {}: no acknowledgement after {} ms; sending the report again",
-                     options_.worker_id, key.first, key.second, options_.report_resend.count());
-        send(pending.report);
-        pending.sent = now;
-        ++counters_.reports_resent;
-      }
+      if (welcomed_) resend_reports(now, options_.report_resend);
     }
     if (now - last_heard_ > silence_limit) {
       ++counters_.reconnects;

@@ -76,7 +76,7 @@ struct WorkerCounters {
   int64_t jobs_failed = 0;
   int64_t reconnects = 0;
   int64_t dropped_messages = 0;
-  int64_t reports_resent = 0;  // results/errors sent again for want of an ack
+  int64_t reports_resent = 0;  // results/errors sent again for want of an ack (after a Welcome, or overdue)
 };
 
 class Worker {
@@ -130,6 +130,8 @@ class Worker {
   };
   std::map<std::pair<int64_t, int>, PendingReport> unacked_;  // by (job, attempt)
   void send_report(const proto::Envelope& report, int64_t job, int attempt);
+  // Sends again every unacknowledged report last sent at least `older_than` ago.
+  void resend_reports(std::chrono::steady_clock::time_point now, std::chrono::milliseconds older_than);
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};
   std::chrono::milliseconds backoff_;

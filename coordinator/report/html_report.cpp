@@ -82,12 +82,8 @@ std::string tile(const std::string& value, const std::string& label) {
 }
 // A stats group's largest device-memory peak in GiB ("–" when none recorded).
 std::string peak_gib_cell(const json& group) {
-  const json memory = group.value("memory", json::object());
-  const json v = memory.is_object() ? memory.value("peak_bytes_max", json()) : json();
-  if (!v.is_number()) return "–";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v.get<double>() / (1024.0 * 1024.0 * 1024.0));
-  return buf;
+  const json peak = group.value("memory", json::object()).value("peak_bytes_max", json());
+  return peak.is_number() ? num(peak.get<double>() / (1024.0 * 1024.0 * 1024.0)) : "–";
 }
 
 std::string phase_title(const std::string& p) {

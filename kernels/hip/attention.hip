@@ -163,6 +163,8 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
     return Status::InvalidArgument("attention: B*heads too large for one launch: q " + q.describe());
   if (B == 0 || Sq == 0) return Status::Ok();
 
+  const float scale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
+  const float scale_log2 = scale * 1.4426950408889634f;  // softmax in base 2
 #if HIPQ_VENDOR_NVIDIA
   const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
   auto rows_aligned = [](const Tensor& t) {
@@ -171,9 +173,7 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {
     dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
-                       v.stride[0], v.stride[1], H, Sq, Sk, 0.0f, o.causal};
-    const float mscale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
-    m.scale_log2 = mscale * 1.4426950408889634f;
+                       v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
     dim3 mgrid((Sq + 63) / 64, B * H);
     if (q.dtype == DType::kF16) {
       if (D == 64)
@@ -213,8 +213,7 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   a.G = G;
   a.Dp = Dp;
   a.Bc = Bc;
-  const float scale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
-  a.scale_log2 = scale * 1.4426950408889634f;
+  a.scale_log2 = scale_log2;
   a.causal = o.causal;
   const int queries_per_block = kBlock / G;
   dim3 grid((Sq + queries_per_block - 1) / queries_per_block, B * H);

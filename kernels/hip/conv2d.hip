@@ -77,7 +77,7 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
     xb = x + static_cast<int64_t>(batch) * C * H * W;
     const int p = n0 + tid % 128;
     col_ok = p < P;
-    const int ho = p / Wo, wo = p - (p / Wo) * Wo;
+    const int ho = p / Wo, wo = p - ho * Wo;
     hi0 = ho * stride - pad;
     wi0 = wo * stride - pad;
   }

@@ -7,7 +7,7 @@ latent.safetensors outputs and golden files both qualify (docs/golden-format.md,
 docs/pipeline.md). Files are matched on prompt, negative prompt, seed, size,
 steps, guidance and sampler; the precision is left out on purpose, so an fp16
 run can be set against an fp32 reference of the same inputs. Prints one line
-per match (cosine, max abs, relative L2) and the worst of each.
+per match (cosine, max abs, relative L2) and the worst of each over all matches.
 
 Usage: latent_agreement.py A_DIR B_DIR [--label-a NAME] [--label-b NAME]
 Exit status 1 when nothing matched.
@@ -67,8 +67,8 @@ def main():
             rel = float(np.linalg.norm(x - y) / np.linalg.norm(y))
             print("%-44s %5s %-4s %-4s %12.9f %10.3g %10.3g" % (key[0][:44], key[2], pa, pb, cos, max_abs, rel))
             n += 1
-            if worst is None or cos < worst[0]:
-                worst = (cos, max_abs, rel)
+            worst = (cos, max_abs, rel) if worst is None else (min(worst[0], cos), max(worst[1], max_abs),
+                                                                 max(worst[2], rel))
     if not n:
         print("latent_agreement: no latent in %s matches one in %s" % (args.a, args.b), file=sys.stderr)
         return 1
