@@ -405,7 +405,7 @@ Result<fs::path> find_default_clip_vocab() {
   if (const char* bin = std::getenv("HIPQ_BINARY_DIR"); bin && *bin)
     tried.push_back(fs::path(bin) / "share" / "hipq" / "clip" / kName);
   if (const char* src = std::getenv("HIPQ_SOURCE_DIR"); src && *src)
-    tried.push_back(fs::path(src) / ".." / "shared" / "data" / "clip" / kName);
+    tried.push_back(fs::path(src) / "data" / "clip" / kName);
   for (const auto& p : tried) {
     if (usable(p)) return p.lexically_normal();
   }

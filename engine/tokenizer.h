@@ -75,7 +75,8 @@ class ClipTokenizer {
 
 // The CLIP vocabulary for models that ship no tokenizer files, in this order:
 // env HIPQ_CLIP_VOCAB; <exe dir>/../share/hipq/clip/bpe_simple_vocab_16e6.txt.gz;
-// <exe dir>/share/hipq/clip/... (a build tree); $HIPQ_SOURCE_DIR/../shared/data/clip/....
+// <exe dir>/share/hipq/clip/... (a build tree); $HIPQ_BINARY_DIR/share/hipq/clip/...;
+// $HIPQ_SOURCE_DIR/data/clip/... (the repository's own copy).
 // NotFound listing every place looked at.
 Result<std::filesystem::path> find_default_clip_vocab();
 

@@ -49,7 +49,7 @@ inline std::filesystem::path source_dir() {
 }
 
 inline std::filesystem::path parti_prompts_tsv() {
-  return source_dir() / ".." / "shared" / "data" / "prompts" / "PartiPrompts.tsv";
+  return source_dir() / "data" / "prompts" / "PartiPrompts.tsv";
 }
 
 }  // namespace hipq::coordinator::testing
