@@ -62,7 +62,12 @@ if(HIPQ_GPU STREQUAL "amd")
   set(HIPQ_GPU_LANGUAGE HIP)
 elseif(HIPQ_GPU STREQUAL "nvidia")
   if(NOT HIPQ_GPU_TARGETS)
-    set(HIPQ_GPU_TARGETS "90" CACHE STRING "" FORCE)
+    set(HIPQ_GPU_TARGETS "90a" CACHE STRING "" FORCE)
+  endif()
+  # 90a: Hopper with its arch-specific instructions (wgmma); the kernels that
+  # use them compile only there, and the backend turns them on at run time.
+  if(HIPQ_GPU_TARGETS MATCHES "(^|;)90a($|;)")
+    add_compile_definitions(HIPQ_HAVE_SM90A=1)
   endif()
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "")

@@ -8,6 +8,7 @@
 #include "engine/checkpoint_keys.h"
 #include "engine/synthetic.h"
 #include "engine/tokenizer.h"
+#include "engine/weights_hash_cache.h"
 
 namespace hipq::engine {
 namespace fs = std::filesystem;
@@ -188,7 +189,11 @@ Result<std::string> weights_sha256(const std::vector<fs::path>& files) {
       if (it != cache.end()) sha = it->second;
     }
     if (sha.empty()) {
-      HIPQ_ASSIGN_OR_RETURN(sha, sha256_file(f));
+      if (auto cache_file = default_weights_hash_cache()) {
+        HIPQ_ASSIGN_OR_RETURN(sha, WeightsHashCache(*cache_file).sha256(f));
+      } else {
+        HIPQ_ASSIGN_OR_RETURN(sha, sha256_file(f));
+      }
       std::lock_guard<std::mutex> lock(mu);
       cache[key] = sha;
     }

@@ -51,7 +51,8 @@ Result<std::string> detect_family(const WeightSource& unet);
 
 // sha256 over the hex sha256 of each file, in the given order ("path\n" is not
 // included, so a moved folder keeps its identity). Per-file hashes are cached
-// in-process by (path, size, mtime).
+// in-process by (path, size, mtime) and across processes by WeightsHashCache
+// (default_weights_hash_cache()).
 Result<std::string> weights_sha256(const std::vector<std::filesystem::path>& files);
 
 }  // namespace hipq::engine

@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/tokenizer.h"
+#include "engine/unet_step.h"
 
 namespace hipq::engine {
 
@@ -79,10 +80,6 @@ struct Pipeline::Impl {
   Result<TextConditioning> encode_text(const GenerationSettings& s, bool cfg);
   // SDXL micro-conditioning (original size, crop top-left, target size) per row.
   std::vector<float> time_ids(const GenerationSettings& s, int batch) const;
-  // One UNet evaluation on a batch of `batch` copies of inputs laid out in
-  // `input` (batch * C*h*w floats); returns the raw output, host fp32.
-  Result<std::vector<float>> run_unet(const TextConditioning& text, const std::vector<float>& input, int batch,
-                                      float timestep, const std::vector<float>& time_ids, int64_t lh, int64_t lw);
   // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w].
   Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw);
 };
@@ -94,28 +91,6 @@ std::vector<float> Pipeline::Impl::time_ids(const GenerationSettings& s, int bat
                                   static_cast<float>(s.height), static_cast<float>(s.width)};
   for (int b = 0; b < batch; ++b) ids.insert(ids.end(), one.begin(), one.end());
   return ids;
-}
-
-Result<std::vector<float>> Pipeline::Impl::run_unet(const TextConditioning& text, const std::vector<float>& input,
-                                                    int batch, float timestep, const std::vector<float>& ids,
-                                                    int64_t lh, int64_t lw) {
-  kernels::Backend& be = *backend;
-  const int64_t lc = unet->config().in_channels;
-  if (static_cast<int64_t>(input.size()) != batch * lc * lh * lw)
-    return Status::InvalidArgument("unet input holds " + std::to_string(input.size()) + " values, expected " +
-                                   std::to_string(batch * lc * lh * lw));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor sample, DeviceTensor::from_host(be, input.data(), {batch, lc, lh, lw},
-                                                                     unet->precision()));
-  UNetInputs in;
-  in.sample = &sample.t;
-  in.timesteps.assign(batch, timestep);
-  in.encoder_hidden_states = &text.hidden.t;
-  if (family == "sdxl") {
-    in.text_embeds = &text.pooled.t;
-    in.time_ids = ids;
-  }
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor pred, unet->forward(be, in));
-  return to_host_f32(be, pred.t);
 }
 
 Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, int64_t lh, int64_t lw) {
@@ -363,6 +338,10 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;
   const int batch = text.batch;
+  // The UNet call of every step on fixed buffers: eager first, then a graph replay (engine/unet_step.h).
+  HIPQ_ASSIGN_OR_RETURN(UNetStep unet_step,
+                        UNetStep::make(be, *im.unet, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
+                                       time_ids, batch, lh, lw));
 
   Denoiser denoise = [&](const std::vector<float>& model_input, const DenoiseStep& step,
                          std::vector<float>& model_output) -> Status {
@@ -372,7 +351,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     HIPQ_RETURN_IF_ERROR(step_timer.begin("step"));
     std::vector<float> input(model_input.size() * batch);
     for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, im.run_unet(text, input, batch, step.timestep, time_ids, lh, lw));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, unet_step.run(input, step.timestep));
     model_output.resize(latent_numel);
     if (cfg) {
       // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
@@ -439,7 +418,11 @@ Result<std::vector<float>> Pipeline::unet_output(const GenerationSettings& s, co
   Impl& im = *impl_;
   if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, s.guidance > 1.0f));
-  return im.run_unet(text, model_input, text.batch, timestep, im.time_ids(s, text.batch), s.height / 8, s.width / 8);
+  HIPQ_ASSIGN_OR_RETURN(UNetStep step, UNetStep::make(*im.backend, *im.unet, text.hidden.t,
+                                                      im.family == "sdxl" ? &text.pooled.t : nullptr,
+                                                      im.time_ids(s, text.batch), text.batch, s.height / 8,
+                                                      s.width / 8));
+  return step.run(model_input, timestep);
 }
 
 Result<std::vector<float>> Pipeline::vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w) {

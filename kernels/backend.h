@@ -160,6 +160,24 @@ class Backend {
   virtual int64_t peak_bytes() const = 0;
   virtual void reset_peak() = 0;
 
+  // Graph capture: the ops enqueued between begin_capture() and end_capture()
+  // are recorded, not run; end_capture() returns an id whose replay_graph()
+  // enqueues the same kernels again on the stream, reading and writing the
+  // same addresses (update inputs in place with copy_to_device before a
+  // replay). Every block the capture touched (allocated or released while
+  // capturing) is reserved for the graph until destroy_graph(): later
+  // allocations never alias its temporaries. Buffers the graph reads that
+  // were allocated before the capture must outlive destroy_graph(). Nothing
+  // may synchronise the host while capturing (copy_to_host, parity_sums,
+  // elapsed_ms). Backends without graphs (cpu) return Unimplemented and
+  // callers run eagerly.
+  virtual Status begin_capture() { return Status::Unimplemented("graph capture is not supported by " + info().name); }
+  virtual Result<int> end_capture() { return Status::Unimplemented("graph capture is not supported by " + info().name); }
+  virtual Status replay_graph(int /*id*/) {
+    return Status::Unimplemented("graph replay is not supported by " + info().name);
+  }
+  virtual void destroy_graph(int /*id*/) {}
+
   // ---- ops (one file per op per backend: kernels/<backend>/<op>.*) --------
   virtual Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) = 0;
   virtual Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) = 0;

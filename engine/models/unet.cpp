@@ -343,19 +343,23 @@ Result<std::vector<ParamSpec>> UNet::parameters(const UNetConfig& cfg) {
 }
 
 namespace {
-// Sinusoidal embedding of host values, computed in fp32 like the reference
-// and cast to the model precision afterwards.
-Result<DeviceTensor> sinusoidal(kernels::Backend& be, const std::vector<float>& t, int64_t dim, bool flip,
-                                float shift, kernels::DType dtype) {
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor tt, DeviceTensor::from_host(be, t.data(), {static_cast<int64_t>(t.size())},
-                                                                 kernels::DType::kF32));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor e, DeviceTensor::make(be, kernels::DType::kF32,
-                                                           {static_cast<int64_t>(t.size()), dim}));
+// Sinusoidal embedding of values (f32 on the device, or host values copied
+// there first), computed in fp32 like the reference and cast to the model
+// precision afterwards.
+Result<DeviceTensor> sinusoidal(kernels::Backend& be, const kernels::Tensor* device_t, const std::vector<float>& t,
+                                int64_t dim, bool flip, float shift, kernels::DType dtype) {
+  DeviceTensor uploaded;
+  if (device_t == nullptr) {
+    HIPQ_ASSIGN_OR_RETURN(uploaded, DeviceTensor::from_host(be, t.data(), {static_cast<int64_t>(t.size())},
+                                                            kernels::DType::kF32));
+  }
+  const kernels::Tensor tt = device_t ? device_t->reshape({device_t->numel()}) : uploaded.t;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor e, DeviceTensor::make(be, kernels::DType::kF32, {tt.numel(), dim}));
   kernels::TimestepEmbeddingOptions o;
   o.dim = static_cast<int>(dim);
   o.flip_sin_to_cos = flip;
   o.downscale_freq_shift = shift;
-  HIPQ_RETURN_IF_ERROR(be.timestep_embedding(tt.t, e.t, o));
+  HIPQ_RETURN_IF_ERROR(be.timestep_embedding(tt, e.t, o));
   if (dtype == kernels::DType::kF32) return e;
   return contiguous_copy(be, e.t, dtype);
 }
@@ -363,13 +367,13 @@ Result<DeviceTensor> sinusoidal(kernels::Backend& be, const std::vector<float>& 
 
 Result<DeviceTensor> UNet::time_embedding(kernels::Backend& be, const UNetInputs& in, int64_t n) const {
   const int64_t c0 = cfg_.block_out_channels[0];
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor t, sinusoidal(be, in.timesteps, c0, cfg_.flip_sin_to_cos, cfg_.freq_shift, dtype_));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor t, sinusoidal(be, in.timesteps_device, in.timesteps, c0, cfg_.flip_sin_to_cos, cfg_.freq_shift, dtype_));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, time_linear_1_(be, t.t, kernels::Activation::kSilu));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor emb, time_linear_2_(be, h.t));
   if (!cfg_.is_sdxl()) return emb;
   const int64_t p = in.text_embeds->dim(1);
   const int64_t tdim = cfg_.addition_time_embed_dim;
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor te, sinusoidal(be, in.time_ids, tdim, cfg_.flip_sin_to_cos, cfg_.freq_shift, dtype_));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor te, sinusoidal(be, in.time_ids_device, in.time_ids, tdim, cfg_.flip_sin_to_cos, cfg_.freq_shift, dtype_));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor add_in, DeviceTensor::make(be, dtype_, {n, p + 6 * tdim}));
   const Tensor parts[2] = {*in.text_embeds, te.t.reshape({n, 6 * tdim})};
   HIPQ_RETURN_IF_ERROR(be.concat(parts, 1, add_in.t));
@@ -390,17 +394,22 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
   if (ctx.ndim != 3 || ctx.dim(0) != n || ctx.dim(2) != cfg_.cross_attention_dim || ctx.dtype != dtype_)
     return Status::InvalidArgument("UNet: encoder_hidden_states " + ctx.describe() + " is not [" + std::to_string(n) +
                                    ", S, " + std::to_string(cfg_.cross_attention_dim) + "] in the model precision");
-  if (static_cast<int64_t>(in.timesteps.size()) != n)
-    return Status::InvalidArgument("UNet: " + std::to_string(in.timesteps.size()) + " timesteps for a batch of " +
-                                   std::to_string(n));
+  auto device_f32 = [&x](const Tensor* t, int64_t count) {
+    return t->dtype == kernels::DType::kF32 && t->location == x.location && t->is_contiguous() && t->numel() == count;
+  };
+  const int64_t n_timesteps =
+      in.timesteps_device ? in.timesteps_device->numel() : static_cast<int64_t>(in.timesteps.size());
+  if (n_timesteps != n || (in.timesteps_device && !device_f32(in.timesteps_device, n)))
+    return Status::InvalidArgument("UNet: " + std::to_string(n_timesteps) + " timesteps for a batch of " +
+                                   std::to_string(n) + " (device timesteps: contiguous f32 on the device)");
   if (cfg_.is_sdxl()) {
     const int64_t want = cfg_.projection_class_embeddings_input_dim - 6 * cfg_.addition_time_embed_dim;
     if (!in.text_embeds || in.text_embeds->ndim != 2 || in.text_embeds->dim(0) != n ||
         in.text_embeds->dim(1) != want || in.text_embeds->dtype != dtype_)
       return Status::InvalidArgument("UNet (SDXL): text_embeds must be [" + std::to_string(n) + ", " +
                                      std::to_string(want) + "] in the model precision");
-    if (static_cast<int64_t>(in.time_ids.size()) != 6 * n)
-      return Status::InvalidArgument("UNet (SDXL): time_ids needs 6 values per batch item");
+    if (in.time_ids_device ? !device_f32(in.time_ids_device, 6 * n) : static_cast<int64_t>(in.time_ids.size()) != 6 * n)
+      return Status::InvalidArgument("UNet (SDXL): time_ids needs 6 values per batch item (device: contiguous f32)");
   }
 
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor emb, time_embedding(be, in, n));

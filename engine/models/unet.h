@@ -84,6 +84,12 @@ struct UNetInputs {
   const kernels::Tensor* encoder_hidden_states = nullptr;
   const kernels::Tensor* text_embeds = nullptr;  // SDXL only
   std::vector<float> time_ids;                   // SDXL only
+  // The same values already on the device as contiguous f32 ([N] and [N, 6]);
+  // when set they are used instead of the host vectors, so that forward()
+  // makes no host-to-device copy (a captured graph replays with new values
+  // written into these tensors).
+  const kernels::Tensor* timesteps_device = nullptr;
+  const kernels::Tensor* time_ids_device = nullptr;
 };
 
 class UNet {

@@ -174,17 +174,21 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
       rows_aligned(v) && rows_aligned(out)) {
     dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
                        v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
-    dim3 mgrid((Sq + 63) / 64, B * H);
+    auto launch = [&](auto kernel, int q_per_block, int threads) {
+      kernel<<<dim3((Sq + q_per_block - 1) / q_per_block, B * H), threads, 0, ctx.stream>>>(m);
+    };
+    using S64 = dev::AttnMmaShape<64>;
+    using S128 = dev::AttnMmaShape<128>;
     if (q.dtype == DType::kF16) {
       if (D == 64)
-        dev::attention_mma_kernel<__half, 64><<<mgrid, 128, 0, ctx.stream>>>(m);
+        launch(dev::attention_mma_kernel<__half, 64>, S64::kQ, S64::kThreads);
       else
-        dev::attention_mma_kernel<__half, 128><<<mgrid, 128, 0, ctx.stream>>>(m);
+        launch(dev::attention_mma_kernel<__half, 128>, S128::kQ, S128::kThreads);
     } else {
       if (D == 64)
-        dev::attention_mma_kernel<__nv_bfloat16, 64><<<mgrid, 128, 0, ctx.stream>>>(m);
+        launch(dev::attention_mma_kernel<__nv_bfloat16, 64>, S64::kQ, S64::kThreads);
       else
-        dev::attention_mma_kernel<__nv_bfloat16, 128><<<mgrid, 128, 0, ctx.stream>>>(m);
+        launch(dev::attention_mma_kernel<__nv_bfloat16, 128>, S128::kQ, S128::kThreads);
     }
     HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
     return Status::Ok();

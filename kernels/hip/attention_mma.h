@@ -5,17 +5,20 @@
 // memory in tiles of 64 keys, scores never leave registers, online softmax in
 // base 2 with fp32 running max and sum.
 //
-// Work split: 4 warps per block, each owns 16 queries (64 per block). Both
+// Work split: 8 warps per block, each owns 16 queries (128 per block); K/V
+// tiles (64 keys at head dim 64, 32 at 128) arrive by 16-byte cp.async two
+// stages deep, the next tile in flight while the current one is used. Both
 // products are warp-level mma.sync m16n8k16 (fp32 accumulate):
 //   S (16 x 64 keys)  = Q (16 x D) . K^T     Q fragments held in registers
 //   O (16 x D)       += P (16 x 64) . V      P re-packed from S's accumulator
 //                                             registers (same row/col layout)
-// V is stored transposed in shared memory (Vt[d][key]) so each B fragment
-// register is one 32-bit read. P is rounded to the 16-bit type for the second
+// V stays row-major in shared memory; its B fragments come from transposing
+// ldmatrix loads. P is rounded to the 16-bit type for the second
 // product (as FlashAttention does); everything else stays fp32 until the
 // final store.
 #pragma once
 
+#include "kernels/hip/gemm_mma.h"  // cp.async helpers
 #include "kernels/hip/hip_common.h"
 
 #if HIPQ_VENDOR_NVIDIA
@@ -69,15 +72,38 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
 #endif
 }
 
-template <typename TC, int D>
-__global__ void __launch_bounds__(128) attention_mma_kernel(AttnMmaArgs a) {
+// ldmatrix of four 8x8 16-bit matrices, transposed: lane l gives the row
+// address of matrix l / 8, row l % 8.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int kQ = 64, kKeys = 64;
-  constexpr int kLdK = D + 8;       // Ks[key][d] (also Qs[q][d] before the loop)
-  constexpr int kLdV = kKeys + 8;   // Vt[d][key]
-  __shared__ __align__(16) TC Ks[kKeys * kLdK];
-  __shared__ __align__(16) TC Vt[D * kLdV];
-  static_assert(kQ == kKeys, "Q is staged in the K buffer");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+#endif
+}
+
+// Block shape: 8 warps of 16 queries; K/V tiles of kKeys keys, two stages.
+template <int D>
+struct AttnMmaShape {
+  static constexpr int kWarps = 8, kThreads = 32 * kWarps, kQ = 16 * kWarps;
+  static constexpr int kKeys = D == 64 ? 64 : 32;
+  static constexpr int kMinBlocks = D == 64 ? 2 : 1;    // head dim 64 fits 128 registers: two blocks an SM
+  static constexpr int kLd = D + 8;                     // padded row (elements): conflict-free fragments
+  static constexpr int kTileElems = kKeys * kLd;        // one K or V tile
+  static constexpr int kSmemElems = 2 * 2 * kTileElems;  // [stage][K, V]
+  static_assert(kQ * kLd <= kSmemElems, "Q is staged in the K/V buffers");
+};
+
+template <typename TC, int D>
+__global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kMinBlocks)
+    attention_mma_kernel(AttnMmaArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using S = AttnMmaShape<D>;
+  constexpr int kQ = S::kQ, kKeys = S::kKeys, kLd = S::kLd, kThreads = S::kThreads;
+  __shared__ __align__(128) TC smem[S::kSmemElems];
+  auto k_tile = [&](int stage) { return smem + (2 * stage) * S::kTileElems; };
+  auto v_tile = [&](int stage) { return smem + (2 * stage + 1) * S::kTileElems; };
 
   const int bh = blockIdx.y;
   const int b = bh / a.H;
@@ -92,24 +118,39 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(AttnMmaArgs a) {
   constexpr int kVecPerRow = D / 8;  // 16-byte pieces per row
 
   // ---- Q: stage through shared memory, keep this warp's 16 rows as A fragments.
-  for (int i = tid; i < kQ * kVecPerRow; i += 128) {
+  for (int i = tid; i < kQ * kVecPerRow; i += kThreads) {
     const int r = i / kVecPerRow, c = (i % kVecPerRow) * 8;
     uint4 val = make_uint4(0, 0, 0, 0);
     if (q0 + r < a.Sq) val = *reinterpret_cast<const uint4*>(qb + static_cast<int64_t>(q0 + r) * a.qss + c);
-    *reinterpret_cast<uint4*>(Ks + r * kLdK + c) = val;
+    *reinterpret_cast<uint4*>(smem + r * kLd + c) = val;
   }
   __syncthreads();
   uint32_t qf[D / 16][4];
   {
-    const TC* qs = Ks + (warp * 16) * kLdK;
+    const TC* qs = smem + (warp * 16) * kLd;
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
-      qf[kc][0] = *reinterpret_cast<const uint32_t*>(qs + g * kLdK + kc * 16 + t2);
-      qf[kc][1] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLdK + kc * 16 + t2);
-      qf[kc][2] = *reinterpret_cast<const uint32_t*>(qs + g * kLdK + kc * 16 + t2 + 8);
-      qf[kc][3] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLdK + kc * 16 + t2 + 8);
+      qf[kc][0] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2);
+      qf[kc][1] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2);
+      qf[kc][2] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2 + 8);
+      qf[kc][3] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2 + 8);
     }
   }
+  __syncthreads();  // Q's staging buffer becomes the K/V stages
+
+  // K and V rows of tile j0 into `stage`, 16-byte cp.async, keys past Sk zero-filled.
+  auto issue = [&](int stage, int j0) {
+    TC* ks = k_tile(stage);
+    TC* vs = v_tile(stage);
+    for (int i = tid; i < kKeys * kVecPerRow; i += kThreads) {
+      const int r = i / kVecPerRow, c = (i % kVecPerRow) * 8;
+      const bool ok = j0 + r < a.Sk;
+      const int64_t key = ok ? j0 + r : 0;
+      cp_async16(ks + r * kLd + c, kb + key * a.kss + c, ok);
+      cp_async16(vs + r * kLd + c, vb + key * a.vss + c, ok);
+    }
+    cp_async_commit();
+  };
 
   float o[D / 8][4];
 #pragma unroll
@@ -121,23 +162,20 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(AttnMmaArgs a) {
   int kv_end = a.Sk;
   if (a.causal) kv_end = max(0, min(a.Sk, min(q0 + kQ, a.Sq) - 1 + causal_shift + 1));
 
-  for (int j0 = 0; j0 < kv_end; j0 += kKeys) {
-    __syncthreads();  // previous tile (or Q staging) fully read
-    for (int i = tid; i < kKeys * kVecPerRow; i += 128) {
-      const int r = i / kVecPerRow, c = (i % kVecPerRow) * 8;
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-      if (j0 + r < a.Sk) {
-        kv = *reinterpret_cast<const uint4*>(kb + static_cast<int64_t>(j0 + r) * a.kss + c);
-        vv = *reinterpret_cast<const uint4*>(vb + static_cast<int64_t>(j0 + r) * a.vss + c);
-      }
-      *reinterpret_cast<uint4*>(Ks + r * kLdK + c) = kv;
-      const TC* ve = reinterpret_cast<const TC*>(&vv);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) Vt[(c + e) * kLdV + r] = ve[e];
+  if (kv_end > 0) issue(0, 0);
+  for (int j0 = 0, it = 0; j0 < kv_end; j0 += kKeys, ++it) {
+    const int stage = it & 1;
+    if (j0 + kKeys < kv_end) {
+      issue(stage ^ 1, j0 + kKeys);  // the next tile streams in while this one is used
+      cp_async_wait_one();
+    } else {
+      cp_async_wait_all();
     }
     __syncthreads();
+    const TC* ks = k_tile(stage);
+    const TC* vs = v_tile(stage);
 
-    // S = Q K^T: 8 tiles of 8 keys.
+    // S = Q K^T: kKeys / 8 tiles of 8 keys.
     float s[kKeys / 8][4];
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
@@ -145,13 +183,13 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(AttnMmaArgs a) {
 #pragma unroll
       for (int kc = 0; kc < D / 16; ++kc) {
         uint32_t bf[2];
-        const TC* kr = Ks + (n * 8 + g) * kLdK + kc * 16 + t2;
+        const TC* kr = ks + (n * 8 + g) * kLd + kc * 16 + t2;
         bf[0] = *reinterpret_cast<const uint32_t*>(kr);
         bf[1] = *reinterpret_cast<const uint32_t*>(kr + 8);
         mma16816<TC>(s[n], qf[kc], bf);
       }
     }
-    // Scale, mask, online softmax per row (a row's 64 scores sit in the 4 lanes of a quad).
+    // Scale, mask, online softmax per row (a row's scores sit in the 4 lanes of a quad).
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
@@ -192,18 +230,21 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(AttnMmaArgs a) {
       pf[n / 2][(n % 2) * 2 + 0] = pack2<TC>(p0, p1);  // row g
       pf[n / 2][(n % 2) * 2 + 1] = pack2<TC>(p2, p3);  // row g + 8
     }
-    // O += P V: B fragments from Vt (k = key, n = head dim).
+    // O += P V: V's B fragments by transposing ldmatrix from the row-major
+    // tile (k = key, n = head dim); one x4 load serves two 8-wide d tiles.
+    const int mi = lane / 8;  // the 8x8 matrix this lane addresses: keys +8 * (mi % 2), d +8 * (mi / 2)
 #pragma unroll
     for (int kc = 0; kc < kKeys / 16; ++kc) {
 #pragma unroll
-      for (int t = 0; t < D / 8; ++t) {
-        uint32_t bf[2];
-        const TC* vr = Vt + (t * 8 + g) * kLdV + kc * 16 + t2;
-        bf[0] = *reinterpret_cast<const uint32_t*>(vr);
-        bf[1] = *reinterpret_cast<const uint32_t*>(vr + 8);
-        mma16816<TC>(o[t], pf[kc], bf);
+      for (int t = 0; t < D / 8; t += 2) {
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, vs + (kc * 16 + (mi % 2) * 8 + lane % 8) * kLd + (t + mi / 2) * 8);
+        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+        mma16816<TC>(o[t], pf[kc], b0);
+        mma16816<TC>(o[t + 1], pf[kc], b1);
       }
     }
+    __syncthreads();  // this stage is refilled two tiles later
   }
 
   // Finish: the row sums are spread over the quad.

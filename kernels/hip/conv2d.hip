@@ -3,9 +3,16 @@
 // p = (ho, wo); X(k, p) is read straight from the input with padding (no
 // im2col buffer). Epilogue adds bias and residual. x must be contiguous
 // (a strided x is copied into a pool buffer first).
+//
+// On Hopper (HipContext::wgmma) f16/bf16 convs whose input channels are a
+// multiple of 64 take another route: x is transposed to NHWC and w to
+// [O, kh, kw, C] in pool buffers, so that every (pixel, tap) row of the
+// implicit im2col is 64 contiguous channels, copied 16 bytes at a time into
+// the wgmma GEMM (gemm_wgmma.h); images are folded into the GEMM's N.
 #include <string>
 
 #include "kernels/hip/gemm_tile.h"
+#include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
 namespace hipq::kernels {
@@ -51,6 +58,23 @@ struct ConvEpilogue {
     const int64_t i = (b * O + o) * P + p;
     if (res) v += dev::ld(res, res_dt, i);
     dev::st(y, dt, i, v);
+  }
+  // The wgmma route (images folded into N = images * P, P a multiple of 8):
+  // y[b, o, p .. p+7] for n = b * P + p.
+  __device__ __forceinline__ void row8(int /*batch*/, int o, int n, int N, const float* acc) const {
+    const int64_t b = n / P, p = n - b * P;
+    const int64_t i0 = (b * O + o) * P + p;
+    const float bo = bias ? dev::ld(bias, bias_dt, o) : 0.0f;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = acc[e] + bo + (res && n + e < N ? dev::ld(res, res_dt, i0 + e) : 0.0f);
+    if (n + 8 <= N && dt != dev::kDtF32 && (reinterpret_cast<uintptr_t>(y) + 2 * i0) % 16 == 0) {
+      dev::st8_16bit(y, dt, i0, v);
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (n + e < N) dev::st(y, dt, i0 + e, v[e]);
   }
 };
 
@@ -109,6 +133,101 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
     for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * kLd + tid % 128] = regs[e];
   }
 };
+
+// [N, C, HW] -> [N, HW, C] for 16-bit data, through 32 x 32 shared-memory tiles.
+__global__ void nchw_to_nhwc_16bit(const uint16_t* __restrict__ x, uint16_t* __restrict__ y, int C, int HW) {
+  __shared__ uint16_t t[32][33];
+  const int64_t img = static_cast<int64_t>(blockIdx.z) * C * HW;
+  const int c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int c = c0 + r, p = p0 + threadIdx.x;
+    if (c < C && p < HW) t[r][threadIdx.x] = x[img + static_cast<int64_t>(c) * HW + p];
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int p = p0 + r, c = c0 + threadIdx.x;
+    if (c < C && p < HW) y[img + static_cast<int64_t>(p) * C + c] = t[threadIdx.x][r];
+  }
+}
+
+// w [O, C, T] -> [O, T, C] (T = kh * kw taps) for 16-bit data.
+__global__ void weights_to_taps_last_16bit(const uint16_t* __restrict__ w, uint16_t* __restrict__ y, int64_t n,
+                                           int C, int T) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % C, t = (i / C) % T, o = i / (static_cast<int64_t>(C) * T);
+    y[i] = w[(o * C + c) * T + t];
+  }
+}
+
+// The B operand of the wgmma route: row n = (image, output pixel), column
+// k = (ky, kx, c) of an NHWC input; C is a multiple of 64, so one k-tile of 64
+// lies inside one tap. Rows outside the image (padding) are zero-filled.
+struct NhwcFill {
+  const uint16_t* x = nullptr;  // [images, H, W, C]
+  int C = 0, H = 0, W = 0, Wo = 0, P = 0, rows = 0, KW = 1, stride = 1, pad = 0;
+  const uint16_t* img[4];
+  int hi0[4], wi0[4];
+  __device__ __forceinline__ void begin(int /*batch*/, int row0, int tid) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = row0 + tid / 8 + 32 * j;
+      const bool ok = n < rows;
+      const int b = ok ? n / P : 0, q = ok ? n - b * P : 0;
+      const int ho = q / Wo, wo = q - ho * Wo;
+      img[j] = x + static_cast<int64_t>(b) * H * W * C + (tid % 8) * 8;
+      hi0[j] = ok ? ho * stride - pad : -(1 << 28);  // out-of-range rows never pass the bounds test
+      wi0[j] = wo * stride - pad;
+    }
+  }
+  __device__ __forceinline__ void issue(uint32_t tile, int k0, int tid) const {
+    const int tap = k0 / C, c0 = k0 - tap * C;
+    const int ky = tap / KW, kx = tap - ky * KW;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int hi = hi0[j] + ky, wi = wi0[j] + kx;
+      const bool v = hi >= 0 && hi < H && wi >= 0 && wi < W;
+      const uint16_t* src = v ? img[j] + (static_cast<int64_t>(hi) * W + wi) * C + c0 : x;
+      dev::cp_async16_shared(tile + dev::swizzle128(tid / 8 + 32 * j, tid % 8), src, v);
+    }
+  }
+};
+
+template <typename TC>
+Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
+                         int Ho, int Wo, const Conv2dOptions& o) {
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
+  const int T = KH * KW, K = C * T, P = Ho * Wo;
+  HIPQ_ASSIGN_OR_RETURN(Buffer xt, ctx.backend->allocate(x.nbytes()));
+  HIPQ_ASSIGN_OR_RETURN(Buffer wt, ctx.backend->allocate(w.nbytes()));
+  dim3 tgrid((H * W + 31) / 32, (C + 31) / 32, N);
+  nchw_to_nhwc_16bit<<<tgrid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const uint16_t*>(x.data),
+                                                            static_cast<uint16_t*>(xt.data()), C, H * W);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  const int64_t wn = static_cast<int64_t>(O) * K;
+  weights_to_taps_last_16bit<<<ctx.grid_for(wn, 256), 256, 0, ctx.stream>>>(
+      static_cast<const uint16_t*>(w.data), static_cast<uint16_t*>(wt.data()), wn, C, T);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  dev::RowsFill fa{};
+  fa.p = static_cast<const uint16_t*>(wt.data());
+  fa.ld = K;
+  fa.rows = O;
+  fa.K = K;
+  NhwcFill fb{};
+  fb.x = static_cast<const uint16_t*>(xt.data());
+  fb.C = C;
+  fb.H = H;
+  fb.W = W;
+  fb.Wo = Wo;
+  fb.P = P;
+  fb.rows = N * P;
+  fb.KW = KW;
+  fb.stride = o.stride;
+  fb.pad = o.padding;
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_wgmma<TC>(ctx.stream, 1, O, N * P, K, fa, fb, ep));
+  return Status::Ok();
+}
 
 // conv2d on the matrix units: weights [O, K] plain (or through their loader
 // when K is not a multiple of 8); the input plain for a 1x1, stride-1,
@@ -205,6 +324,13 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
                   static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding};
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
 #if HIPQ_VENDOR_NVIDIA
+  if (ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
+    if (x.dtype == DType::kF16)
+      return launch_conv_wgmma<__half>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
+                                       static_cast<int>(Wo), o);
+    return launch_conv_wgmma<__nv_bfloat16>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
+                                            static_cast<int>(Ho), static_cast<int>(Wo), o);
+  }
   if (ctx.matrix_units && mma_dtype >= 0) {
     if (x.dtype == DType::kF16)
       launch_conv_mma<__half>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),

@@ -8,11 +8,18 @@
 // on the backend's single stream (stream order). On out-of-memory the cached
 // blocks are returned to the device and the allocation is retried once; if
 // it still fails, allocate() returns ResourceExhausted.
+// Graphs: while a capture is open, every block allocated or released joins
+// the capture's reservation; released reserved blocks wait in their graph's
+// own free lists (reused by that capture only) until destroy_graph() hands
+// them back to the pool, so nothing allocated between replays aliases the
+// memory the graph writes.
 // Timing: record_event() records a device event on the stream; ids index a
 // ring of events, so an id is valid for the next kEventRing recordings.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -62,6 +69,11 @@ class HipBackend final : public Backend {
     use_device();
     if (stream_) {
       (void)hipStreamSynchronize(stream_);
+      for (auto& [id, g] : graphs_) {
+        if (g.exec) (void)hipGraphExecDestroy(g.exec);
+        for (auto& [cls, blocks] : g.free)
+          for (void* p : blocks) (void)hipFree(p);
+      }
       for (auto& [cls, blocks] : free_)
         for (void* p : blocks) (void)hipFree(p);
       for (hipEvent_t ev : events_)
@@ -75,15 +87,19 @@ class HipBackend final : public Backend {
   Result<Buffer> allocate(size_t bytes) override {
     use_device();
     const size_t cls = size_class(bytes);
-    auto it = free_.find(cls);
     void* p = nullptr;
-    if (it != free_.end() && !it->second.empty()) {
+    auto take = [&](std::map<size_t, std::vector<void*>>& lists) {
+      auto it = lists.find(cls);
+      if (it == lists.end() || it->second.empty()) return false;
       p = it->second.back();
       it->second.pop_back();
       cached_bytes_ -= static_cast<int64_t>(cls);
+      return true;
+    };
+    if ((capturing_ >= 0 && take(graphs_[capturing_].free)) || take(free_)) {
     } else {
       hipError_t e = hipMalloc(&p, cls);
-      if (e == hipErrorOutOfMemory) {
+      if (e == hipErrorOutOfMemory && capturing_ < 0) {  // (no synchronising inside a capture)
         (void)hipGetLastError();
         HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
         release_cached();
@@ -98,15 +114,66 @@ class HipBackend final : public Backend {
     }
     in_use_ += static_cast<int64_t>(cls);
     peak_ = std::max(peak_, in_use_);
+    if (capturing_ >= 0) reserved_by_[p] = capturing_;
     return Buffer(this, p, bytes);
   }
 
   void release(void* data, size_t bytes) override {
     use_device();
     const size_t cls = size_class(bytes);
-    free_[cls].push_back(data);
+    if (capturing_ >= 0) reserved_by_[data] = capturing_;
+    auto owner = reserved_by_.find(data);
+    if (owner != reserved_by_.end())
+      graphs_[owner->second].free[cls].push_back(data);
+    else
+      free_[cls].push_back(data);
     in_use_ -= static_cast<int64_t>(cls);
     cached_bytes_ += static_cast<int64_t>(cls);
+  }
+
+  Status begin_capture() override {
+    use_device();
+    if (capturing_ >= 0) return Status::FailedPrecondition("hip backend: a graph capture is already open");
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
+    capturing_ = next_graph_++;
+    graphs_[capturing_];
+    return Status::Ok();
+  }
+  Result<int> end_capture() override {
+    use_device();
+    if (capturing_ < 0) return Status::FailedPrecondition("hip backend: end_capture without begin_capture");
+    const int id = capturing_;
+    capturing_ = -1;
+    hipGraph_t graph = nullptr;
+    hipError_t e = hipStreamEndCapture(stream_, &graph);
+    if (e == hipSuccess) {
+      e = hipGraphInstantiate(&graphs_[id].exec, graph, nullptr, nullptr, 0);
+      (void)hipGraphDestroy(graph);
+    }
+    if (e != hipSuccess) {
+      (void)hipGetLastError();
+      destroy_graph(id);
+      return hip_error_status(e, "hipStreamEndCapture/hipGraphInstantiate", __func__, __FILE__, __LINE__);
+    }
+    return id;
+  }
+  Status replay_graph(int id) override {
+    use_device();
+    auto it = graphs_.find(id);
+    if (it == graphs_.end() || !it->second.exec)
+      return Status::InvalidArgument("hip backend: no graph " + std::to_string(id));
+    HIPQ_HIP_RETURN_IF_ERROR(hipGraphLaunch(it->second.exec, stream_));
+    return Status::Ok();
+  }
+  void destroy_graph(int id) override {
+    use_device();
+    auto it = graphs_.find(id);
+    if (it == graphs_.end()) return;
+    (void)hipStreamSynchronize(stream_);  // a replay may still be running
+    if (it->second.exec) (void)hipGraphExecDestroy(it->second.exec);
+    for (auto& [cls, blocks] : it->second.free) free_[cls].insert(free_[cls].end(), blocks.begin(), blocks.end());
+    for (auto r = reserved_by_.begin(); r != reserved_by_.end();) r = r->second == id ? reserved_by_.erase(r) : ++r;
+    graphs_.erase(it);
   }
 
   Status copy_to_device(const void* host, void* device, size_t bytes) override {
@@ -300,6 +367,9 @@ class HipBackend final : public Backend {
     ctx_.multiprocessors = sms;
     ctx_.tuning = tuning_;
     ctx_.matrix_units = HIPQ_VENDOR_NVIDIA && major >= 8;
+#if defined(HIPQ_HAVE_SM90A)
+    ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && std::getenv("HIPQ_NO_WGMMA") == nullptr;
+#endif
     return Status::Ok();
   }
 
@@ -317,6 +387,14 @@ class HipBackend final : public Backend {
   const ArchTuning* tuning_ = nullptr;
   HipContext ctx_;
   std::map<size_t, std::vector<void*>> free_;
+  struct Graph {
+    hipGraphExec_t exec = nullptr;
+    std::map<size_t, std::vector<void*>> free;  // released blocks reserved for this graph
+  };
+  std::map<int, Graph> graphs_;
+  std::unordered_map<void*, int> reserved_by_;  // block -> the graph it is reserved for
+  int capturing_ = -1;                          // the graph being captured, or -1
+  int next_graph_ = 0;
   int64_t in_use_ = 0;
   int64_t peak_ = 0;
   int64_t cached_bytes_ = 0;

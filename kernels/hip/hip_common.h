@@ -97,6 +97,20 @@ __device__ __forceinline__ void st(void* p, int dt, int64_t i, float v) {
   }
 }
 
+// Elements i .. i+7 of a 16-bit (f16/bf16) tensor in one 16-byte store, each
+// rounded as st() does; the caller checks that p + i is 16-byte aligned.
+__device__ __forceinline__ void st8_16bit(void* p, int dt, int64_t i, const float* v) {
+  uint32_t w[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const uint32_t lo = dt == kDtF16 ? __half_as_ushort(__float2half_rn(v[2 * e])) : f32_to_bf16_bits(v[2 * e]);
+    const uint32_t hi =
+        dt == kDtF16 ? __half_as_ushort(__float2half_rn(v[2 * e + 1])) : f32_to_bf16_bits(v[2 * e + 1]);
+    w[e] = lo | (hi << 16);
+  }
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p) + i) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Activation codes match kernels::Activation / UnaryOp numbering.
 enum : int { kActNone = 0, kActGelu = 1, kActGeluTanh = 2, kActSilu = 3, kActQuickGelu = 4 };
 

@@ -24,6 +24,7 @@ struct HipContext {
   int warp_size = 32;
   int multiprocessors = 1;
   bool matrix_units = false;  // f16/bf16 GEMMs may use the matrix-unit kernel (NVIDIA sm_80+)
+  bool wgmma = false;         // ... and its Hopper variant (compute capability 9.0, built for sm_90a)
   const ArchTuning* tuning = nullptr;
 
   // Blocks for a grid-stride loop over n items with `block` threads each.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/hip/gemm_tile.h"
+#include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
 namespace hipq::kernels {
@@ -37,6 +38,29 @@ struct MatEpilogue {
     v = dev::activate(act, v);
     if (res) v += dev::ld(res, res_dt, b * rb + m * rm + n * rn);
     dev::st(out, dt, b * ob + m * om + n, v);
+  }
+  // C[m][n .. n+7] (fewer at the right edge) for the wgmma kernel's epilogue:
+  // one 16-byte store when out is 16-bit and the row piece is aligned.
+  __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* acc) const {
+    const int64_t i0 = b * ob + m * om + n;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float x = alpha * acc[e];
+      if (n + e < N) {
+        if (bias) x += dev::ld(bias, bias_dt, (n + e) * bias_s);
+        x = dev::activate(act, x);
+        if (res) x += dev::ld(res, res_dt, b * rb + m * rm + (n + e) * rn);
+      }
+      v[e] = x;
+    }
+    if (n + 8 <= N && dt != dev::kDtF32 && (reinterpret_cast<uintptr_t>(out) + 2 * i0) % 16 == 0) {
+      dev::st8_16bit(out, dt, i0, v);
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (n + e < N) dev::st(out, dt, i0 + e, v[e]);
   }
 };
 
@@ -137,6 +161,30 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     else if (lb.sk == 1)
       pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sm, N);
   }
+#if HIPQ_VENDOR_NVIDIA
+  // Hopper: both operands K-major and plain -> warpgroup matrix instructions.
+  if (ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p) {
+    dev::RowsFill fa{}, fb{};
+    fa.p = static_cast<const uint16_t*>(pa.p);
+    fa.sb = pa.sb;
+    fa.ld = pa.ld;
+    fa.rows = static_cast<int>(M);
+    fa.K = static_cast<int>(K);
+    fb.p = static_cast<const uint16_t*>(pb.p);
+    fb.sb = pb.sb;
+    fb.ld = pb.ld;
+    fb.rows = static_cast<int>(N);
+    fb.K = static_cast<int>(K);
+    const hipError_t e =
+        mma_dtype == dev::kDtF16
+            ? dev::launch_gemm_wgmma<__half>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
+                                             static_cast<int>(N), static_cast<int>(K), fa, fb, ep)
+            : dev::launch_gemm_wgmma<__nv_bfloat16>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
+                                                    static_cast<int>(N), static_cast<int>(K), fa, fb, ep);
+    HIPQ_HIP_RETURN_IF_ERROR(e);
+    return Status::Ok();
+  }
+#endif
   HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype,
                                             static_cast<int>(batch),
                                             static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,

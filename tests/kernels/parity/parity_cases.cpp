@@ -430,6 +430,11 @@ void add_light(std::vector<ParityCase>& v) {
     // Multiples of 8 with m- / n-contiguous operands: the matrix-unit kernel copies these directly.
     v.push_back(matmul_case(dt, "64x72x48_ta", {.M = 64, .N = 72, .K = 48, .trans_a = true}));
     v.push_back(matmul_case(dt, "batch2_136x24x40_ta_tb_res", {.batch_a = 2, .batch_b = 2, .M = 136, .N = 24, .K = 40, .trans_a = true, .trans_b = true, .residual = true}));
+    // K-major, 16-byte aligned (the Hopper wgmma kernel): M/N/K tails of the 128x128x64 tile, odd N, batches.
+    v.push_back(matmul_case(dt, "kmajor_200x136x200_tb_bias_res", {.M = 200, .N = 136, .K = 200, .trans_b = true, .bias = true, .residual = true}));
+    v.push_back(matmul_case(dt, "kmajor_batch2_130x264x72_tb_gelu", {.batch_a = 2, .M = 130, .N = 264, .K = 72, .trans_b = true, .act = Activation::kGelu}));
+    v.push_back(matmul_case(dt, "kmajor_96x131x64_tb_alpha", {.M = 96, .N = 131, .K = 64, .trans_b = true, .alpha = 0.25f}));
+    v.push_back(matmul_case(dt, "kmajor_batch3_64x128x8_both_batched_tb", {.batch_a = 3, .batch_b = 3, .M = 64, .N = 128, .K = 8, .trans_b = true}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
@@ -441,6 +446,11 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "medium_1x64x24x24_o64_k3_p1_bias_res", 1, 64, 24, 24, 64, 3, 1, 1, true, true));
     v.push_back(conv_case(dt, "medium_1x96x17x19_o48_k3_s2_p1", 1, 96, 17, 19, 48, 3, 2, 1, true, false));
     v.push_back(conv_case(dt, "medium_1x4x32x32_o64_k3_p1_conv_in", 1, 4, 32, 32, 64, 3, 1, 1, true, false));
+    // Channels a multiple of 64 (the Hopper NHWC wgmma route): O and pixel tails, stride 2, 1x1, views.
+    v.push_back(conv_case(dt, "c64_2x64x12x10_o72_k3_p1_bias_res", 2, 64, 12, 10, 72, 3, 1, 1, true, true));
+    v.push_back(conv_case(dt, "c64_1x128x16x16_o64_k3_s2_p1_bias", 1, 128, 16, 16, 64, 3, 2, 1, true, false));
+    v.push_back(conv_case(dt, "c64_2x64x8x8_o136_k1_bias", 2, 64, 8, 8, 136, 1, 1, 0, true, false));
+    v.push_back(conv_case(dt, "c64_1x64x9x16_o64_k3_p1_strided_x", 1, 64, 9, 16, 64, 3, 1, 1, false, false, false, true));
 
     v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, false));
     v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, true));

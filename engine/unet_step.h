@@ -1,0 +1,69 @@
+// UNetStep: the UNet evaluation of one denoising step on fixed device
+// buffers, run eagerly on its first call and, on a backend with graphs,
+// captured on the second and replayed from then on.
+//
+// Every step of a generation has the same shapes, so after the first (eager)
+// step warms the memory pool, the second is recorded as a graph (the cast of
+// the latents to the model precision and the whole forward) and replayed; the
+// host then enqueues one launch per step instead of a thousand. Inputs are
+// written into the fixed buffers before each call (latents as fp32, the
+// timesteps); the output is read back as fp32. Replays run the same kernels
+// on the same addresses as the eager forward, so the results are identical.
+//
+// Backends without graphs (cpu), or HIPQ_STEP_GRAPHS=0 in the environment,
+// run every step eagerly. A failed capture is reported, never retried.
+// Ownership: the UNet and the conditioning tensors must outlive the UNetStep;
+// its graph is destroyed with it. Thread safety: none (the backend's thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/models/device_tensor.h"
+#include "engine/models/unet.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+
+class UNetStep {
+ public:
+  // hidden: [batch, S, D]; pooled: [batch, P] (SDXL, else null); time_ids:
+  // 6 * batch values (SDXL, else empty); latents of lc x lh x lw each.
+  static Result<UNetStep> make(kernels::Backend& backend, const UNet& unet, const kernels::Tensor& hidden,
+                               const kernels::Tensor* pooled, const std::vector<float>& time_ids, int batch,
+                               int64_t lh, int64_t lw);
+
+  // The raw UNet output for `input` (batch * lc * lh * lw host floats, the
+  // batch's latents one after another) at `timestep`, as host fp32.
+  Result<std::vector<float>> run(const std::vector<float>& input, float timestep);
+
+  // How many calls were replays of the captured graph.
+  int replays() const { return replays_; }
+
+  UNetStep(UNetStep&&) noexcept;
+  UNetStep& operator=(UNetStep&&) noexcept;
+  ~UNetStep();
+
+ private:
+  UNetStep() = default;
+  Status forward_into_out();
+
+  kernels::Backend* be_ = nullptr;
+  const UNet* unet_ = nullptr;
+  const kernels::Tensor* hidden_ = nullptr;
+  const kernels::Tensor* pooled_ = nullptr;
+  int batch_ = 1;
+  DeviceTensor input_f32_;  // [batch, lc, lh, lw] f32, written before each call
+  DeviceTensor input_;      // the same in the model precision (an alias of input_f32_ at fp32)
+  DeviceTensor timesteps_;  // [batch] f32
+  DeviceTensor time_ids_;   // [batch, 6] f32 (SDXL)
+  std::optional<DeviceTensor> out_;
+  bool use_graph_ = true;
+  int graph_ = -1;
+  int calls_ = 0;
+  int replays_ = 0;
+};
+
+}  // namespace hipq::engine
