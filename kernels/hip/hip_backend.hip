@@ -21,6 +21,7 @@
 #include <map>
 #include <unordered_map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/hip/hip_backend.h"
@@ -69,11 +70,10 @@ class HipBackend final : public Backend {
     use_device();
     if (stream_) {
       (void)hipStreamSynchronize(stream_);
-      for (auto& [id, g] : graphs_) {
-        if (g.exec) (void)hipGraphExecDestroy(g.exec);
-        for (auto& [cls, blocks] : g.free)
-          for (void* p : blocks) (void)hipFree(p);
-      }
+      for (auto& [id, exec] : graph_exec_)
+        if (exec) (void)hipGraphExecDestroy(exec);
+      for (auto& [key, blocks] : reserved_free_)
+        for (void* p : blocks) (void)hipFree(p);
       for (auto& [cls, blocks] : free_)
         for (void* p : blocks) (void)hipFree(p);
       for (hipEvent_t ev : events_)
@@ -88,15 +88,14 @@ class HipBackend final : public Backend {
     use_device();
     const size_t cls = size_class(bytes);
     void* p = nullptr;
-    auto take = [&](std::map<size_t, std::vector<void*>>& lists) {
-      auto it = lists.find(cls);
-      if (it == lists.end() || it->second.empty()) return false;
-      p = it->second.back();
-      it->second.pop_back();
+    auto take = [&](std::vector<void*>& list) {
+      if (list.empty()) return false;
+      p = list.back();
+      list.pop_back();
       cached_bytes_ -= static_cast<int64_t>(cls);
       return true;
     };
-    if ((capturing_ >= 0 && take(graphs_[capturing_].free)) || take(free_)) {
+    if ((capturing_ >= 0 && take(reserved_free_[{capturing_, cls}])) || take(free_[cls])) {
     } else {
       hipError_t e = hipMalloc(&p, cls);
       if (e == hipErrorOutOfMemory && capturing_ < 0) {  // (no synchronising inside a capture)
@@ -124,7 +123,7 @@ class HipBackend final : public Backend {
     if (capturing_ >= 0) reserved_by_[data] = capturing_;
     auto owner = reserved_by_.find(data);
     if (owner != reserved_by_.end())
-      graphs_[owner->second].free[cls].push_back(data);
+      reserved_free_[{owner->second, cls}].push_back(data);
     else
       free_[cls].push_back(data);
     in_use_ -= static_cast<int64_t>(cls);
@@ -136,7 +135,7 @@ class HipBackend final : public Backend {
     if (capturing_ >= 0) return Status::FailedPrecondition("hip backend: a graph capture is already open");
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
     capturing_ = next_graph_++;
-    graphs_[capturing_];
+    graph_exec_[capturing_] = nullptr;
     return Status::Ok();
   }
   Result<int> end_capture() override {
@@ -147,7 +146,7 @@ class HipBackend final : public Backend {
     hipGraph_t graph = nullptr;
     hipError_t e = hipStreamEndCapture(stream_, &graph);
     if (e == hipSuccess) {
-      e = hipGraphInstantiate(&graphs_[id].exec, graph, nullptr, nullptr, 0);
+      e = hipGraphInstantiate(&graph_exec_[id], graph, nullptr, nullptr, 0);
       (void)hipGraphDestroy(graph);
     }
     if (e != hipSuccess) {
@@ -159,21 +158,29 @@ class HipBackend final : public Backend {
   }
   Status replay_graph(int id) override {
     use_device();
-    auto it = graphs_.find(id);
-    if (it == graphs_.end() || !it->second.exec)
+    auto it = graph_exec_.find(id);
+    if (it == graph_exec_.end() || !it->second)
       return Status::InvalidArgument("hip backend: no graph " + std::to_string(id));
-    HIPQ_HIP_RETURN_IF_ERROR(hipGraphLaunch(it->second.exec, stream_));
+    HIPQ_HIP_RETURN_IF_ERROR(hipGraphLaunch(it->second, stream_));
     return Status::Ok();
   }
   void destroy_graph(int id) override {
     use_device();
-    auto it = graphs_.find(id);
-    if (it == graphs_.end()) return;
+    auto it = graph_exec_.find(id);
+    if (it == graph_exec_.end()) return;
     (void)hipStreamSynchronize(stream_);  // a replay may still be running
-    if (it->second.exec) (void)hipGraphExecDestroy(it->second.exec);
-    for (auto& [cls, blocks] : it->second.free) free_[cls].insert(free_[cls].end(), blocks.begin(), blocks.end());
+    if (it->second) (void)hipGraphExecDestroy(it->second);
+    graph_exec_.erase(it);
+    for (auto r = reserved_free_.begin(); r != reserved_free_.end();) {
+      if (r->first.first != id) {
+        ++r;
+        continue;
+      }
+      std::vector<void*>& to = free_[r->first.second];
+      to.insert(to.end(), r->second.begin(), r->second.end());
+      r = reserved_free_.erase(r);
+    }
     for (auto r = reserved_by_.begin(); r != reserved_by_.end();) r = r->second == id ? reserved_by_.erase(r) : ++r;
-    graphs_.erase(it);
   }
 
   Status copy_to_device(const void* host, void* device, size_t bytes) override {
@@ -387,11 +394,8 @@ class HipBackend final : public Backend {
   const ArchTuning* tuning_ = nullptr;
   HipContext ctx_;
   std::map<size_t, std::vector<void*>> free_;
-  struct Graph {
-    hipGraphExec_t exec = nullptr;
-    std::map<size_t, std::vector<void*>> free;  // released blocks reserved for this graph
-  };
-  std::map<int, Graph> graphs_;
+  std::map<int, hipGraphExec_t> graph_exec_;                          // graph id -> its executable
+  std::map<std::pair<int, size_t>, std::vector<void*>> reserved_free_;  // (graph, size class) -> released blocks
   std::unordered_map<void*, int> reserved_by_;  // block -> the graph it is reserved for
   int capturing_ = -1;                          // the graph being captured, or -1
   int next_graph_ = 0;
