@@ -339,9 +339,14 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   const float guidance = s.guidance;
   const int batch = text.batch;
   // The UNet call of every step on fixed buffers: eager first, then a graph replay (engine/unet_step.h).
-  HIPQ_ASSIGN_OR_RETURN(UNetStep unet_step,
-                        UNetStep::make(be, *im.unet, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
-                                       time_ids, batch, lh, lw));
+  // Destroyed right after the loop, so its graph's reserved memory is free for the decode.
+  std::optional<UNetStep> unet_step;
+  {
+    HIPQ_ASSIGN_OR_RETURN(UNetStep made,
+                          UNetStep::make(be, *im.unet, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
+                                         time_ids, batch, lh, lw));
+    unet_step.emplace(std::move(made));
+  }
 
   Denoiser denoise = [&](const std::vector<float>& model_input, const DenoiseStep& step,
                          std::vector<float>& model_output) -> Status {
@@ -351,7 +356,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     HIPQ_RETURN_IF_ERROR(step_timer.begin("step"));
     std::vector<float> input(model_input.size() * batch);
     for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, unet_step.run(input, step.timestep));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, unet_step->run(input, step.timestep));
     model_output.resize(latent_numel);
     if (cfg) {
       // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
@@ -368,6 +373,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
 
   HIPQ_RETURN_IF_ERROR(timer.begin("denoise"));
   auto latent = sample(schedule, im.scheduler, std::move(noise), denoise);
+  unet_step.reset();
   if (!latent.ok()) return latent.status();
   HIPQ_RETURN_IF_ERROR(timer.end());
   out.latent = std::move(latent).value();
