@@ -97,6 +97,24 @@ TEST(Preflight, CheckRefusesAnOutputRootThatCannotBeCreated) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "h.db")) << "nothing may be queued";
 }
 
+TEST(Preflight, TheCoordinatorRefusesASubmitWhoseOutputRootCannotBeCreated) {
+  TempDir dir;
+  std::ofstream(dir.path() / "blocker") << "a file, not a folder\n";
+  std::ofstream(dir.path() / "m.yaml") << "model: synthetic:tiny-sdxl\noutputs: {directory: blocker/out}\n"
+                                       << "prompts: [a]\nparity: {golden: none}\n";
+  std::string endpoint;
+  auto coordinator = testing::start_coordinator(dir.path(), "coordinator", &endpoint);
+  std::string out, err;
+  EXPECT_NE(run_hipq(dir.path(), "submit", {"submit", (dir.path() / "m.yaml").string(), "--connect", endpoint}, &out,
+                     &err),
+            0);
+  EXPECT_NE(err.find("FailedPrecondition: output root"), std::string::npos) << err;
+  EXPECT_NE(err.find("blocker' exists and is not a directory"), std::string::npos) << err;
+  ASSERT_EQ(run_hipq(dir.path(), "status", {"status", "--connect", endpoint, "--format", "json"}, &out, &err), 0)
+      << err;
+  EXPECT_NE(out.find("\"batches\": []"), std::string::npos) << "nothing may be queued: " << out;
+}
+
 TEST(Preflight, CheckRefusesAMisspeltSyntheticModelAndOverlongFolders) {
   TempDir dir;
   std::ofstream(dir.path() / "model.yaml") << "model: synthetic:tiny-sdx\nprompts: [a]\nparity: {golden: none}\n";
@@ -113,6 +131,45 @@ TEST(Preflight, CheckRefusesAMisspeltSyntheticModelAndOverlongFolders) {
                                          << "outputs: {layout: \"a\\0b/{prompt}\"}\n";
   EXPECT_EQ(run_hipq(dir.path(), "nul", {"check", (dir.path() / "nul.yaml").string()}, &out, &err), 2) << out;
   EXPECT_NE(err.find("holds a NUL byte"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace hipq
+
+namespace hipq {
+namespace {
+
+TEST(QueueCommands, StatusAndCancelTakeABatchNameAndStatusShowsTheReason) {
+  TempDir dir;
+  std::string endpoint;
+  auto coordinator = testing::start_coordinator(dir.path(), "coordinator", &endpoint);
+  auto worker = testing::start_worker(dir.path(), "w1", endpoint, "sleep:100ms");
+  auto failing = testing::write_sleep_manifest(dir.path(), "named", 1, 1, 0, "this fails [fail]");
+  std::string out, err;
+  EXPECT_EQ(run_hipq(dir.path(), "submit", {"submit", failing.string(), "--connect", endpoint, "--wait"}, &out, &err),
+            1)
+      << out << err;
+  ASSERT_EQ(run_hipq(dir.path(), "status", {"status", "named", "--connect", endpoint}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("named"), std::string::npos) << out;
+  EXPECT_NE(out.find("job 2: InvalidArgument: sleep test double"), std::string::npos) << out;
+  ASSERT_EQ(run_hipq(dir.path(), "json", {"status", "named", "--connect", endpoint, "--format", "json"}, &out, &err),
+            0);
+  EXPECT_NE(out.find("\"reason\": \"job 2: InvalidArgument: sleep test double: prompt asks to fail ([fail])\""),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run_hipq(dir.path(), "unknown", {"status", "nosuch", "--connect", endpoint}, &out, &err), 2);
+  EXPECT_NE(err.find("no batch named \"nosuch\""), std::string::npos) << err;
+
+  auto slow = testing::write_sleep_manifest(dir.path(), "tocancel", 20, 2);
+  ASSERT_EQ(run_hipq(dir.path(), "submit2", {"submit", slow.string(), "--connect", endpoint}, &out, &err), 0) << err;
+  ASSERT_EQ(run_hipq(dir.path(), "cancel", {"cancel", "tocancel", "--connect", endpoint}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("cancelled "), std::string::npos) << out;
+  ASSERT_EQ(run_hipq(dir.path(), "status2", {"status", "tocancel", "--connect", endpoint, "--format", "json"}, &out,
+                     &err),
+            0);
+  EXPECT_NE(out.find("\"state\": \"cancelled\""), std::string::npos) << out;
+  EXPECT_EQ(run_hipq(dir.path(), "cancel2", {"cancel", "tocancel", "--connect", endpoint}, &out, &err), 2)
+      << "no active batch of that name is left";
 }
 
 }  // namespace
