@@ -1,5 +1,6 @@
 // hipq check MANIFEST: validate a manifest (and its prompt files) without a
-// coordinator, print every problem or a summary of the jobs it would queue.
+// coordinator, run the preflight (coordinator/preflight.h), print every
+// problem or a summary of the jobs it would queue.
 #include <fmt/format.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "coordinator/manifest.h"
+#include "coordinator/preflight.h"
 
 namespace hipq::cli {
 namespace {
@@ -42,6 +44,14 @@ int run_check(const CheckFlags& f) {
       for (const auto& p : problems) fmt::print(stderr, "{}\n", p);
       fmt::print(stderr, "{}: {} problem{}; nothing would be queued\n", f.manifest, problems.size(),
                  problems.size() == 1 ? "" : "s");
+    }
+    return kExitUsage;
+  }
+  if (Status pre = coordinator::preflight(*m); !pre.ok()) {
+    if (f.format == "json") {
+      fmt::print("{}\n", nlohmann::json({{"ok", false}, {"manifest", f.manifest}, {"problems", {pre.message()}}}).dump(2));
+    } else {
+      fmt::print(stderr, "{}: {}\n{}: 1 problem; nothing would be queued\n", f.manifest, pre.message(), f.manifest);
     }
     return kExitUsage;
   }

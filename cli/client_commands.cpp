@@ -19,7 +19,6 @@
 #include "coordinator/manifest.h"
 
 namespace hipq::cli {
-namespace {
 
 int64_t count_of(const google::protobuf::RepeatedPtrField<proto::CountEntry>& entries, const std::string& key) {
   for (const auto& e : entries) {
@@ -28,11 +27,25 @@ int64_t count_of(const google::protobuf::RepeatedPtrField<proto::CountEntry>& en
   return 0;
 }
 
+std::string shorten(const std::string& text, size_t width) {
+  std::string s = text;
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  if (s.size() <= width) return s;
+  size_t cut = width > 3 ? width - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
+namespace {
+
 nlohmann::json batch_json(const proto::BatchStatus& b) {
   nlohmann::json j = {{"batch_id", b.batch_id()}, {"name", b.name()},        {"state", b.state()},
                       {"priority", b.priority()}, {"total", b.total()},      {"created_at", b.created_at()},
                       {"by_state", nlohmann::json::object()}, {"by_verdict", nlohmann::json::object()}};
   if (b.finished_at() > 0) j["finished_at"] = b.finished_at();
+  j["reason"] = b.reason();
   for (const auto& e : b.by_state()) j["by_state"][e.key()] = e.count();
   for (const auto& e : b.by_verdict()) j["by_verdict"][e.key()] = e.count();
   return j;
@@ -52,6 +65,15 @@ Result<std::unique_ptr<coordinator::Client>> connect(zmq::context_t& ctx, const 
   return coordinator::Client::connect(ctx, co);
 }
 
+// A positive decimal id, or nullopt.
+std::optional<int64_t> parse_id(const std::string& digits) {
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  int64_t id = std::stoll(digits);
+  return id > 0 ? std::optional<int64_t>(id) : std::nullopt;
+}
+
 std::string format_duration(double s) {
   if (s < 0 || s > 1e7) return "?";
   char buf[32];
@@ -67,7 +89,7 @@ std::string format_duration(double s) {
 // Follows a batch until it has no queued or leased job: a live bar on a
 // terminal, a plain line per change otherwise. Returns the final status.
 Result<proto::BatchStatus> wait_for_batch(coordinator::Client& client, int64_t batch_id, bool tty,
-                                          std::ostream& out) {
+                                          std::ostream& out, const std::function<bool()>& stop) {
   auto start = std::chrono::steady_clock::now();
   std::string last_line;
   for (;;) {
@@ -110,30 +132,33 @@ Result<proto::BatchStatus> wait_for_batch(coordinator::Client& client, int64_t b
         last_line = line.str();
       }
     }
-    if (queued + running == 0) {
+    if (queued + running == 0 || (stop && stop())) {
       if (tty) out << "\n";
       return b;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 1000));
+    for (int i = 0; i < (tty ? 5 : 20) && !(stop && stop()); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 }
 
 void print_batch_table(const std::vector<proto::BatchStatus>& batches, std::ostream& out) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%-6s %-24s %-9s %4s %6s %6s %6s %6s %6s %6s %6s  %s\n", "batch", "name", "state", "prio",
-           "total", "queued", "run", "done", "failed", "dead", "cancel", "verdicts");
+  char buf[512];
+  snprintf(buf, sizeof buf, "%-6s %-24s %-9s %4s %6s %6s %6s %6s %6s %6s %6s  %-20s %s\n", "batch", "name", "state",
+           "prio", "total", "queued", "run", "done", "failed", "dead", "cancel", "verdicts", "reason");
   out << buf;
   for (const auto& b : batches) {
     std::string verdicts;
     for (const auto& v : b.by_verdict()) verdicts += v.key() + "=" + std::to_string(v.count()) + " ";
-    snprintf(buf, sizeof buf, "%-6lld %-24.24s %-9s %4d %6lld %6lld %6lld %6lld %6lld %6lld %6lld  %s\n",
+    std::string reason = b.reason().empty() ? "-" : shorten(b.reason(), 60);
+    snprintf(buf, sizeof buf, "%-6lld %-24.24s %-9s %4d %6lld %6lld %6lld %6lld %6lld %6lld %6lld  %-20s %s\n",
              static_cast<long long>(b.batch_id()), b.name().c_str(), b.state().c_str(), b.priority(),
              static_cast<long long>(b.total()), static_cast<long long>(count_of(b.by_state(), "queued")),
              static_cast<long long>(count_of(b.by_state(), "leased")),
              static_cast<long long>(count_of(b.by_state(), "done")),
              static_cast<long long>(count_of(b.by_state(), "failed")),
              static_cast<long long>(count_of(b.by_state(), "dead")),
-             static_cast<long long>(count_of(b.by_state(), "cancelled")), verdicts.c_str());
+             static_cast<long long>(count_of(b.by_state(), "cancelled")), verdicts.c_str(), reason.c_str());
     out << buf;
   }
 }
@@ -177,20 +202,34 @@ void add_client_commands(CLI::App& app, int& exit_code) {
   // ---- status
   {
     static ConnectOptions conn;
-    static int64_t batch = 0;
+    static std::string batch;
     static std::string format = "table";
     static bool active = false;
-    auto* cmd = app.add_subcommand("status", "Jobs per batch by state and verdict");
+    auto* cmd = app.add_subcommand("status", "Jobs per batch by state and verdict, with the first failure's reason");
     add_connect_options(cmd, conn);
-    cmd->add_option("batch", batch, "batch id (default: every batch)");
+    cmd->add_option("batch", batch, "batch id, batch:ID or batch name (default: every batch)");
     cmd->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
     cmd->add_flag("--active", active, "only batches still running");
     cmd->callback([&exit_code] {
       zmq::context_t ctx;
       auto client = connect(ctx, conn);
       if (!client.ok()) return void(exit_code = fail(client.status()));
-      auto reply = (*client)->status(batch, active);
+      std::optional<int64_t> id;
+      if (!batch.empty()) id = parse_id(batch.rfind("batch:", 0) == 0 ? batch.substr(6) : batch);
+      auto reply = (*client)->status(id.value_or(0), active);
       if (!reply.ok()) return void(exit_code = fail(reply.status()));
+      if (!batch.empty() && !id) {
+        // A name: every batch of that name, oldest first.
+        proto::StatusReply named;
+        for (const auto& b : reply->batches()) {
+          if (b.name() == batch) *named.add_batches() = b;
+        }
+        if (named.batches_size() == 0) {
+          std::cerr << "hipq status: no batch named \"" << batch << "\" (a batch id, batch:ID or a batch name)\n";
+          return void(exit_code = kExitUsage);
+        }
+        *reply = named;
+      }
       if (format == "json") {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& b : reply->batches()) j.push_back(batch_json(b));
@@ -204,29 +243,49 @@ void add_client_commands(CLI::App& app, int& exit_code) {
   {
     static ConnectOptions conn;
     static std::string target;
-    auto* cmd = app.add_subcommand("cancel", "Cancel a batch (BATCH or batch:N) or one job (job:N)");
+    auto* cmd = app.add_subcommand("cancel", "Cancel a batch (ID, batch:ID or its name) or one job (job:ID)");
     add_connect_options(cmd, conn);
-    cmd->add_option("target", target, "batch id, batch:ID or job:ID")->required();
+    cmd->add_option("target", target, "batch id, batch:ID, batch name or job:ID")->required();
     cmd->callback([&exit_code] {
       bool is_job = target.rfind("job:", 0) == 0;
-      std::string digits = is_job ? target.substr(4) : (target.rfind("batch:", 0) == 0 ? target.substr(6) : target);
-      int64_t id = 0;
-      try {
-        size_t used = 0;
-        id = std::stoll(digits, &used);
-        if (used != digits.size() || id <= 0) throw std::invalid_argument("id");
-      } catch (const std::exception&) {
-        std::cerr << "hipq cancel: \"" << target << "\" is not BATCH, batch:ID or job:ID\n";
+      bool is_batch = target.rfind("batch:", 0) == 0;
+      std::optional<int64_t> id = parse_id(is_job ? target.substr(4) : (is_batch ? target.substr(6) : target));
+      if (!id && (is_job || is_batch || target.empty())) {
+        std::cerr << "hipq cancel: \"" << target << "\" is not ID, batch:ID, a batch name or job:ID\n";
         exit_code = kExitUsage;
         return;
       }
       zmq::context_t ctx;
       auto client = connect(ctx, conn);
       if (!client.ok()) return void(exit_code = fail(client.status()));
-      auto reply = is_job ? (*client)->cancel_job(id) : (*client)->cancel_batch(id);
-      if (!reply.ok()) return void(exit_code = fail(reply.status()));
-      std::cout << "cancelled " << reply->cancelled() << " job(s); " << reply->running_notified()
-                << " running job(s) told to stop\n";
+      std::vector<int64_t> batches;
+      if (id && !is_job) batches.push_back(*id);
+      if (!id) {
+        // A batch name: its active batches.
+        auto all = (*client)->status(0, true);
+        if (!all.ok()) return void(exit_code = fail(all.status()));
+        for (const auto& b : all->batches()) {
+          if (b.name() == target) batches.push_back(b.batch_id());
+        }
+        if (batches.empty()) {
+          std::cerr << "hipq cancel: no active batch named \"" << target << "\"\n";
+          return void(exit_code = kExitUsage);
+        }
+      }
+      int64_t cancelled = 0, notified = 0;
+      if (is_job) {
+        auto reply = (*client)->cancel_job(*id);
+        if (!reply.ok()) return void(exit_code = fail(reply.status()));
+        cancelled = reply->cancelled();
+        notified = reply->running_notified();
+      }
+      for (int64_t b : batches) {
+        auto reply = (*client)->cancel_batch(b);
+        if (!reply.ok()) return void(exit_code = fail(reply.status()));
+        cancelled += reply->cancelled();
+        notified += reply->running_notified();
+      }
+      std::cout << "cancelled " << cancelled << " job(s); " << notified << " running job(s) told to stop\n";
     });
   }
   // ---- workers

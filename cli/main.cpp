@@ -5,8 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "base/build_info.h"
 #include "cli/commands.h"
+#include "cli/conventions.h"
 
 namespace {
 void setup_logging(const std::string& level) {
@@ -20,9 +23,15 @@ void setup_logging(const std::string& level) {
 int main(int argc, char** argv) {
   CLI::App app{"hipq: batch text-to-image diffusion on GPUs, recorded and checked"};
   app.require_subcommand(1);
+  // Options a subcommand does not know fall through to here, so
+  // `hipq run --log-level debug X` works as `hipq --log-level debug run X`.
+  app.fallthrough();
   std::string log_level = "info";
   if (const char* env = std::getenv("HIPQ_LOG")) log_level = env;
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error (env HIPQ_LOG)");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error (env HIPQ_LOG)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.set_version_flag("--version", std::string("hipq ") + hipq::build_info::kVersion + " (" +
+                                        hipq::build_info::kGitSha + ")");
   int exit_code = hipq::cli::kExitOk;
 
   hipq::cli::add_version_command(app, exit_code);
@@ -42,11 +51,15 @@ int main(int argc, char** argv) {
   hipq::cli::add_tokenize_command(app, exit_code);
   hipq::cli::add_randn_command(app, exit_code);
 
+  hipq::cli::add_help_examples(app);
+
   app.parse_complete_callback([&] { setup_logging(log_level); });
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (int code = hipq::cli::answer_before_parse(app, args); code >= 0) return code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return hipq::cli::answer_parse_error(app, args, e);
   }
   return exit_code;
 }

@@ -1,11 +1,19 @@
 // hipq run MANIFEST: the embedded default — coordinator and workers (one per
 // local GPU, or one CPU worker) in this process, a SQLite file in the working
 // directory, results and a short statistics table at the end.
+// Resumable (docs/operations.md, "hipq run"): the same manifest on the same
+// database continues its batch; SIGINT/SIGTERM let running jobs finish (a
+// second one stops them), leave the rest queued and print how to resume.
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -14,6 +22,7 @@
 #include "cli/commands.h"
 #include "coordinator/client.h"
 #include "coordinator/manifest.h"
+#include "coordinator/preflight.h"
 #include "coordinator/server.h"
 #include "db/database.h"
 #include "db/job_store.h"
@@ -31,7 +40,8 @@ namespace {
 
 struct RunArgs {
   std::string manifest;
-  std::string db = "hipq.db";
+  std::string db = "hipq.db";  // $HIPQ_DB when set
+  bool new_batch = false;
   std::string backend;
   std::string engine = "engine";
   int cpu_workers = 1;
@@ -55,8 +65,8 @@ Status print_results(const std::string& db_path, int64_t batch_id, std::ostream&
   char buf[512];
   out << "\nresults of batch " << batch_id << " \"" << batch.name << "\" (outputs under " << batch.output_root
       << ")\n";
-  snprintf(buf, sizeof buf, "%-6s %-32s %10s %-9s %-10s %8s %10s  %s\n", "job", "prompt", "seed", "state", "verdict",
-           "cosine", "total ms", "output");
+  snprintf(buf, sizeof buf, "%-6s %-32s %10s %-9s %-40s %-10s %8s %10s  %s\n", "job", "prompt", "seed", "state",
+           "reason", "verdict", "cosine", "total ms", "output");
   out << buf;
   for (const auto& j : jobs) {
     std::string verdict = j.verdict.value_or("-");
@@ -78,10 +88,16 @@ Status print_results(const std::string& db_path, int64_t batch_id, std::ostream&
         }
       }
     }
-    std::string prompt = j.prompt.size() > 32 ? j.prompt.substr(0, 29) + "..." : j.prompt;
-    snprintf(buf, sizeof buf, "%-6lld %-32s %10llu %-9s %-10s %8s %10.1f  %s\n", static_cast<long long>(j.id),
+    std::string reason = "-";
+    if (j.state == db::JobState::kFailed || j.state == db::JobState::kDead || j.state == db::JobState::kCancelled ||
+        j.state == db::JobState::kQueued) {
+      auto attempts = store.list_attempts(j.id);
+      if (attempts.ok() && !attempts->empty() && attempts->back().error) reason = shorten(*attempts->back().error, 40);
+    }
+    std::string prompt = shorten(j.prompt, 32);
+    snprintf(buf, sizeof buf, "%-6lld %-32s %10llu %-9s %-40s %-10s %8s %10.1f  %s\n", static_cast<long long>(j.id),
              prompt.c_str(), static_cast<unsigned long long>(j.seed), std::string(db::job_state_name(j.state)).c_str(),
-             verdict.c_str(), cosine.c_str(), total, output.c_str());
+             reason.c_str(), verdict.c_str(), cosine.c_str(), total, output.c_str());
     out << buf;
   }
   if (!phase_ms.empty()) {
@@ -100,16 +116,116 @@ Status print_results(const std::string& db_path, int64_t batch_id, std::ostream&
       out << buf;
     }
   }
-  out << "\nrecorded in " << db_path << " (query it with `hipq runs` / `hipq stats`)\n";
+  out << "\nrecorded in " << db_path << " (query it with `hipq runs` / `hipq stats`; whole failure reasons: "
+      << "`hipq runs --batch " << batch_id << " --format json`)\n";
   return Status::Ok();
 }
 
+// SIGINT/SIGTERM are blocked in every thread and taken by one watcher
+// thread (sigtimedwait), so no ZeroMQ call ever sees EINTR; the main thread
+// reads the count between status polls.
+class SignalWatch {
+ public:
+  SignalWatch() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] {
+      timespec tick{0, 100'000'000};
+      while (!done_.load()) {
+        int sig = sigtimedwait(&set_, nullptr, &tick);
+        if (sig == SIGINT || sig == SIGTERM) {
+          last_ = sig;
+          ++count_;
+        }
+      }
+    });
+  }
+  ~SignalWatch() {
+    done_.store(true);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int count() const { return count_.load(); }
+  int last() const { return last_.load(); }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+  std::atomic<bool> done_{false};
+  std::atomic<int> count_{0};
+  std::atomic<int> last_{0};
+  std::thread thread_;
+};
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") ==
+                        std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The batch this run works on: the newest batch of the same manifest text
+// (sha256) in the database, reopened, unless --new-batch or there is none
+// (or it was cancelled): then 0, and the manifest is queued as a new batch.
+Result<int64_t> find_batch_to_resume(const RunArgs& a, const coordinator::Manifest& manifest, std::ostream& out) {
+  if (a.new_batch) return int64_t{0};
+  HIPQ_ASSIGN_OR_RETURN(auto db, db::Database::open_and_migrate(a.db));
+  db::JobStore store(*db);
+  HIPQ_ASSIGN_OR_RETURN(auto latest, store.latest_batch_of_manifest(manifest.sha256));
+  if (!latest || latest->state == db::BatchState::kCancelled) return int64_t{0};
+  double now = db::wall_clock_seconds();
+  // A previous run killed outright (no chance to release) leaves leases behind:
+  // this run owns the database file, so they go back to the queue.
+  HIPQ_ASSIGN_OR_RETURN(int64_t released,
+                        store.release_batch_leases(latest->id, "released: hipq run resumed the batch", now));
+  HIPQ_ASSIGN_OR_RETURN(int64_t requeued, store.reopen_batch(latest->id, now));
+  HIPQ_ASSIGN_OR_RETURN(auto counts, store.batch_counts(latest->id));
+  int64_t to_run = counts.by_state["queued"] + counts.by_state["leased"];
+  if (to_run == 0) {
+    out << "hipq run: batch " << latest->id << " \"" << latest->name << "\" of this manifest (sha256 "
+        << manifest.sha256.substr(0, 12) << ") already finished in " << a.db
+        << "; nothing to run (--new-batch runs it again as a new batch)\n";
+    return latest->id;
+  }
+  out << "hipq run: resuming batch " << latest->id << " \"" << latest->name << "\" (same manifest, sha256 "
+      << manifest.sha256.substr(0, 12) << "): " << counts.by_state["done"] << " done, " << to_run << " to run";
+  if (requeued + released > 0) out << " (" << requeued + released << " failed or interrupted job(s) queued again)";
+  out << "; --new-batch queues a new batch instead\n";
+  return latest->id;
+}
+
+int64_t done_count(const std::string& db_path, int64_t batch_id) {
+  auto db = db::Database::open_and_migrate(db_path);
+  if (!db.ok()) return 0;
+  db::JobStore store(**db);
+  auto c = store.batch_counts(batch_id);
+  return c.ok() ? c->by_state["done"] : 0;
+}
+
 int run_embedded(const RunArgs& a) {
+  auto wall_start = std::chrono::steady_clock::now();
   auto manifest = coordinator::parse_manifest(a.manifest);
   if (!manifest.ok()) {
     std::cerr << manifest.status().message() << "\nhipq: " << a.manifest << " is not valid; nothing was run\n";
     return kExitUsage;
   }
+  if (Status pre = coordinator::preflight(*manifest); !pre.ok()) {
+    std::cerr << a.manifest << ": " << pre.message() << "\nhipq: nothing was run\n";
+    return kExitUsage;
+  }
+  auto resume = find_batch_to_resume(a, *manifest, std::cout);
+  if (!resume.ok()) {
+    std::cerr << "hipq run: " << a.db << ": " << resume.status().ToString() << "\n";
+    return kExitFailure;
+  }
+  int64_t batch_id = *resume;
+  const int64_t done_before = batch_id > 0 ? done_count(a.db, batch_id) : 0;
+
   std::string backend = a.backend.empty() ? default_backend() : a.backend;
   std::vector<int> devices;
   if (backend == "hip") {
@@ -131,6 +247,7 @@ int run_embedded(const RunArgs& a) {
     runners.push_back(std::move(*r));
   }
 
+  SignalWatch signals;  // before any thread starts, so they inherit the mask
   zmq::context_t ctx;
   coordinator::ServerOptions so;
   so.db_path = a.db;
@@ -155,26 +272,46 @@ int run_embedded(const RunArgs& a) {
             << " " << backend << " worker(s); database " << a.db << "\n";
 
   int code = kExitOk;
-  int64_t batch_id = 0;
+  bool interrupted = false;
+  proto::BatchStatus last;
   {
     coordinator::ClientOptions co;
     co.endpoint = so.bind;
     auto client = coordinator::Client::connect(ctx, co);
-    auto submitted = client.ok() ? (*client)->submit(a.manifest) : Result<proto::SubmitReply>(client.status());
-    if (!submitted.ok()) {
-      spdlog::error("{}", submitted.status().ToString());
+    if (client.ok() && batch_id == 0) {
+      auto submitted = (*client)->submit(a.manifest);
+      if (submitted.ok()) batch_id = submitted->batch_id();
+      else client = Result<std::unique_ptr<coordinator::Client>>(submitted.status());
+    }
+    if (!client.ok()) {
+      std::cerr << "hipq run: " << client.status().ToString() << "\n";
       code = kExitFailure;
     } else {
-      batch_id = submitted->batch_id();
-      auto final_status = wait_for_batch(**client, batch_id, isatty(STDOUT_FILENO), std::cout);
-      if (!final_status.ok()) {
-        spdlog::error("{}", final_status.status().ToString());
+      bool tty = isatty(STDOUT_FILENO);
+      auto status = wait_for_batch(**client, batch_id, tty, std::cout, [&] { return signals.count() > 0; });
+      if (status.ok() && signals.count() > 0) {
+        interrupted = true;
+        std::cerr << "\nhipq run: interrupted: running jobs finish, queued jobs stay queued; "
+                     "interrupt again to stop the running jobs now\n";
+        for (auto& w : workers) w->request_drain();
+        for (;;) {
+          auto now = (*client)->status(batch_id);
+          if (!now.ok() || now->batches_size() != 1) break;
+          status = now->batches(0);
+          if (count_of(status->by_state(), "leased") == 0) break;
+          if (signals.count() > 1) {
+            std::cerr << "hipq run: stopping the running jobs; they go back to the queue\n";
+            for (auto& w : workers) w->request_stop();
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+      if (!status.ok()) {
+        std::cerr << "hipq run: " << status.status().ToString() << "\n";
         code = kExitFailure;
       } else {
-        print_batch_table({*final_status}, std::cout);
-        for (const auto& e : final_status->by_state()) {
-          if ((e.key() == "failed" || e.key() == "dead") && e.count() > 0) code = kExitFailure;
-        }
+        last = *status;
       }
     }
   }
@@ -184,9 +321,57 @@ int run_embedded(const RunArgs& a) {
   server_thread.join();
   workers.clear();
   server->reset();
-  if (batch_id > 0) {
-    Status s = print_results(a.db, batch_id, std::cout);
-    if (!s.ok()) spdlog::error("cannot print results: {}", s.ToString());
+  if (batch_id <= 0) return code;
+
+  auto db = db::Database::open_and_migrate(a.db);
+  if (db.ok()) {
+    db::JobStore store(**db);
+    if (interrupted) {
+      auto released = store.release_batch_leases(batch_id, "interrupted: hipq run was stopped", db::wall_clock_seconds());
+      if (!released.ok()) std::cerr << "hipq run: cannot release the running jobs: " << released.status().ToString() << "\n";
+    }
+    auto counts = store.batch_counts(batch_id);
+    if (counts.ok()) {
+      proto::BatchStatus b;
+      b.set_batch_id(batch_id);
+      b.set_state(std::string(db::batch_state_name(counts->state)));
+      b.set_total(counts->total);
+      b.set_reason(counts->reason);
+      b.set_name(last.name());
+      for (const auto& [k, v] : counts->by_state) {
+        auto* e = b.add_by_state();
+        e->set_key(k);
+        e->set_count(v);
+      }
+      for (const auto& [k, v] : counts->by_verdict) {
+        auto* e = b.add_by_verdict();
+        e->set_key(k);
+        e->set_count(v);
+      }
+      last = b;
+    }
+  }
+  if (last.batch_id() > 0) {
+    std::cout << "\n";
+    print_batch_table({last}, std::cout);
+  }
+  Status s = print_results(a.db, batch_id, std::cout);
+  if (!s.ok()) std::cerr << "hipq run: cannot print results: " << s.ToString() << "\n";
+
+  int64_t failed = count_of(last.by_state(), "failed") + count_of(last.by_state(), "dead");
+  int64_t left = count_of(last.by_state(), "queued") + count_of(last.by_state(), "leased");
+  if (failed > 0) code = kExitFailure;
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  int64_t images = count_of(last.by_state(), "done") - done_before;
+  char buf[160];
+  snprintf(buf, sizeof buf, "wall time %.1f s; %lld image(s) this run, %.1f images/hour\n", wall_s,
+           static_cast<long long>(images), wall_s > 0 ? static_cast<double>(images) * 3600.0 / wall_s : 0.0);
+  std::cout << buf;
+  if (interrupted || left > 0) {
+    std::cout << "stopped: " << count_of(last.by_state(), "done") << " done, " << failed << " failed, " << left
+              << " left of " << last.total() << "\n"
+              << "resume with: hipq run " << shell_quote(a.manifest) << " --db " << shell_quote(a.db) << "\n";
+    if (interrupted) code = 128 + (signals.last() ? signals.last() : SIGINT);
   }
   return code;
 }
@@ -198,7 +383,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a manifest here: coordinator + one worker per GPU (or the CPU), "
                                         "results and statistics at the end");
   cmd->add_option("manifest", args.manifest, "manifest YAML")->required();
-  cmd->add_option("--db", args.db, "SQLite database file")->capture_default_str();
+  if (const char* env = std::getenv("HIPQ_DB")) args.db = env;
+  cmd->add_option("--db", args.db, "SQLite database file (env HIPQ_DB)")->capture_default_str();
+  cmd->add_flag("--new-batch", args.new_batch,
+                "queue the manifest as a new batch even when the database holds one of the same manifest");
   cmd->add_option("--backend", args.backend, "hip | cpu (default: hip when a GPU is visible)");
   cmd->add_option("--engine", args.engine, "engine, or sleep:DURATION (a TEST DOUBLE that only waits)")
       ->capture_default_str();

@@ -63,7 +63,11 @@ void print_runs(const json& runs, const std::string& format) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs) {
-    rows.push_back({fmt_text(r["job"]), fmt_text(r["batch"]), fmt_text(r["state"]), fmt_text(r["verdict"]),
+    std::string reason = r["error"].is_string() && r["state"] != "done" ? short_text(r["error"].get<std::string>(), 40) : "-";
+    for (char& c : reason) {
+      if (c == '\n' || c == '\t') c = ' ';
+    }
+    rows.push_back({fmt_text(r["job"]), fmt_text(r["batch"]), fmt_text(r["state"]), reason, fmt_text(r["verdict"]),
                     short_text(fmt_text(r["model"]), 24), short_text(fmt_text(r["prompt"]), 28), fmt_text(r["seed"]),
                     fmt_text(r["repeat"]), fmt_text(r["width"]) + "x" + fmt_text(r["height"]), fmt_text(r["steps"]),
                     fmt_text(r["precision"]), short_text(fmt_text(r["gpu"]), 22), fmt_text(r["host"]),
@@ -72,10 +76,10 @@ void print_runs(const json& runs, const std::string& format) {
                     fmt_fixed(r["cosine"], 5), fmt_gib(r["peak_memory_bytes"]), fmt_fixed(r["total_ms"], 1),
                     fmt_time(r["time"])});
   }
-  std::cout << format_table({"job", "batch", "state", "verdict", "model", "prompt", "seed", "rep", "size", "steps",
+  std::cout << format_table({"job", "batch", "state", "reason", "verdict", "model", "prompt", "seed", "rep", "size", "steps",
                              "prec", "gpu", "host", "build", "warmth", "cosine", "peak GiB", "total ms", "time (UTC)"},
                             rows,
-                            {true, true, false, false, false, false, true, true, false, true, false, false, false,
+                            {true, true, false, false, false, false, false, true, true, false, true, false, false, false,
                              false, false, true, true, true, false});
   std::cout << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << "\n";
 }

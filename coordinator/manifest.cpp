@@ -34,7 +34,7 @@ const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds
 const std::vector<std::string> kPromptFileKeys = {"path", "format", "column", "limit"};
 const std::vector<std::string> kSeedRangeKeys = {"from", "count"};
 const std::vector<std::string> kSaveKinds = {"latent", "png"};
-const std::vector<std::string> kLayoutFields = {"batch", "prompt", "seed", "repeat", "job"};
+const std::vector<std::string> kLayoutFields = {"batch", "batch_id", "prompt", "seed", "repeat", "job"};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -356,7 +356,7 @@ std::string parse_layout(const std::string& layout, std::vector<LayoutPart>& par
     part.field = inner.substr(0, colon);
     if (std::find(kLayoutFields.begin(), kLayoutFields.end(), part.field) == kLayoutFields.end()) {
       return "unknown placeholder {" + part.field + "}" + did_you_mean(part.field, kLayoutFields) +
-             " (known: {batch}, {prompt}, {seed}, {repeat}, {job})";
+             " (known: {batch}, {batch_id}, {prompt}, {seed}, {repeat}, {job})";
     }
     if (colon != std::string::npos) {
       std::string spec = inner.substr(colon + 1);
@@ -366,7 +366,7 @@ std::string parse_layout(const std::string& layout, std::vector<LayoutPart>& par
           pad > 20) {
         return "bad format '" + spec + "' in {" + inner + "}: use a zero-padded width like {prompt:05}";
       }
-      if (part.field == "batch") return "{batch} takes no width";
+      if (part.field == "batch" || part.field == "batch_id") return "{" + part.field + "} takes no width";
       part.pad = pad;
     }
     if (!literal.empty()) parts.push_back({literal, "", 0});
@@ -389,6 +389,7 @@ std::string render_layout(const std::vector<LayoutPart>& parts, const std::strin
   for (const auto& part : parts) {
     if (part.field.empty()) out += part.literal;
     else if (part.field == "batch") out += batch;
+    else if (part.field == "batch_id") out += "{batch_id}";  // known once queued (db::JobStore::insert_batch)
     else if (part.field == "prompt") out += padded(job.prompt_index, part.pad);
     else if (part.field == "seed") out += padded(job.seed, part.pad);
     else if (part.field == "repeat") out += padded(static_cast<uint64_t>(job.repeat), part.pad);
@@ -475,7 +476,22 @@ class Parser {
     auto s = get_string(n, "model", p_);
     if (!s) return;
     if (s->rfind("synthetic:", 0) == 0) {
-      if (s->size() == std::string("synthetic:").size()) p_.at(n, "model", "synthetic: needs a name, e.g. synthetic:tiny-sdxl");
+      std::string name = s->substr(std::string("synthetic:").size());
+      std::string seed;
+      if (size_t at = name.find('@'); at != std::string::npos) {
+        seed = name.substr(at + 1);
+        name = name.substr(0, at);
+      }
+      const auto& known = manifest_synthetic_models();
+      if (name.empty()) {
+        p_.at(n, "model", "synthetic: needs a name, e.g. synthetic:tiny-sdxl (known: " + join(known) + ")");
+      } else if (std::find(known.begin(), known.end(), name) == known.end()) {
+        p_.at(n, "model", "unknown synthetic model '" + name + "'" + did_you_mean(name, known) + " (known: " +
+                              join(known) + "; NAME@SEED picks the seed)");
+      } else if (s->find('@') != std::string::npos &&
+                 (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)) {
+        p_.at(n, "model", "synthetic model '" + *s + "': the seed after '@' must be a non-negative integer");
+      }
       m_.model = *s;
       return;
     }
@@ -574,7 +590,9 @@ class Parser {
         m_.outputs.root = resolve(*s);
         outputs_node_ = d["directory"].value;
         std::error_code ec;
-        if (fs::exists(m_.outputs.root, ec) && !fs::is_directory(m_.outputs.root, ec)) {
+        if (Status c = check_path_components(m_.outputs.root); !c.ok()) {
+          p_.at(d["directory"].value, "outputs.directory", c.message());
+        } else if (fs::exists(m_.outputs.root, ec) && !fs::is_directory(m_.outputs.root, ec)) {
           p_.at(d["directory"].value, "outputs.directory",
                 "'" + m_.outputs.root.string() + "' exists and is not a directory");
         }
@@ -740,14 +758,15 @@ class Parser {
         }
         continue;
       }
-      Status s = check_confined(m_.outputs.root, job.output_dir);
+      Status s = check_path_components(m_.outputs.root / job.output_dir);
+      if (s.ok()) s = check_confined(m_.outputs.root, job.output_dir);
       if (!s.ok() && escapes++ < kMaxSameKindProblems) p_.at(where, field, s.message());
     }
     if (duplicates > kMaxSameKindProblems) {
       p_.at(where, field, std::to_string(duplicates - kMaxSameKindProblems) + " more duplicate output directories");
     }
     if (escapes > kMaxSameKindProblems) {
-      p_.at(where, field, std::to_string(escapes - kMaxSameKindProblems) + " more output directories escape the root");
+      p_.at(where, field, std::to_string(escapes - kMaxSameKindProblems) + " more output directories are not valid");
     }
   }
 
@@ -759,6 +778,11 @@ class Parser {
 };
 
 }  // namespace
+
+const std::vector<std::string>& manifest_synthetic_models() {
+  static const std::vector<std::string> v = {"tiny-sdxl", "tiny-sd15", "sdxl", "sd15"};
+  return v;
+}
 
 const std::vector<std::string>& manifest_samplers() {
   static const std::vector<std::string> k = {"euler", "euler_karras", "ddim", "dpmpp_2m", "dpmpp_2m_karras"};
@@ -775,6 +799,30 @@ const std::vector<std::string>& manifest_rngs() {
 const std::vector<std::string>& manifest_gate_keys() {
   static const std::vector<std::string> k = {"cosine_min", "max_abs_max", "rel_l2_max", "psnr_min"};
   return k;
+}
+
+Status check_path_components(const fs::path& path) {
+  // "{batch_id}" becomes at most 19 digits once the batch is queued.
+  std::string p = path.string();
+  for (size_t at = p.find("{batch_id}"); at != std::string::npos; at = p.find("{batch_id}", at + 19)) {
+    p.replace(at, 10, "9223372036854775807");
+  }
+  if (p.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("path '" + std::string(p.c_str()) + "...' holds a NUL byte");
+  }
+  if (p.size() > kMaxPathBytes) {
+    return Status::InvalidArgument("path '" + p.substr(0, 60) + "...' is " + std::to_string(p.size()) +
+                                   " bytes long, more than the " + std::to_string(kMaxPathBytes) + " a path may have");
+  }
+  for (const auto& part : fs::path(p)) {
+    if (part.native().size() > kMaxPathComponentBytes) {
+      return Status::InvalidArgument("path component '" + part.native().substr(0, 40) + "...' of '" +
+                                     path.string().substr(0, 60) + "' is " + std::to_string(part.native().size()) +
+                                     " bytes long, more than the " + std::to_string(kMaxPathComponentBytes) +
+                                     " a file name may have");
+    }
+  }
+  return Status::Ok();
 }
 
 Status check_confined(const fs::path& root, std::string_view relative) {

@@ -8,7 +8,7 @@
 //   defaults: {width, height, steps, guidance, sampler, precision, rng,
 //              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt}
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
-//   outputs: {directory: out, save: [latent, png], layout: "{batch}/{prompt:05}-s{seed}-r{repeat}"}
+//   outputs: {directory: out, save: [latent, png], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
 //   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, limit: 10}  (or a list)
 //
@@ -78,9 +78,12 @@ struct ParitySpec {
 struct OutputSpec {
   std::filesystem::path root;            // absolute
   std::vector<std::string> save{"latent", "png"};
-  // Placeholders: {batch} {prompt} (0-based prompt index; {prompt:05} pads)
-  // {seed} {repeat} {job} (0-based job ordinal, padding as {prompt}).
-  std::string layout = "{batch}/{prompt:05}-s{seed}-r{repeat}";
+  // Placeholders: {batch} {batch_id} {prompt} (0-based prompt index;
+  // {prompt:05} pads) {seed} {repeat} {job} (0-based job ordinal, padding as
+  // {prompt}). {batch_id} is rendered as the token "{batch_id}", which
+  // db::JobStore::insert_batch replaces by the new batch's id, so two batches
+  // of one manifest never share a folder.
+  std::string layout = "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}";
 };
 
 struct PromptSpec {
@@ -135,6 +138,14 @@ Result<Manifest> parse_manifest(const std::filesystem::path& path);
 // relative paths (it need not exist).
 Result<Manifest> parse_manifest_text(std::string_view text, const std::filesystem::path& path);
 
+// Limits of a path on the filesystems hipq writes to (NAME_MAX, PATH_MAX - 1).
+inline constexpr size_t kMaxPathComponentBytes = 255;
+inline constexpr size_t kMaxPathBytes = 4095;
+// Checks that `path` has no NUL byte, no component longer than
+// kMaxPathComponentBytes and is at most kMaxPathBytes long ("{batch_id}"
+// counted as the 19 digits it may become). InvalidArgument naming the path.
+Status check_path_components(const std::filesystem::path& path);
+
 // Checks that `relative` is a relative path without "." / ".." components
 // that stays inside `root` once existing symlinks along root/relative are
 // resolved. InvalidArgument naming both paths when it does not.
@@ -142,6 +153,8 @@ Status check_confined(const std::filesystem::path& root, std::string_view relati
 
 // Values accepted by the manifest (same lists as the engine's).
 const std::vector<std::string>& manifest_samplers();
+// Names after "synthetic:" (engine/synthetic_weights.h synthetic_model_names()).
+const std::vector<std::string>& manifest_synthetic_models();
 const std::vector<std::string>& manifest_precisions();
 const std::vector<std::string>& manifest_rngs();
 const std::vector<std::string>& manifest_gate_keys();

@@ -10,6 +10,7 @@
 
 #include "base/fs.h"
 #include "coordinator/manifest.h"
+#include "coordinator/preflight.h"
 #include "coordinator/query_service.h"
 #include "db/database.h"
 #include "db/job_store.h"
@@ -42,6 +43,7 @@ void fill_counts(proto::BatchStatus& out, const db::BatchCounts& c) {
   out.set_batch_id(c.batch_id);
   out.set_state(std::string(db::batch_state_name(c.state)));
   out.set_total(c.total);
+  out.set_reason(c.reason);
   for (const auto& [k, v] : c.by_state) {
     auto* e = out.add_by_state();
     e->set_key(k);
@@ -416,6 +418,20 @@ void Server::on_result(Peer& peer, const proto::JobResult& m) {
   }
 }
 
+void Server::fail_batch_of(int64_t job_id, const std::string& error) {
+  auto job = store_->get_job(job_id);
+  if (!job.ok()) return;
+  auto failed = store_->fail_queued_jobs(
+      job->batch_id, "not run: job " + std::to_string(job_id) + " of this batch hit a configuration error: " + error,
+      db::wall_clock_seconds());
+  if (!failed.ok()) {
+    spdlog::error("cannot fail the queued jobs of batch {}: {}", job->batch_id, failed.status().ToString());
+    return;
+  }
+  spdlog::error("batch {}: configuration error, {} queued job(s) failed without running: {}", job->batch_id,
+                *failed, error);
+}
+
 void Server::on_error(Peer& peer, const proto::JobError& m) {
   auto r = store_->record_failure(m.job_id(), m.attempt(), peer.worker_id, m.code() + ": " + m.message(),
                                   m.retryable(), db::wall_clock_seconds());
@@ -426,6 +442,7 @@ void Server::on_error(Peer& peer, const proto::JobError& m) {
     if (r->new_state == db::JobState::kQueued) maybe_queued_ = true;
     spdlog::warn("job {} attempt {} failed on {} ({}): {}: {}", m.job_id(), m.attempt(), peer.worker_id,
                  db::job_state_name(r->new_state), m.code(), m.message());
+    if (m.configuration()) fail_batch_of(m.job_id(), m.code() + ": " + m.message());
   } else if (r.status().code() == StatusCode::kFailedPrecondition || r.status().code() == StatusCode::kNotFound ||
              r.status().code() == StatusCode::kAlreadyExists) {
     spdlog::info("dropped error report of job {} attempt {}: {}", m.job_id(), m.attempt(), r.status().message());
@@ -545,8 +562,10 @@ void Server::on_client(const std::string& routing_id, const proto::Envelope& req
 proto::Envelope Server::on_submit(const proto::SubmitRequest& m) {
   auto manifest = parse_manifest_text(m.manifest_text(), m.manifest_path());
   if (!manifest.ok()) return error_reply(manifest.status());
+  if (Status pre = preflight(*manifest); !pre.ok()) return error_reply(pre);
   db::NewBatch batch = manifest->to_new_batch();
   if (m.has_priority_override()) batch.priority = m.priority_override();
+  if (Status free = store_->check_folders_free(batch); !free.ok()) return error_reply(free);
   auto id = store_->insert_batch(batch, db::wall_clock_seconds());
   if (!id.ok()) return error_reply(id.status());
   maybe_queued_ = true;

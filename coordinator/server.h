@@ -120,6 +120,9 @@ class Server {
   void on_progress(Peer& peer, const proto::Progress& m);
   void on_result(Peer& peer, const proto::JobResult& m);
   void on_error(Peer& peer, const proto::JobError& m);
+  // A configuration error of one job (JobError.configuration): the queued
+  // jobs of its batch fail at once with `error` named as their reason.
+  void fail_batch_of(int64_t job_id, const std::string& error);
   void on_goodbye(Peer& peer, const proto::Goodbye& m);
   void on_client(const std::string& routing_id, const proto::Envelope& request);
   proto::Envelope on_submit(const proto::SubmitRequest& m);

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -199,6 +200,16 @@ Status check_current_lease(Database& db, int64_t job_id, int attempt, std::strin
   return Status::FailedPrecondition(who + " is not the current lease: " + now_is + attempt_note);
 }
 
+// Replaces every "{batch_id}" in a job folder by the batch's id.
+std::string resolve_batch_id(std::string dir, int64_t batch_id) {
+  static constexpr std::string_view kToken = "{batch_id}";
+  const std::string id = std::to_string(batch_id);
+  for (size_t at = dir.find(kToken); at != std::string::npos; at = dir.find(kToken, at + id.size())) {
+    dir.replace(at, kToken.size(), id);
+  }
+  return dir;
+}
+
 Status finish_batch_if_drained(Database& db, int64_t batch_id, double now) {
   static constexpr char kFinishBatchIfDrained[] =
       "UPDATE batches SET state = 'done', finished_at = ? WHERE id = ? AND state = 'active' AND NOT EXISTS "
@@ -344,12 +355,17 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     HIPQ_RETURN_IF_ERROR(b.run());
     batch_id = db_.last_insert_rowid();
   }
+  // Folders with "{batch_id}" resolved.
+  std::vector<std::string> dirs;
+  dirs.reserve(batch.jobs.size());
+  for (const auto& job : batch.jobs) dirs.push_back(resolve_batch_id(job.output_dir, batch_id));
   static constexpr char kInsertJob[] =
       "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
       "steps, guidance, sampler, precision, settings, golden_key, output_dir, priority, state, attempts, created_at, "
       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
   Statement s = db_.prepare_cached(kInsertJob);
-  for (const auto& job : batch.jobs) {
+  for (size_t i = 0; i < batch.jobs.size(); ++i) {
+    const NewJob& job = batch.jobs[i];
     s.reset();
     s.bind_int64(0, batch_id);
     s.bind_int64(1, job.ordinal);
@@ -367,7 +383,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     s.bind_text(13, job.precision);
     s.bind_text(14, job.settings_json);
     s.bind_optional_text(15, job.golden_key);
-    s.bind_text(16, job.output_dir);
+    s.bind_text(16, dirs[i]);
     s.bind_int(17, batch.priority);
     s.bind_double(18, now);
     s.bind_double(19, now);
@@ -375,6 +391,33 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   }
   HIPQ_RETURN_IF_ERROR(txn.commit());
   return batch_id;
+}
+
+Status JobStore::check_folders_free(const NewBatch& batch) {
+  static constexpr char kSelectFoldersUnderRoot[] =
+      "SELECT j.output_dir, j.batch_id, b.name FROM jobs j JOIN batches b ON b.id = j.batch_id "
+      "WHERE b.output_root = ? ORDER BY j.id";
+  std::unordered_map<std::string, std::pair<int64_t, std::string>> used;
+  Statement u = db_.prepare_cached(kSelectFoldersUnderRoot);
+  u.bind_text(0, batch.output_root);
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, u.step());
+    if (!row) break;
+    used.emplace(u.column_text(0), std::make_pair(u.column_int64(1), u.column_text(2)));
+  }
+  if (used.empty()) return Status::Ok();
+  for (const auto& job : batch.jobs) {
+    // A folder with the new batch's id in it is the new batch's own.
+    if (job.output_dir.find("{batch_id}") != std::string::npos) continue;
+    auto it = used.find(job.output_dir);
+    if (it == used.end()) continue;
+    return Status::AlreadyExists("batch '" + batch.name + "': job folder '" +
+                                 (std::filesystem::path(batch.output_root) / job.output_dir).string() +
+                                 "' belongs to batch " + std::to_string(it->second.first) + " \"" +
+                                 it->second.second + "\"; its files would be overwritten. Put {batch_id} in "
+                                 "outputs.layout (the default layout has it) or choose another outputs.directory");
+  }
+  return Status::Ok();
 }
 
 // ---- dispatch -------------------------------------------------------------------
@@ -965,6 +1008,15 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
       if (!row) break;
       c.by_verdict[s.column_text(0)] = s.column_int64(1);
     }
+  }
+  if (c.by_state["failed"] + c.by_state["dead"] > 0) {
+    static constexpr char kFirstFailure[] =
+        "SELECT j.id, a.error FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempts "
+        "WHERE j.batch_id = ? AND j.state IN ('failed', 'dead') ORDER BY j.id LIMIT 1";
+    Statement s = db_.prepare_cached(kFirstFailure);
+    s.bind_int64(0, batch_id);
+    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+    if (row) c.reason = "job " + std::to_string(s.column_int64(0)) + ": " + s.column_optional_text(1).value_or("?");
   }
   if (txn) HIPQ_RETURN_IF_ERROR(txn->commit());
   return c;

@@ -61,10 +61,18 @@ class JobStore {
   // ---- intake ----------------------------------------------------------------
   // Stores the manifest (verbatim text + sha256; reused when the same text
   // was stored before), the batch (state active) and its jobs (queued) in one
-  // transaction; returns the batch id. InvalidArgument for an empty job list,
-  // max_attempts < 1, a relative output_root, or a job's output_dir that is
-  // absolute or has a ".." component (nothing is written then).
+  // transaction; returns the batch id. The token "{batch_id}" in a job's
+  // output_dir is replaced by the new batch's id. InvalidArgument for an
+  // empty job list, max_attempts < 1, a relative output_root, or a job's
+  // output_dir that is absolute or has a ".." component (nothing is written
+  // then).
   Result<int64_t> insert_batch(const NewBatch& batch, double now);
+  // AlreadyExists (naming the folder and its batch) when a job folder of
+  // `batch` (output_root/output_dir, compared as stored) is already the folder
+  // of a job of a batch in the database, so two batches never write over
+  // each other's files; folders with "{batch_id}" are the new batch's own.
+  // The coordinator calls it before insert_batch (one thread: no race).
+  Status check_folders_free(const NewBatch& batch);
 
   // ---- dispatch --------------------------------------------------------------
   // Leases the next job for `worker_id` (see the header comment for the order)
@@ -111,6 +119,28 @@ class JobStore {
   // Cancels one queued or leased job (its batch may become done).
   // NotFound for an unknown job; FailedPrecondition when already terminal.
   Result<CancelOutcome> cancel_job(int64_t job_id, double now);
+
+  // ---- stop, resume, fail (db/batch_recovery.cpp) ------------------------------
+  // The newest batch queued from the manifest text with this sha256 (any
+  // state); nullopt when there is none. For `hipq run` to resume it.
+  Result<std::optional<BatchRecord>> latest_batch_of_manifest(std::string_view manifest_sha256);
+  // Resuming a batch: its failed and dead jobs go back to queued (their
+  // attempts rows stay; the next lease is attempt + 1) and a done batch is
+  // active again (finished_at cleared). Returns how many jobs were requeued.
+  // NotFound for an unknown batch; FailedPrecondition for a cancelled one.
+  Result<int64_t> reopen_batch(int64_t batch_id, double now);
+  // Interrupted run: every leased job of the batch goes back to queued, its
+  // running attempt ends `cancelled` with `reason` (no attempt is used up for
+  // good: a job leased again only counts the attempt number on). Returns how
+  // many jobs were released.
+  Result<int64_t> release_batch_leases(int64_t batch_id, std::string_view reason, double now);
+  // A configuration error (unwritable output root, missing model) makes every
+  // job of the batch fail the same way: every queued job ends `failed` at
+  // once, with an attempts row (worker "coordinator", state failed) holding
+  // `reason`, so the job's failure reason reads as any other. Leased jobs
+  // finish or fail on their own. The batch is done once none is leased.
+  // Returns how many jobs were failed.
+  Result<int64_t> fail_queued_jobs(int64_t batch_id, std::string_view reason, double now);
 
   // ---- reads -------------------------------------------------------------------
   Result<BatchRecord> get_batch(int64_t batch_id);

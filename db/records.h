@@ -250,6 +250,9 @@ struct BatchCounts {
   int64_t total = 0;
   std::map<std::string, int64_t> by_state;    // every JobState name, 0 when none
   std::map<std::string, int64_t> by_verdict;  // verdicts present among done jobs
+  // Why the batch's first failed or dead job (lowest id) failed, as
+  // "job ID: ERROR" (its last attempt's error); "" when none failed.
+  std::string reason;
 };
 
 }  // namespace hipq::db

@@ -122,11 +122,23 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   const std::filesystem::path root = job.output_root();
   const std::filesystem::path dir = root / job.output_dir();
   // Before any GPU work: an unwritable output fails now, not after the run.
-  HIPQ_RETURN_IF_ERROR(check_writable_directory(dir).WithContext("output directory"));
+  // It is a configuration error: every job of the batch writes under the
+  // same root, so the batch fails at once instead of retrying each job.
+  if (Status w = check_writable_directory(dir); !w.ok()) {
+    return Status::FailedPrecondition("output directory: " + w.message());
+  }
 
   bool loaded_now = false;
   auto load_start = Clock::now();
-  HIPQ_ASSIGN_OR_RETURN(engine::Pipeline * pipeline, pipeline_for(job.model(), settings.precision, &loaded_now));
+  auto loaded = pipeline_for(job.model(), settings.precision, &loaded_now);
+  if (!loaded.ok()) {
+    StatusCode c = loaded.status().code();
+    if (c == StatusCode::kNotFound || c == StatusCode::kCorruption || c == StatusCode::kPermissionDenied) {
+      return Status::FailedPrecondition("model '" + job.model() + "': " + loaded.status().message());
+    }
+    return loaded.status();
+  }
+  engine::Pipeline* pipeline = *loaded;
   double load_ms = ms_since(load_start);
 
   engine::ProgressFn on_step = [&](int step, int steps) { progress.progress(step, steps, "denoise"); };

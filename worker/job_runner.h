@@ -12,7 +12,8 @@
 // run() returns the finished job (a parity FAIL is a finished job) or the
 // Status that says why it failed, named so an operator can act on it:
 // ResourceExhausted (out of device memory), NotFound/Corruption (model files),
-// IOError/PermissionDenied (output not writable), InvalidArgument (settings),
+// FailedPrecondition (a configuration error: output root not writable, model
+// not loadable; see is_configuration_error), InvalidArgument (settings),
 // Cancelled (the cancel flag turned true). The worker reports it and carries
 // on with the next job.
 #pragma once
@@ -53,5 +54,10 @@ class JobRunner {
 // Whether retrying the job elsewhere could help, by the failure's code:
 // resource and I/O trouble may be local to this worker; bad input is not.
 bool is_retryable(const Status& status);
+// A configuration error: the batch's set-up is wrong (its output root cannot
+// be created or written, its model cannot be loaded), so every job of the
+// batch would fail the same way. Runners say so with FailedPrecondition; the
+// worker reports it as JobError.configuration and it is never retried.
+bool is_configuration_error(const Status& status);
 
 }  // namespace hipq::worker

@@ -7,6 +7,8 @@
 
 namespace hipq::worker {
 
+bool is_configuration_error(const Status& s) { return s.code() == StatusCode::kFailedPrecondition; }
+
 bool is_retryable(const Status& s) {
   switch (s.code()) {
     case StatusCode::kResourceExhausted:
@@ -67,6 +69,10 @@ Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& prog
   }
   if (prompt.find("[fail]") != std::string::npos) {
     return Status::InvalidArgument("sleep test double: prompt asks to fail ([fail])");
+  }
+  if (prompt.find("[config]") != std::string::npos) {
+    return Status::FailedPrecondition("sleep test double: prompt asks for a configuration error ([config]) under " +
+                                      job.output_root());
   }
   if (prompt.find("[oom]") != std::string::npos) {
     return Status::ResourceExhausted("sleep test double: prompt asks for out of memory ([oom])");

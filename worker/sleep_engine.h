@@ -7,7 +7,9 @@
 // benchmark). Selected with `hipq worker --engine sleep:20ms`; never the
 // default. A job whose prompt contains "[fail]" fails with InvalidArgument
 // (not retryable) and one containing "[oom]" with ResourceExhausted
-// (retryable), so tests can drive the failure paths through real processes.
+// (retryable), and one containing "[config]" with FailedPrecondition (a
+// configuration error), so tests can drive the failure paths through real
+// processes.
 // Thread safety: run() on one thread; the rest is immutable.
 #pragma once
 

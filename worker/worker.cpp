@@ -169,6 +169,7 @@ void Worker::job_thread_main() {
       err->set_code(std::string(status_code_name(outcome.status().code())));
       err->set_message(outcome.status().message());
       err->set_retryable(is_retryable(outcome.status()));
+      err->set_configuration(is_configuration_error(outcome.status()));
     }
     (void)proto::send_envelope(pipe, report);
   }

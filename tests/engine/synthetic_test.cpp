@@ -1,5 +1,8 @@
 #include "engine/synthetic.h"
 
+#include "coordinator/manifest.h"
+#include "engine/synthetic_weights.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -94,6 +97,12 @@ TEST(SyntheticTest, UnknownNameAndBadSeedAreClearErrors) {
   auto c = make_synthetic_model("tiny-sdxl")->weights.at("unet")->get("nope.weight");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+}
+
+// The coordinator cannot link the engine: a manifest's `synthetic:` names are
+// listed there again, and must be the engine's.
+TEST(SyntheticModel, ManifestValidationKnowsExactlyTheEnginesNames) {
+  EXPECT_EQ(coordinator::manifest_synthetic_models(), synthetic_model_names());
 }
 
 }  // namespace
