@@ -133,6 +133,7 @@ int run_generate(const GenerateArgs& a) {
   }
   auto model = engine::open_model(a.model);
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
+  for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
   const std::string weights_sha = model->weights_sha256;
 
   // The golden, when named, is read (and its hash checked) before device work.

@@ -70,6 +70,7 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
   if (!loaded.ok()) return loaded.status().WithContext("loading model " + model);
   *loaded_now = true;
   engine::Pipeline* p = loaded->get();
+  for (const std::string& w : p->warnings()) spdlog::warn("model {}: {}", model, w);
   pipelines_[model] = std::move(*loaded);
   return p;
 }
