@@ -207,7 +207,7 @@ int run_generate(const GenerateArgs& a) {
   std::optional<engine::ParityResult> parity;
   if (!a.golden.empty()) {
     (void)timer.begin("parity");
-    auto r = engine::check_parity(be, out, golden ? &*golden : nullptr, gate.value_or(engine::ParityGate{}));
+    auto r = engine::check_parity(out, golden ? &*golden : nullptr, gate.value_or(engine::ParityGate{}));
     (void)timer.end();
     if (!r.ok()) return fail(kExitFailure, "parity: " + r.status().message());
     parity = *r;

@@ -24,7 +24,7 @@ std::string meta_value(const std::map<std::string, std::string>& m, const std::s
 }
 
 Result<SdVariant> variant_of(const std::string& family, const std::map<std::string, std::string>& meta,
-                             const std::string& where) {
+                             const std::string& where, std::vector<std::string>* warnings) {
   SdVariant v;
   if (family == "sdxl") {
     v.resolution = 1024;
@@ -73,11 +73,16 @@ Result<SdVariant> variant_of(const std::string& family, const std::map<std::stri
     } catch (const std::exception&) {
       return Status::Corruption(where + ": metadata modelspec.resolution \"" + r + "\" is not WIDTHxHEIGHT");
     }
-    if (w <= 0 || w % 8 != 0 || w > 16384 || h != w)
+    if (w <= 0 || h <= 0 || w % 8 != 0 || h % 8 != 0 || w > 16384 || h > 16384)
       return Status::Corruption(where + ": metadata modelspec.resolution \"" + r +
-                                "\" is not a square size in multiples of 8 px");
-    v.resolution = w;
-    v.resolution_known = true;
+                                "\" is not a size in multiples of 8 px up to 16384");
+    if (w == h) {
+      v.resolution = w;
+      v.resolution_known = true;
+    } else {
+      warnings->push_back(where + ": metadata modelspec.resolution \"" + r +
+                          "\" is not square; sample_size stays " + std::to_string(v.resolution) + " px");
+    }
   }
   if (family == "sd2" && v.resolution_known && !v.prediction_known && v.resolution == 512) {
     // SD 2.x 512 px checkpoints (2.0-base, 2.1-base) are the epsilon ones.
@@ -102,11 +107,12 @@ Result<ClipTextConfig> text_config(const WeightSource& w, const std::string& act
   return c;
 }
 
-Status apply_metadata_config(const std::map<std::string, std::string>& meta, const std::string& name,
-                             const std::string& where, nlohmann::json& config) {
+// Merges metadata "hipq.config.<name>" over `config`; returns the patch ({} when none).
+Result<nlohmann::json> apply_metadata_config(const std::map<std::string, std::string>& meta, const std::string& name,
+                                             const std::string& where, nlohmann::json& config) {
   const std::string key = "hipq.config." + name;
   auto it = meta.find(key);
-  if (it == meta.end()) return Status::Ok();
+  if (it == meta.end()) return nlohmann::json::object();
   nlohmann::json patch;
   try {
     patch = nlohmann::json::parse(it->second);
@@ -115,7 +121,7 @@ Status apply_metadata_config(const std::map<std::string, std::string>& meta, con
   }
   if (!patch.is_object()) return Status::Corruption(where + ": metadata " + key + " must be a JSON object");
   config.merge_patch(patch);
-  return Status::Ok();
+  return patch;
 }
 
 }  // namespace
@@ -124,14 +130,14 @@ Result<CheckpointConfigs> checkpoint_configs(const MappedCheckpoint& ckpt,
                                              const std::map<std::string, std::string>& meta,
                                              const std::string& where) {
   const std::string& family = ckpt.family;
-  HIPQ_ASSIGN_OR_RETURN(SdVariant variant, variant_of(family, meta, where));
+  CheckpointConfigs out;
+  HIPQ_ASSIGN_OR_RETURN(SdVariant variant, variant_of(family, meta, where, &out.warnings));
   auto weights = [&](const std::string& key) -> Result<const WeightSource*> {
     auto it = ckpt.components.find(key);
     if (it == ckpt.components.end() || !it->second)
       return Status::NotFound(where + ": no " + key + " weights in the checkpoint");
     return it->second.get();
   };
-  CheckpointConfigs out;
 
   HIPQ_ASSIGN_OR_RETURN(const WeightSource* unet_w, weights("unet"));
   HIPQ_ASSIGN_OR_RETURN(UNetConfig unet, UNetConfig::from_weights(*unet_w));
@@ -178,15 +184,16 @@ Result<CheckpointConfigs> checkpoint_configs(const MappedCheckpoint& ckpt,
   out.configs["scheduler"] = scheduler;
   out.configs["model_index"] = diffusers_model_index(family);
 
+  std::map<std::string, nlohmann::json> patches;
   for (const char* name : {"unet", "vae", "text_encoder", "text_encoder_2", "scheduler"}) {
     auto it = out.configs.find(name);
     if (it == out.configs.end()) continue;
-    HIPQ_RETURN_IF_ERROR(apply_metadata_config(meta, name, where, it->second));
+    HIPQ_ASSIGN_OR_RETURN(patches[name], apply_metadata_config(meta, name, where, it->second));
   }
 
   const auto& s = out.configs["scheduler"];
-  const bool prediction_pinned = variant.prediction_known || meta.count("hipq.config.scheduler") != 0;
-  const bool resolution_pinned = variant.resolution_known || meta.count("hipq.config.unet") != 0;
+  const bool prediction_pinned = variant.prediction_known || patches["scheduler"].contains("prediction_type");
+  const bool resolution_pinned = variant.resolution_known || patches["unet"].contains("sample_size");
   if (!prediction_pinned)
     out.warnings.push_back(where + ": prediction_type cannot be known from an SD 2.x checkpoint without metadata; "
                            "assumed " + s.value("prediction_type", std::string()) +

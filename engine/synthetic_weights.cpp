@@ -138,7 +138,9 @@ int64_t SyntheticWeightSource::parameter_count() const {
   return total;
 }
 
-std::vector<std::string> synthetic_model_names() { return {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15"}; }
+std::vector<std::string> synthetic_model_names() {
+  return {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
+}
 
 Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
   SyntheticArchitecture a;
@@ -154,6 +156,12 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
     a.text_encoder = ClipTextConfig::clip_vit_l14();
     a.unet = UNetConfig::sd15();
     a.vae = VaeConfig::sd15();
+  } else if (name == "sd21") {
+    a.family = "sd2";
+    a.text_encoder = ClipTextConfig::open_clip_h14_sd2();
+    a.unet = UNetConfig::sd21();
+    a.vae = VaeConfig::sd15();
+    a.vae.sample_size = 768;
   } else if (name == "tiny-sdxl") {
     a.family = "sdxl";
     a.text_encoder = tiny_clip(false, "quick_gelu");

@@ -191,7 +191,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     }
   }
   HIPQ_ASSIGN_OR_RETURN(engine::ParityResult judged,
-                        engine::check_parity(*backend_, out, golden ? &*golden : nullptr, gate));
+                        engine::check_parity(out, golden ? &*golden : nullptr, gate));
   parity->set_verdict(std::string(engine::verdict_name(judged.verdict)));
   parity->set_reason(judged.verdict == engine::Verdict::kNoGolden && !job.golden_dir().empty()
                          ? "no golden " + key + " in " + job.golden_dir()

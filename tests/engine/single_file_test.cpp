@@ -166,8 +166,20 @@ TEST_F(SingleFileConfigTest, Sd2DropsTheLastTextLayerAndWarnsAboutThePredictionT
   EXPECT_EQ(m->configs.at("text_encoder").at("hidden_act"), "gelu");
   EXPECT_EQ(m->configs.at("scheduler").at("prediction_type"), "v_prediction");
   EXPECT_TRUE(m->configs.at("unet").at("use_linear_projection").get<bool>());
-  ASSERT_FALSE(m->warnings.empty());
+  ASSERT_EQ(m->warnings.size(), 2u);
   EXPECT_NE(m->warnings[0].find("prediction_type"), std::string::npos) << m->warnings[0];
+  EXPECT_NE(m->warnings[0].find("assumed v_prediction"), std::string::npos) << m->warnings[0];
+  EXPECT_NE(m->warnings[1].find("sample_size"), std::string::npos) << m->warnings[1];
+  // hipq's own metadata pins the scheduler as a folder's config would.
+  auto meta = tiny_architecture_metadata(make_models("tiny-sd2").folder_model);
+  meta["hipq.config.scheduler"] = R"({"prediction_type": "epsilon", "timestep_spacing": "trailing"})";
+  Pair pinned = make_models("tiny-sd2", meta, "-pinned");
+  auto e = open_model(pinned.checkpoint.string());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->configs.at("scheduler").at("prediction_type"), "epsilon");
+  EXPECT_EQ(e->configs.at("scheduler").at("timestep_spacing"), "trailing");
+  ASSERT_EQ(e->warnings.size(), 1u);
+  EXPECT_NE(e->warnings[0].find("sample_size"), std::string::npos);
 }
 
 TEST_F(SingleFileConfigTest, ModelSpecMetadataPinsTheSd2Variant) {
