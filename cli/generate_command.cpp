@@ -133,6 +133,7 @@ int run_generate(const GenerateArgs& a) {
   }
   auto model = engine::open_model(a.model);
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
+  for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
   const std::string weights_sha = model->weights_sha256;
 
   // The golden, when named, is read (and its hash checked) before device work.
@@ -206,7 +207,7 @@ int run_generate(const GenerateArgs& a) {
   std::optional<engine::ParityResult> parity;
   if (!a.golden.empty()) {
     (void)timer.begin("parity");
-    auto r = engine::check_parity(be, out, golden ? &*golden : nullptr, gate.value_or(engine::ParityGate{}));
+    auto r = engine::check_parity(out, golden ? &*golden : nullptr, gate.value_or(engine::ParityGate{}));
     (void)timer.end();
     if (!r.ok()) return fail(kExitFailure, "parity: " + r.status().message());
     parity = *r;

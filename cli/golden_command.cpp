@@ -23,7 +23,6 @@
 #include "engine/image_io.h"
 #include "engine/parity.h"
 #include "engine/safetensors.h"
-#include "kernels/backend.h"
 
 namespace hipq::cli {
 namespace {
@@ -229,13 +228,40 @@ int run_show(const GoldenArgs& a) {
   return kExitOk;
 }
 
+// What a job judged against this golden is graded on: the latent always, the
+// image when the golden has one (with the default gate's bound at its
+// precision), and the floor measured against another reference, if any.
+std::string golden_judgement(const engine::Golden& g, const nlohmann::json& provenance) {
+  std::string shape;
+  for (int64_t d : g.latent_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  std::string out = "latent [" + shape + "]";
+  if (g.has_image()) {
+    out += fmt::format("  image {}x{} (default gate: cosine >= {:g}, psnr >= {:g} dB at {})", g.image_width,
+                       g.image_height, *engine::ParityGate{}.cosine_min,
+                       engine::default_psnr_min(g.settings.precision), g.settings.precision);
+  } else {
+    out += fmt::format("  no image (latent-only gate: cosine >= {:g})", *engine::ParityGate{}.cosine_min);
+  }
+  if (provenance.is_object() && provenance.contains("floor") && provenance["floor"].is_object()) {
+    const auto& f = provenance["floor"];
+    auto num = [&](const char* k, const char* fmt_spec) -> std::string {
+      if (!f.contains(k) || f[k].is_null()) return "-";
+      if (f[k].is_string()) return f[k].get<std::string>();
+      return fmt::format(fmt::runtime(fmt_spec), f[k].get<double>());
+    };
+    out += "  floor: cosine " + num("cosine", "{:.8f}") + " max_abs " + num("max_abs", "{:.3g}") + " psnr " +
+           num("psnr", "{:.2f}") + " dB";
+  }
+  return out;
+}
+
 int run_verify(const GoldenArgs& a) {
   auto dbr = open_db(a);
   if (!dbr.ok()) return spdlog::error("golden verify: {}", dbr.status().message()), kExitFailure;
   db::GoldenStore store(**dbr);
   auto rows = store.list();
   if (!rows.ok()) return spdlog::error("golden verify: {}", rows.status().message()), kExitFailure;
-  int bad = 0;
+  int bad = 0, latent_only = 0;
   for (const auto& r : *rows) {
     std::string state = "OK";
     std::string detail;
@@ -252,20 +278,22 @@ int run_verify(const GoldenArgs& a) {
     } else {
       engine::GoldenReadOptions ro;
       ro.allow_unpinned = !r.pinned;
-      ro.load_tensors = false;
       if (auto g = engine::read_golden(r.path, ro); !g.ok()) {
         state = "CORRUPT";
         detail = g.status().message();
       } else if (g->key != r.key) {
         state = "WRONG_KEY";
         detail = "file holds key " + g->key;
+      } else {
+        detail = golden_judgement(*g, r.provenance);
+        if (!g->has_image()) ++latent_only;
       }
     }
     if (state != "OK") ++bad;
     fmt::print("{:<10} {}{}{}\n", state, r.key.substr(0, 16), r.pinned ? "" : " [UNPINNED]",
                detail.empty() ? "" : "  " + detail);
   }
-  fmt::print("{} golden(s), {} bad\n", rows->size(), bad);
+  fmt::print("{} golden(s), {} bad, {} latent-only\n", rows->size(), bad, latent_only);
   return bad ? kExitFailure : kExitOk;
 }
 
@@ -377,7 +405,9 @@ int run_promote(const GoldenArgs& a) {
       continue;
     }
     ++promoted;
-    fmt::print("job {} -> golden {}  {}\n", job.job_id, g->key.substr(0, 16), describe_settings(row_json(*g)));
+    fmt::print("job {} -> golden {}  {}{}\n", job.job_id, g->key.substr(0, 16), describe_settings(row_json(*g)),
+               g->has_image() ? fmt::format("  latent + image {}x{}", g->image_width, g->image_height)
+                              : std::string("  latent only: the job saved no png, jobs judged on the latent alone"));
   }
   fmt::print("{} promoted, {} not (store {})\n", promoted, failed, dir.string());
   return failed ? kExitFailure : kExitOk;
@@ -387,8 +417,6 @@ int run_floor(const GoldenArgs& a) {
   auto dbr = open_db(a);
   if (!dbr.ok()) return spdlog::error("golden floor: {}", dbr.status().message()), kExitFailure;
   db::GoldenStore store(**dbr);
-  auto backend = kernels::make_backend("cpu");
-  if (!backend.ok()) return spdlog::error("golden floor: {}", backend.status().message()), kExitFailure;
   // The second set, by key (same inputs at another precision or device share the key).
   std::map<std::string, std::pair<fs::path, engine::Golden>> others;
   for (const auto& f : expand({a.against})) {
@@ -418,7 +446,7 @@ int run_floor(const GoldenArgs& a) {
     }
     const engine::Golden& o = it->second.second;
     if (o.latent.size() != g->latent.size()) continue;
-    auto m = engine::compare_latents(**backend, o.latent.data(), g->latent.data(),
+    auto m = engine::compare_latents(o.latent.data(), g->latent.data(),
                                      static_cast<int64_t>(g->latent.size()));
     if (!m.ok()) return spdlog::error("golden floor: {}", m.status().message()), kExitFailure;
     if (g->has_image() && o.has_image() && g->image.size() == o.image.size()) {
@@ -476,7 +504,8 @@ void add_golden_command(CLI::App& app, int& exit_code) {
   show->fallthrough();
   show->callback([a, &exit_code] { exit_code = run_show(*a); });
 
-  auto* verify = cmd->add_subcommand("verify", "Check every stored golden: file present, hashes intact");
+  auto* verify = cmd->add_subcommand("verify", "Check every stored golden (file present, hashes intact) and say what "
+                                               "it grades: latent, image and their floors");
   verify->fallthrough();
   verify->callback([a, &exit_code] { exit_code = run_verify(*a); });
 

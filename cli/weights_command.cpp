@@ -35,6 +35,7 @@ int run_export(const ExportArgs& a) {
     fmt::print(stderr, "hipq weights export: cannot open model '{}': {}\n", a.source, model.status().ToString());
     return kExitFailure;
   }
+  for (const std::string& w : model->warnings) fmt::print(stderr, "hipq weights export: warning: {}\n", w);
   engine::ExportOptions options;
   options.dtype = *dtype;
   options.components = a.components;

@@ -780,7 +780,7 @@ class Parser {
 }  // namespace
 
 const std::vector<std::string>& manifest_synthetic_models() {
-  static const std::vector<std::string> v = {"tiny-sdxl", "tiny-sd15", "sdxl", "sd15"};
+  static const std::vector<std::string> v = {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
   return v;
 }
 

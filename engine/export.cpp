@@ -83,10 +83,7 @@ Result<nlohmann::json> component_config(const ModelComponents& m, const std::str
     return c.to_json();
   }
   if (key == "vae") {
-    HIPQ_ASSIGN_OR_RETURN(VaeConfig c, VaeConfig::from_weights(w));
-    const VaeConfig base = family == "sdxl" ? VaeConfig::sdxl() : VaeConfig::sd15();
-    c.scaling_factor = base.scaling_factor;
-    c.sample_size = family == "sdxl" ? 1024 : (family == "sd2" ? 768 : 512);
+    HIPQ_ASSIGN_OR_RETURN(VaeConfig c, VaeConfig::from_weights(w, family));
     return c.to_json();
   }
   HIPQ_ASSIGN_OR_RETURN(ClipTextConfig c, ClipTextConfig::from_weights(w));
@@ -253,7 +250,8 @@ Status export_diffusers_folder(const ModelComponents& m, const fs::path& out, co
     const char* file = key.starts_with("text_encoder") ? "model.safetensors" : "diffusion_pytorch_model.safetensors";
     HIPQ_RETURN_IF_ERROR(write_weights(*it->second, dir / file, options.dtype).WithContext("export " + key));
   }
-  HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer", "<|endoftext|>"));
+  // SD 2.x's OpenCLIP tokenizer pads with "!" (id 0), like SDXL's second one.
+  HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer", family == "sd2" ? "!" : "<|endoftext|>"));
   if (family == "sdxl") HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer_2", "!"));
   auto sched = m.configs.find("scheduler");
   HIPQ_RETURN_IF_ERROR(write_json(out / "scheduler" / "scheduler_config.json",

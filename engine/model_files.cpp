@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "base/fs.h"
+#include "engine/checkpoint_configs.h"
 #include "engine/checkpoint_keys.h"
 #include "engine/synthetic.h"
 #include "engine/tokenizer.h"
@@ -69,9 +70,11 @@ Result<std::vector<fs::path>> component_weights(const fs::path& dir, std::shared
 
 // The family from a diffusers folder's configs: SDXL's UNet has the "text_time"
 // added conditioning (whatever its width, e.g. the toy synthetic models); else the
-// cross-attention width names it; else the pipeline class in model_index.json.
+// cross-attention width names it; else the pipeline class in model_index.json
+// (with the text encoder's activation telling SD 2.x from SD 1.x).
 // Empty when none of them tells.
-std::string family_from_configs(const nlohmann::json& unet, const nlohmann::json& model_index) {
+std::string family_from_configs(const nlohmann::json& unet, const nlohmann::json& text_encoder,
+                                const nlohmann::json& model_index) {
   if (unet.is_object()) {
     if (unet.value("addition_embed_type", nlohmann::json()).is_string() &&
         unet["addition_embed_type"].get<std::string>() == "text_time")
@@ -88,7 +91,13 @@ std::string family_from_configs(const nlohmann::json& unet, const nlohmann::json
   if (model_index.is_object() && model_index.value("_class_name", nlohmann::json()).is_string()) {
     const std::string cls = model_index["_class_name"].get<std::string>();
     if (cls == "StableDiffusionXLPipeline") return "sdxl";
-    if (cls == "StableDiffusionPipeline") return "sd1";
+    if (cls == "StableDiffusionPipeline") {
+      // SD 2.x's OpenCLIP text tower uses gelu; SD 1.x's CLIP-L quick_gelu.
+      if (text_encoder.is_object() && text_encoder.value("hidden_act", nlohmann::json()).is_string() &&
+          text_encoder["hidden_act"].get<std::string>() == "gelu")
+        return "sd2";
+      return "sd1";
+    }
   }
   return {};
 }
@@ -131,6 +140,7 @@ Result<ModelComponents> open_folder(const fs::path& dir, std::string spec) {
     HIPQ_ASSIGN_OR_RETURN(m.vocab, find_default_clip_vocab());
   }
   m.family = family_from_configs(m.configs.count("unet") ? m.configs["unet"] : nlohmann::json(),
+                                 m.configs.count("text_encoder") ? m.configs["text_encoder"] : nlohmann::json(),
                                  m.configs["model_index"]);
   if (m.family.empty()) {
     HIPQ_ASSIGN_OR_RETURN(m.family, detect_family(*m.weights["unet"]));
@@ -145,6 +155,13 @@ Result<ModelComponents> open_single_file(const fs::path& file, std::string spec)
   ModelComponents m;
   m.spec = std::move(spec);
   m.family = mapped.family;
+  // The settings a folder's config files would carry (checkpoint_configs.h).
+  std::string where = "'";
+  where += file.string();
+  where += "'";
+  HIPQ_ASSIGN_OR_RETURN(CheckpointConfigs cc, checkpoint_configs(mapped, st->metadata(), where));
+  m.configs = std::move(cc.configs);
+  m.warnings = std::move(cc.warnings);
   m.weights = std::move(mapped.components);
   HIPQ_ASSIGN_OR_RETURN(m.vocab, find_default_clip_vocab());
   HIPQ_ASSIGN_OR_RETURN(m.weights_sha256, weights_sha256({file}));

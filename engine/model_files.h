@@ -6,7 +6,10 @@
 //    weights diffusion_pytorch_model[.fp16].safetensors or
 //    model[.fp16].safetensors, or a sharded *.safetensors.index.json);
 //  - a single-file checkpoint (*.safetensors) in the original SDXL / SD 1.x /
-//    SD 2.x key naming, mapped lazily onto diffusers names (checkpoint_keys.h);
+//    SD 2.x key naming, mapped lazily onto diffusers names (checkpoint_keys.h),
+//    with the configs a folder would carry made from the family and the file's
+//    metadata (checkpoint_configs.h), so a checkpoint and its diffusers folder
+//    give the same outputs;
 //  - "synthetic:NAME[@SEED]", delegated to make_synthetic_model (synthetic.h).
 // Layout and search order: docs/model-sources.md.
 //
@@ -41,6 +44,9 @@ struct ModelComponents {
   std::filesystem::path vocab;   // CLIP BPE: vocab.json (+ merges) or bpe_simple_vocab_16e6.txt.gz
   std::filesystem::path merges;  // empty when vocab is the .txt.gz
   std::string weights_sha256;    // identifies the weights (synthetic: sha of name+seed+config)
+  // Settings that had to be assumed (a single-file checkpoint's prediction
+  // type, ...), one sentence each naming the setting; callers log them.
+  std::vector<std::string> warnings;
 };
 
 Result<ModelComponents> open_model(std::string_view spec);

@@ -1,16 +1,24 @@
 // Parity: how close an output is to its golden, and the verdict of a gate.
 //
-// Metrics (fp64 accumulation through Backend::parity_sums):
+// Grading is independent of the device under test: every metric is computed
+// on the host in fp64 from the copied-out latent (host fp32) and RGB8 image,
+// never by a backend kernel.
+// Metrics:
 //   cosine = <a,b> / (|a| |b|), max_abs = max |a - b|,
 //   rel_l2 = |a - b| / |b| (b = golden), psnr of the decoded RGB8 image vs the
 //   golden image (dB, peak 255; +inf when identical), only when both exist.
-// NaN/Inf anywhere in the output makes the verdict NON_FINITE whatever the gate.
+// Elements where either side is NaN/Inf are counted and left out of the sums;
+// NaN/Inf anywhere makes the verdict NON_FINITE whatever the gate.
 // A gate combines optional bounds; every present bound must hold. The default
-// gate is cosine >= 0.999. JSON form (manifest "parity.gate", batches.parity_gate):
+// gate is cosine >= 0.999 and, when the golden has an image, PSNR >= the
+// precision's floor-derived default (default_psnr_min: fp32 40 dB, fp16 and
+// bf16 lower; docs/golden-format.md gives the measurements). Goldens without
+// an image are judged on the latent alone. JSON form (manifest "parity.gate",
+// batches.parity_gate):
 //   {"cosine_min": 0.999, "max_abs_max": 0.05, "rel_l2_max": 0.01, "psnr_min": 30}
-// (psnr_min is skipped when no image is compared).
+// psnr_min absent = the precision's default; null = no image bound.
 // Verdicts: "PASS" | "FAIL" | "NO_GOLDEN" | "NON_FINITE".
-// Thread safety: pure functions; compare_latents uses the backend (its thread).
+// Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +31,6 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "kernels/backend.h"
 
 namespace hipq::engine {
 
@@ -45,18 +52,30 @@ struct ParityMetrics {
   nlohmann::json to_json() const;
 };
 
-// Latents given as host fp32 arrays of n elements (a = output, b = golden);
-// they are copied to the backend when it is not the cpu one.
-Result<ParityMetrics> compare_latents(kernels::Backend& backend, const float* a, const float* b, int64_t n);
+// Latents given as host fp32 arrays of n elements (a = output, b = golden),
+// compared on the host in fp64. InvalidArgument when n <= 0.
+Result<ParityMetrics> compare_latents(const float* a, const float* b, int64_t n);
 // PSNR (dB, peak 255) of two RGB8 buffers of n bytes; +inf when equal.
 double image_psnr(const uint8_t* a, const uint8_t* b, size_t n);
+
+// The image bound a gate applies when it names none: fp32 40 dB, fp16 and
+// bf16 lower (measured floors: docs/golden-format.md, "Default gate").
+inline constexpr double kDefaultPsnrMinFp32 = 40.0;
+inline constexpr double kDefaultPsnrMinFp16 = 35.0;
+inline constexpr double kDefaultPsnrMinBf16 = 35.0;
+double default_psnr_min(std::string_view precision);
 
 struct ParityGate {
   std::optional<double> cosine_min = 0.999;
   std::optional<double> max_abs_max;
   std::optional<double> rel_l2_max;
+  // Meaningful only when psnr_min_set; otherwise default_psnr_min(precision).
   std::optional<double> psnr_min;
+  bool psnr_min_set = false;
 
+  // The image bound for a job at `precision` (nullopt: none).
+  std::optional<double> psnr_bound(std::string_view precision) const;
+  // psnr_min is written only when set (null when switched off).
   nlohmann::json to_json() const;
   // Absent gate ({} or null) = the default. InvalidArgument naming an unknown
   // key or a non-number ("parity gate: unknown key \"cosine\"; known: ...").
@@ -74,12 +93,13 @@ struct ParityResult {
   nlohmann::json to_json() const;
 };
 
-ParityResult judge(const ParityMetrics& metrics, const ParityGate& gate);
+// `precision` picks the default image bound when the gate sets none.
+ParityResult judge(const ParityMetrics& metrics, const ParityGate& gate, std::string_view precision = "fp32");
 
-// Output vs golden (null golden -> NO_GOLDEN). InvalidArgument when the latent
-// shapes differ (naming both). Compares the images too when both have one of
-// the same size.
-Result<ParityResult> check_parity(kernels::Backend& backend, const GenerationOutput& output,
-                                  const Golden* golden, const ParityGate& gate);
+// Output vs golden (null golden -> NO_GOLDEN), graded on the host. The
+// precision is the golden's (its key holds it). InvalidArgument when the
+// latent shapes differ (naming both). Compares the images too when both have
+// one of the same size.
+Result<ParityResult> check_parity(const GenerationOutput& output, const Golden* golden, const ParityGate& gate);
 
 }  // namespace hipq::engine

@@ -153,7 +153,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   if (const auto* j = find_config(components, "vae")) {
     HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_json(*j, components.spec + " vae/config.json"));
   } else {
-    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_weights(*vae_weights));
+    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_weights(*vae_weights, family));
   }
   // SDXL's VAE overflows in fp16 (and is run in fp32 by hipq whatever the
   // precision); other VAEs follow diffusers' force_upcast rule for fp16.
@@ -445,6 +445,7 @@ std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
 const std::string& Pipeline::model_spec() const { return impl_->components.spec; }
 const std::string& Pipeline::weights_sha256() const { return impl_->components.weights_sha256; }
 const std::string& Pipeline::family() const { return impl_->family; }
+const std::vector<std::string>& Pipeline::warnings() const { return impl_->components.warnings; }
 nlohmann::json Pipeline::scheduler_config() const { return impl_->scheduler_json; }
 kernels::Backend& Pipeline::backend() const { return *impl_->backend; }
 double Pipeline::load_ms() const { return impl_->load_ms; }

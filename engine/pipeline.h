@@ -112,6 +112,9 @@ class Pipeline {
   const std::string& model_spec() const;
   const std::string& weights_sha256() const;
   const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
+  // Settings the model source could not pin down and that were assumed
+  // (ModelComponents::warnings); the caller logs them.
+  const std::vector<std::string>& warnings() const;
   // The scheduler config the samplers use (from the model folder or the family
   // defaults), as JSON; recorded in latent and golden metadata.
   nlohmann::json scheduler_config() const;

@@ -6,8 +6,11 @@
 //              wide, 2 layers, VAE 32..64): a 64x64 px image in well under a
 //              second on the cpu backend.
 //   tiny-sd15  SD 1.x layout at the same toy width.
+//   tiny-sd2   SD 2.x layout (OpenCLIP-style gelu text encoder, linear
+//              projections, v_prediction) at the same toy width.
 //   sdxl       the full SDXL base 1.0 architecture (2.6 B UNet parameters).
 //   sd15       the full SD 1.5 architecture.
+//   sd21       the full SD 2.1 (768 px, v_prediction) architecture.
 // Values follow PyTorch's default initialisation of each module (Linear and
 // Conv: U(±1/sqrt(fan_in)) for weight and bias; norms: weight 1, bias 0;
 // token embeddings N(0, 0.02²), position embeddings N(0, 0.01²) as transformers'

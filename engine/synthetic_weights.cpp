@@ -138,7 +138,9 @@ int64_t SyntheticWeightSource::parameter_count() const {
   return total;
 }
 
-std::vector<std::string> synthetic_model_names() { return {"tiny-sdxl", "tiny-sd15", "sdxl", "sd15"}; }
+std::vector<std::string> synthetic_model_names() {
+  return {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
+}
 
 Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
   SyntheticArchitecture a;
@@ -154,6 +156,12 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
     a.text_encoder = ClipTextConfig::clip_vit_l14();
     a.unet = UNetConfig::sd15();
     a.vae = VaeConfig::sd15();
+  } else if (name == "sd21") {
+    a.family = "sd2";
+    a.text_encoder = ClipTextConfig::open_clip_h14_sd2();
+    a.unet = UNetConfig::sd21();
+    a.vae = VaeConfig::sd15();
+    a.vae.sample_size = 768;
   } else if (name == "tiny-sdxl") {
     a.family = "sdxl";
     a.text_encoder = tiny_clip(false, "quick_gelu");
@@ -176,6 +184,19 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
     a.text_encoder = tiny_clip(false, "quick_gelu");
     UNetConfig& u = a.unet;
     u = UNetConfig::sd15();
+    u.block_out_channels = {32, 64};
+    u.down_block_types = {"CrossAttnDownBlock2D", "DownBlock2D"};
+    u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D"};
+    u.transformer_layers_per_block = {1, 1};
+    u.num_attention_heads = {2, 2};
+    u.cross_attention_dim = 32;
+    u.sample_size = 8;
+    a.vae = tiny_vae(0.18215);
+  } else if (name == "tiny-sd2") {
+    a.family = "sd2";
+    a.text_encoder = tiny_clip(false, "gelu");  // OpenCLIP-H's activation
+    UNetConfig& u = a.unet;
+    u = UNetConfig::sd21();
     u.block_out_channels = {32, 64};
     u.down_block_types = {"CrossAttnDownBlock2D", "DownBlock2D"};
     u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D"};

@@ -28,7 +28,7 @@ namespace hipq::engine {
 
 // The architecture of a synthetic model name (without "@SEED").
 struct SyntheticArchitecture {
-  std::string family;  // "sdxl" | "sd1"
+  std::string family;  // "sdxl" | "sd1" | "sd2"
   ClipTextConfig text_encoder;
   bool has_text_encoder_2 = false;
   ClipTextConfig text_encoder_2;

@@ -70,6 +70,7 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
   if (!loaded.ok()) return loaded.status().WithContext("loading model " + model);
   *loaded_now = true;
   engine::Pipeline* p = loaded->get();
+  for (const std::string& w : p->warnings()) spdlog::warn("model {}: {}", model, w);
   pipelines_[model] = std::move(*loaded);
   return p;
 }
@@ -202,7 +203,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     }
   }
   HIPQ_ASSIGN_OR_RETURN(engine::ParityResult judged,
-                        engine::check_parity(*backend_, out, golden ? &*golden : nullptr, gate));
+                        engine::check_parity(out, golden ? &*golden : nullptr, gate));
   parity->set_verdict(std::string(engine::verdict_name(judged.verdict)));
   parity->set_reason(judged.verdict == engine::Verdict::kNoGolden && !job.golden_dir().empty()
                          ? "no golden " + key + " in " + job.golden_dir()

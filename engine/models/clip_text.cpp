@@ -24,6 +24,18 @@ ClipTextConfig ClipTextConfig::open_clip_bigg14() {
   return c;
 }
 
+ClipTextConfig ClipTextConfig::open_clip_h14_sd2() {
+  ClipTextConfig c;
+  c.hidden_size = 1024;
+  c.intermediate_size = 4096;
+  c.num_hidden_layers = 23;  // of OpenCLIP's 24: SD 2.x conditions on the penultimate layer
+  c.num_attention_heads = 16;
+  c.hidden_act = "gelu";
+  c.projection_dim = 512;
+  c.with_projection = false;
+  return c;
+}
+
 Result<ClipTextConfig> ClipTextConfig::from_json(const nlohmann::json& j, const std::string& where) {
   ConfigReader r(j, where);
   ClipTextConfig c;

@@ -54,6 +54,9 @@ struct ClipTextConfig {
   static ClipTextConfig clip_vit_l14();
   // OpenCLIP ViT-bigG/14 text with projection (SDXL text_encoder_2).
   static ClipTextConfig open_clip_bigg14();
+  // OpenCLIP ViT-H/14 text as SD 2.x's diffusers text_encoder holds it (23 of
+  // its 24 layers, no projection).
+  static ClipTextConfig open_clip_h14_sd2();
   // transformers' CLIPTextConfig json. with_projection from "architectures".
   static Result<ClipTextConfig> from_json(const nlohmann::json& j, const std::string& where);
   // From tensor shapes (heads = hidden / 64, act quick_gelu for width 768 else gelu).

@@ -88,8 +88,16 @@ Result<VaeConfig> VaeConfig::from_json(const nlohmann::json& j, const std::strin
   return c;
 }
 
-Result<VaeConfig> VaeConfig::from_weights(const WeightSource& w) {
+Result<VaeConfig> VaeConfig::from_weights(const WeightSource& w, std::string_view family) {
   VaeConfig c;
+  if (family == "sdxl") {
+    c = VaeConfig::sdxl();
+  } else if (family == "sd2") {
+    c.sample_size = 768;
+  } else if (family != "sd1") {
+    return Status::InvalidArgument(w.describe() + ": the VAE's scaling factor depends on the model family; '" +
+                                   std::string(family) + "' is none of sd1, sd2, sdxl");
+  }
   HIPQ_ASSIGN_OR_RETURN(TensorMeta pq, w.meta("post_quant_conv.weight"));
   HIPQ_ASSIGN_OR_RETURN(TensorMeta out, w.meta("decoder.conv_out.weight"));
   c.latent_channels = pq.shape.at(0);

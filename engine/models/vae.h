@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,7 +54,10 @@ struct VaeConfig {
   static VaeConfig sd15();
   static VaeConfig sdxl();
   static Result<VaeConfig> from_json(const nlohmann::json& j, const std::string& where);
-  static Result<VaeConfig> from_weights(const WeightSource& w);
+  // Shapes from the weights; what shapes cannot tell (scaling_factor,
+  // sample_size) from the family ("sd1" | "sd2" | "sdxl"; InvalidArgument
+  // otherwise): the scaling factor is never a silent default.
+  static Result<VaeConfig> from_weights(const WeightSource& w, std::string_view family);
   nlohmann::json to_json() const;
   // Pixels per latent along each axis (8 for the real models).
   int64_t upscale() const { return int64_t{1} << (block_out_channels.size() - 1); }

@@ -86,7 +86,11 @@ TEST_F(GoldenCommandTest, ImportListShowVerify) {
 
   CmdResult ok = golden("verify");
   EXPECT_EQ(ok.status, 0) << ok.out;
-  EXPECT_NE(ok.out.find(std::to_string(n) + " golden(s), 0 bad"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find(std::to_string(n) + " golden(s), 0 bad, 0 latent-only"), std::string::npos) << ok.out;
+  // Each golden says what it grades: the latent and, as these carry one, the image.
+  EXPECT_NE(ok.out.find("latent [1, 4, 8, 8]  image 64x64 (default gate: cosine >= 0.999, psnr >= 40 dB at fp32)"),
+            std::string::npos)
+      << ok.out;
 
   // Damage one stored file and delete another: verify names both.
   auto victim = dir_ / "goldens" / (first + ".safetensors");
@@ -165,6 +169,26 @@ TEST_F(GoldenCommandTest, FloorAgainstTheCpuReference) {
     EXPECT_GT(r.provenance["floor"]["cosine"].get<double>(), 0.999);
   }
   EXPECT_EQ(with_floor, 3u);
+  // verify reports the measured floors, latent and image.
+  CmdResult v = golden("verify");
+  ASSERT_EQ(v.status, 0) << v.out;
+  EXPECT_NE(v.out.find("floor: cosine 1.00000000 max_abs "), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find(" psnr inf dB"), std::string::npos) << v.out;
+}
+
+TEST_F(GoldenCommandTest, VerifyNamesLatentOnlyGoldens) {
+  auto g = engine::read_golden(fs::directory_iterator(goldens("tiny"))->path());
+  ASSERT_TRUE(g.ok());
+  engine::Golden latent_only = *g;
+  latent_only.image.clear();
+  latent_only.image_width = latent_only.image_height = 0;
+  auto path = dir_ / "in" / "latent-only.safetensors";
+  ASSERT_TRUE(engine::write_golden(path, latent_only).ok());
+  ASSERT_EQ(golden("import " + path.string()).status, 0);
+  CmdResult v = golden("verify");
+  ASSERT_EQ(v.status, 0) << v.out;
+  EXPECT_NE(v.out.find("no image (latent-only gate: cosine >= 0.999)"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("1 golden(s), 0 bad, 1 latent-only"), std::string::npos) << v.out;
 }
 
 TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
@@ -194,6 +218,7 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
   CmdResult promote = golden("promote batch:3");
   ASSERT_EQ(promote.status, 0) << promote.out;
   EXPECT_NE(promote.out.find("1 promoted"), std::string::npos) << promote.out;
+  EXPECT_NE(promote.out.find("latent + image 64x64"), std::string::npos) << "hipq's image is kept: " << promote.out;
   auto d = db::Database::open(db_);
   db::GoldenStore store(**d);
   auto rows = *store.list();
@@ -211,6 +236,7 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
                    (dir_ / "again").string());
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_NE(again.out.find("parity: PASS  cosine 1.00000000  max_abs 0"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("psnr inf dB"), std::string::npos) << "the image is graded too: " << again.out;
   EXPECT_EQ(golden("promote batch:3").status, 1) << "promoting twice needs --replace";
   EXPECT_EQ(golden("promote nonsense").status, 2);
 }

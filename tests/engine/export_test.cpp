@@ -81,10 +81,11 @@ TEST(ExportTest, TinySdxlHasSecondEncoderAndTokenizerPaddingWithBang) {
 }
 
 // What hipq exports, hipq opens again as the same family (the toy models'
-// cross-attention width is none of the real ones: the "text_time" conditioning
-// and the pipeline class tell).
+// cross-attention width is none of the real ones: the "text_time" conditioning,
+// the pipeline class and the text encoder's activation tell).
 TEST(ExportTest, ExportedFoldersOpenAgainAsTheirFamily) {
-  for (const auto& [name, family] : {std::pair{"tiny-sdxl", "sdxl"}, std::pair{"tiny-sd15", "sd1"}}) {
+  for (const auto& [name, family] :
+       {std::pair{"tiny-sdxl", "sdxl"}, std::pair{"tiny-sd15", "sd1"}, std::pair{"tiny-sd2", "sd2"}}) {
     auto m = make_synthetic_model(name);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     const fs::path out = temp_dir(std::string("reopen_") + name);
@@ -93,6 +94,10 @@ TEST(ExportTest, ExportedFoldersOpenAgainAsTheirFamily) {
     ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
     EXPECT_EQ(back->family, family) << name;
     EXPECT_EQ(back->weights.at("unet")->names(), m->weights.at("unet")->names());
+    // SD 2.x's OpenCLIP tokenizer pads with "!", as diffusers' does.
+    auto special = read_file(out / "tokenizer" / "special_tokens_map.json");
+    ASSERT_TRUE(special.ok());
+    EXPECT_EQ(nlohmann::json::parse(*special)["pad_token"], std::string(family) == "sd2" ? "!" : "<|endoftext|>");
     fs::remove_all(out);
   }
 }

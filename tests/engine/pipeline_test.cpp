@@ -13,6 +13,7 @@
 #include <map>
 
 #include "engine/golden.h"
+#include "engine/image_io.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
 #include "engine/synthetic.h"
@@ -97,7 +98,7 @@ TEST_F(PipelineTest, CpuBackendReproducesDiffusersGoldens) {
     auto out = p.generate(g->settings);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     auto gate = ParityGate::from_json({{"cosine_min", kCosineMin}, {"rel_l2_max", kRelL2Max}, {"psnr_min", kPsnrMin}});
-    auto r = check_parity(*backend_, *out, &*g, gate.value());
+    auto r = check_parity(*out, &*g, gate.value());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const ParityMetrics& m = *r->metrics;
     std::printf("  %-14s %-12s seed %-2llu %3dx%-3d %-16s g%-3s rng %-10s 1-cos %.1e max_abs %.2e rel_l2 %.2e psnr %.2f dB\n",
@@ -123,7 +124,7 @@ TEST_F(PipelineTest, VerdictPassFromARealRun) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   auto out = pipeline("synthetic:tiny-sdxl").generate(tiny(1));
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*backend_, *out, &*g, ParityGate{});
+  auto r = check_parity(*out, &*g, ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kPass) << r->reason;
 }
@@ -134,7 +135,7 @@ TEST_F(PipelineTest, VerdictFailAgainstAnotherSeedsGolden) {
   ASSERT_TRUE(seed1.ok()) << seed1.status().ToString();
   auto out = p.generate(tiny(2));  // a deliberately different setting: seed 2 judged against seed 1
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*backend_, *out, &*seed1, ParityGate{});
+  auto r = check_parity(*out, &*seed1, ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kFail);
   EXPECT_NE(r->reason.find("cosine"), std::string::npos) << r->reason;
@@ -148,7 +149,7 @@ TEST_F(PipelineTest, VerdictNoGoldenWhenTheKeyIsNotInTheDirectory) {
   EXPECT_EQ(found.status().code(), StatusCode::kNotFound);
   auto out = p.generate(s);
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*backend_, *out, nullptr, ParityGate{});
+  auto r = check_parity(*out, nullptr, ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kNoGolden);
 }
@@ -185,7 +186,7 @@ TEST_F(PipelineTest, VerdictNonFiniteFromCorruptWeights) {
   ASSERT_TRUE(g.ok());
   auto out = (*p)->generate(tiny(1));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  auto r = check_parity(*backend_, *out, &*g, ParityGate{});
+  auto r = check_parity(*out, &*g, ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kNonFinite);
   EXPECT_GT(r->metrics->nonfinite_output, 0);
@@ -310,12 +311,16 @@ TEST_F(PipelineTest, Fp16ReproducesTheDiffusersFp16Goldens) {
     EXPECT_NE(golden_key(p.weights_sha256(), fp32), g->key);
     auto out = p.generate(g->settings);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
-    auto m = compare_latents(*backend_, out->latent.data(), g->latent.data(), static_cast<int64_t>(g->latent.size()));
+    auto m = compare_latents(out->latent.data(), g->latent.data(), static_cast<int64_t>(g->latent.size()));
     ASSERT_TRUE(m.ok());
-    std::printf("  fp16 seed %llu vs diffusers fp16: cosine %.8f max_abs %.3e rel_l2 %.2e\n",
-                (unsigned long long)g->settings.seed, m->cosine, m->max_abs, m->rel_l2);
+    auto r = check_parity(*out, &*g, ParityGate{});  // the default gate: cosine and the fp16 image bound
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->metrics->has_psnr);
+    std::printf("  fp16 seed %llu vs diffusers fp16: cosine %.8f max_abs %.3e rel_l2 %.2e psnr %.2f dB\n",
+                (unsigned long long)g->settings.seed, m->cosine, m->max_abs, m->rel_l2, r->metrics->psnr);
     EXPECT_TRUE(m->finite);
     EXPECT_GE(m->cosine, 0.9999);
+    EXPECT_EQ(r->verdict, Verdict::kPass) << r->reason;
   }
 }
 
@@ -330,6 +335,72 @@ TEST_F(PipelineTest, Bf16RunsFromItsOwnNoiseDraw) {
   for (float v : out->latent) ASSERT_TRUE(std::isfinite(v));
   EXPECT_NE(golden_key(pipeline("synthetic:tiny-sdxl").weights_sha256(), s),
             golden_key(pipeline("synthetic:tiny-sdxl").weights_sha256(), tiny(1)));
+}
+
+// The default gate judges the picture: SDXL decoded with SD 1's scaling
+// factor (what single-file checkpoints once did) keeps the latent identical,
+// so only the image bound can fail it.
+TEST_F(PipelineTest, DefaultGateFailsADecodeWithTheWrongScalingFactor) {
+  auto model = make_synthetic_model("tiny-sdxl");
+  ASSERT_TRUE(model.ok());
+  model->configs["vae"]["scaling_factor"] = 0.18215;
+  auto p = Pipeline::load(*model, *backend_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto g = read_golden(goldens_root() / "tiny" / golden_file_name(golden_key(model->weights_sha256, tiny(1))));
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_TRUE(g->has_image());
+  auto out = (*p)->generate(tiny(1));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto r = check_parity(*out, &*g, ParityGate{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::printf("  wrong scaling factor: cosine %.10f psnr %.2f dB -> %s (%s)\n", r->metrics->cosine, r->metrics->psnr,
+              std::string(verdict_name(r->verdict)).c_str(), r->reason.c_str());
+  EXPECT_EQ(r->verdict, Verdict::kFail);
+  EXPECT_NE(r->reason.find("psnr"), std::string::npos) << r->reason;
+  EXPECT_EQ(r->reason.find("cosine"), std::string::npos) << "the latent still agrees: " << r->reason;
+  // A golden without an image keeps the latent-only gate (and cannot see this).
+  Golden latent_only = *g;
+  latent_only.image.clear();
+  auto lo = check_parity(*out, &latent_only, ParityGate{});
+  ASSERT_TRUE(lo.ok());
+  EXPECT_EQ(lo->verdict, Verdict::kPass) << lo->reason;
+  EXPECT_FALSE(lo->metrics->has_psnr);
+}
+
+// The image floor of a reduced-precision decode alone: diffusers' fp32 latent
+// decoded by hipq's SD 1.x VAE at fp16 / bf16 (SD 1.x does not upcast for
+// bf16; fp16 follows force_upcast) against diffusers' fp32 image.
+TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
+  std::vector<Golden> goldens;
+  for (const auto& f : golden_files("tiny")) {
+    auto g = read_golden(f);
+    ASSERT_TRUE(g.ok());
+    if (g->model == "synthetic:tiny-sd15" && g->has_image()) goldens.push_back(std::move(g).value());
+  }
+  ASSERT_FALSE(goldens.empty());
+  auto model = make_synthetic_model("tiny-sd15");
+  ASSERT_TRUE(model.ok());
+  model->configs["vae"]["force_upcast"] = false;  // decode at the precision itself
+  for (const std::string precision : {"fp16", "bf16"}) {
+    LoadOptions lo;
+    lo.precision = precision;
+    auto p = Pipeline::load(*model, *backend_, lo);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    double worst = 1e9;
+    for (const Golden& g : goldens) {
+      std::vector<float> z(g.latent.size());
+      for (size_t i = 0; i < z.size(); ++i) z[i] = g.latent[i] / 0.18215f;
+      const int64_t h = g.latent_shape[2], w = g.latent_shape[3];
+      auto px = (*p)->vae_decode(z, h, w);
+      ASSERT_TRUE(px.ok()) << px.status().ToString();
+      RgbImage img = rgb8_from_decoded(px->data(), static_cast<int>(w * 8), static_cast<int>(h * 8));
+      ASSERT_EQ(img.rgb.size(), g.image.size());
+      worst = std::min(worst, image_psnr(img.rgb.data(), g.image.data(), img.rgb.size()));
+    }
+    std::printf("  %s VAE decode of diffusers' fp32 latents (tiny-sd15, %zu goldens): worst psnr %.2f dB\n",
+                precision.c_str(), goldens.size(), worst);
+    EXPECT_GE(worst, default_psnr_min(precision)) << precision;
+  }
 }
 
 }  // namespace

@@ -86,6 +86,24 @@ TEST(SyntheticTest, FullSdxlIsDescribedWithoutGeneratingIt) {
   EXPECT_EQ(meta->shape, (std::vector<int64_t>{1280, 2048}));
 }
 
+// SD 2.1 768-v as diffusers holds it: the UNet and the 23-layer OpenCLIP-H
+// text encoder of stabilityai/stable-diffusion-2-1, v_prediction.
+TEST(SyntheticTest, FullSd21IsTheSd2Family) {
+  auto m = make_synthetic_model("sd21");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->family, "sd2");
+  auto* unet = dynamic_cast<const SyntheticWeightSource*>(m->weights.at("unet").get());
+  auto* te = dynamic_cast<const SyntheticWeightSource*>(m->weights.at("text_encoder").get());
+  ASSERT_TRUE(unet && te);
+  EXPECT_EQ(unet->parameter_count(), 865910724);
+  EXPECT_EQ(te->parameter_count(), 340387840);
+  EXPECT_EQ(m->configs.at("text_encoder")["hidden_act"], "gelu");
+  EXPECT_EQ(m->configs.at("scheduler")["prediction_type"], "v_prediction");
+  EXPECT_EQ(m->configs.at("vae")["sample_size"], 768);
+  EXPECT_EQ(m->configs.at("unet")["sample_size"], 96);
+  EXPECT_FALSE(m->weights.count("text_encoder_2"));
+}
+
 TEST(SyntheticTest, UnknownNameAndBadSeedAreClearErrors) {
   auto a = make_synthetic_model("huge-sdxl");
   ASSERT_FALSE(a.ok());

@@ -15,10 +15,14 @@
 #    judged against its golden with the manifest's gate; then run history, timing
 #    statistics (per phase, per step), peak device memory, and the agreement table of
 #    hipq P and diffusers P with the fp32 reference (tools/bench/latent_agreement.py).
+# Every golden carries diffusers' decoded image, so each job is judged on the latent and
+# the image (the default gate's PSNR bound), and the agreement tables give both.
 # Env: STEPS (30), SIZE (1024), PRECISIONS ("fp32 fp16 bf16"), SEEDS ("0, 1"),
-# PROMPTS (how many of the two prompts, 2), SYNTHETIC (sdxl; tiny-sdxl for a dry run on
-# a CPU box), WORKDIR (/tmp/hipq-sdxl-parity), REFERENCE_SRC (a diffusers checkout's src/,
-# put on PYTHONPATH when diffusers is not installed), BACKEND (hip).
+# PROMPTS (how many of the two prompts, 2), SYNTHETIC (sdxl; sd21 for SD 2.1 768-v;
+# tiny-sdxl / tiny-sd2 for a dry run on a CPU box), WORKDIR (/tmp/hipq-sdxl-parity),
+# EXPORT_DTYPE (f32; the stored weights both sides read), GUIDANCE (5.0),
+# REFERENCE_SRC (a diffusers checkout's src/, put on PYTHONPATH when diffusers is not
+# installed), BACKEND (hip).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 hipq="$(realpath "${1:?usage: sdxl_parity.sh HIPQ_BINARY OUTDIR}")"
@@ -26,6 +30,7 @@ out="$(mkdir -p "${2:?usage: sdxl_parity.sh HIPQ_BINARY OUTDIR}" && realpath "$2
 steps="${STEPS:-30}"; size="${SIZE:-1024}"; precisions="${PRECISIONS:-fp32 fp16 bf16}"
 seeds="${SEEDS:-0, 1}"; n_prompts="${PROMPTS:-2}"; backend="${BACKEND:-hip}"
 work="${WORKDIR:-/tmp/hipq-sdxl-parity}"; synthetic="${SYNTHETIC:-sdxl}"
+export_dtype="${EXPORT_DTYPE:-f32}"; guidance="${GUIDANCE:-5.0}"
 [[ -n "${REFERENCE_SRC:-}" ]] && export PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$work"
 stamp() { echo "[$(date +%H:%M:%S)] $*"; }
@@ -35,15 +40,16 @@ prompts=("${all_prompts[@]:0:$n_prompts}")
 model="$work/$synthetic"
 if [[ ! -f "$model/model_index.json" ]]; then
   stamp "exporting synthetic:$synthetic to $model"
-  "$hipq" weights export "synthetic:$synthetic" --out "$model" > "$out/export.log" 2>&1 || { cat "$out/export.log"; exit 1; }
+  "$hipq" weights export "synthetic:$synthetic" --out "$model" --dtype "$export_dtype" > "$out/export.log" 2>&1 \
+    || { cat "$out/export.log"; exit 1; }
   tail -n 1 "$out/export.log"
 fi
 
 manifest() {  # $1 precision, $2 golden dir, $3 gate cosine
   cat <<YAML
-batch: sdxl-parity-$1
+batch: $synthetic-parity-$1
 model: $model
-defaults: {width: $size, height: $size, steps: $steps, guidance: 5.0, sampler: euler, precision: $1,
+defaults: {width: $size, height: $size, steps: $steps, guidance: $guidance, sampler: euler, precision: $1,
            seeds: [$seeds]}
 parity: {golden: $2, gate: {cosine_min: $3}}
 outputs: {directory: $work/images/$1, save: [latent, png]}
@@ -61,7 +67,7 @@ goldens() {  # $1 manifest, $2 out dir, $3 log, [extra make_goldens args]
 }
 
 for p in $precisions; do
-  echo "================ $p: ${#prompts[@]} prompt(s) x seeds [$seeds], ${size}px, $steps Euler steps, guidance 5"
+  echo "================ $synthetic $p: ${#prompts[@]} prompt(s) x seeds [$seeds], ${size}px, $steps Euler steps, guidance $guidance"
   if [[ "$p" == fp32 ]]; then
     ref="$work/goldens-fp32"; gate=0.9999
   else

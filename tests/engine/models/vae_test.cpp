@@ -27,11 +27,18 @@ TEST(VaeConfigTest, JsonRoundTripAndDerivation) {
   EXPECT_EQ(back->to_json(), c.to_json());
   EXPECT_DOUBLE_EQ(back->scaling_factor, 0.13025);
   SyntheticWeightSource w("w", "vae", 0, VaeDecoder::parameters(c).value());
-  auto d = VaeConfig::from_weights(w);
+  auto d = VaeConfig::from_weights(w, "sdxl");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->block_out_channels, c.block_out_channels);
   EXPECT_EQ(d->layers_per_block, 2);
   EXPECT_EQ(d->upscale(), 8);
+  EXPECT_EQ(d->to_json(), c.to_json());  // SDXL's scaling factor and size, not SD 1's
+  auto sd1 = VaeConfig::from_weights(w, "sd1");
+  ASSERT_TRUE(sd1.ok());
+  EXPECT_DOUBLE_EQ(sd1->scaling_factor, 0.18215);
+  EXPECT_EQ(sd1->sample_size, 512);
+  EXPECT_EQ(VaeConfig::from_weights(w, "sd2")->sample_size, 768);
+  EXPECT_EQ(VaeConfig::from_weights(w, "").status().code(), StatusCode::kInvalidArgument);
 }
 
 void check(const std::string& name, const VaeTiling& tiling, const std::string& key, kernels::DType dt, double bound) {
