@@ -53,6 +53,8 @@ class JobStore;
 
 namespace hipq::coordinator {
 
+class QueryWorker;
+
 struct CurveServerConfig {
   proto::CurveKeyPair server_keys;       // secret key required
   proto::AuthorizedKeys authorized;      // allow-list of client/worker keys
@@ -73,6 +75,11 @@ struct ServerOptions {
   std::chrono::milliseconds heartbeat = proto::kHeartbeatInterval;
   int liveness = proto::kHeartbeatLiveness;
   double lease_seconds = proto::kLeaseSeconds;
+  // A lease whose job sent no progress for this long (heartbeats alone do
+  // not count) is taken back unstarted: queued again, attempt not counted,
+  // the worker told to cancel. 0 = never. Loading a large model sends no
+  // progress, so this is minutes, not seconds.
+  double stall_seconds = 600;
 };
 
 // Counters for logs, `hipq workers` and the benchmark.
@@ -84,6 +91,7 @@ struct ServerCounters {
   int64_t results_duplicate = 0;    // late or repeated, dropped
   int64_t failures_recorded = 0;
   int64_t leases_expired = 0;
+  int64_t leases_returned = 0;       // given back unstarted (busy, draining) or stalled: no attempt counted
   int64_t turns = 0;                 // poll-loop turns
   int64_t lease_checks = 0;          // turns that ran the peer/lease expiry check
   int64_t group_commits = 0;         // turns that could write: one transaction each
@@ -120,6 +128,9 @@ class Server {
   void on_progress(Peer& peer, const proto::Progress& m);
   void on_result(Peer& peer, const proto::JobResult& m);
   void on_error(Peer& peer, const proto::JobError& m);
+  void on_returned(Peer& peer, const proto::JobError& m);
+  void give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHello& m);
+  void forget_peer_state();
   void on_goodbye(Peer& peer, const proto::Goodbye& m);
   void on_client(const std::string& routing_id, const proto::Envelope& request);
   proto::Envelope on_submit(const proto::SubmitRequest& m);
@@ -127,16 +138,17 @@ class Server {
   proto::Envelope on_cancel(const proto::CancelRequest& m);
   proto::Envelope on_workers(const proto::WorkersRequest& m);
   proto::Envelope on_drain(const proto::DrainRequest& m);
-  proto::Envelope on_query(const proto::QueryRequest& m);
 
   void dispatch();
   void expire_peers();
   void expire_leases();
+  void reclaim_stalled_leases();
   void send_heartbeats();
   void grant_restart_grace();
   void drop(const std::string& why);
   void send(const std::string& routing_id, proto::Envelope envelope);
   void flush_outbox();
+  void send_query_replies();
   std::chrono::milliseconds next_timeout() const;
   void set_worker_state(const Peer& peer, const char* state);
 
@@ -147,6 +159,7 @@ class Server {
   std::string endpoint_;
   std::unique_ptr<db::Database> db_;
   std::unique_ptr<db::JobStore> store_;
+  std::unique_ptr<QueryWorker> queries_;
   DispatchSettings dispatch_settings_;
   PeerTable peers_;
   std::vector<std::pair<std::string, std::string>> outbox_;  // routing id, encoded envelope
@@ -154,6 +167,8 @@ class Server {
   bool maybe_queued_ = true;       // false once lease_next found nothing; set by submit/requeue
   SteadyTime next_heartbeat_{};
   SteadyTime next_lease_check_{};
+  bool resync_pending_ = false;    // a commit failed: ask every worker for a fresh hello
+  SteadyTime resync_not_before_{};
   ServerCounters counters_;
   std::string coordinator_id_;
 };
