@@ -479,6 +479,9 @@ void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHel
 
 void Server::on_ready(Peer& peer, const proto::Ready& m) {
   if (peer.resyncing) return;  // its hello comes first (forget_peer_state)
+  // A worker asks only when idle, after its report (same connection, same
+  // order): a Ready while it holds a job is not a request for a second one.
+  if (peer.running_job_id != 0) return;
   peer.credit = std::min(m.credit(), kMaxCredit);
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {

@@ -75,7 +75,7 @@ proto::Envelope fatal_error(int64_t job, int attempt) {
 }
 
 class ForgedPeerTest : public ::testing::Test {
- protected:
+ public:
   fs::path db() const { return tmp.path() / "hipq.db"; }
   int64_t leased_to(const std::string& worker) {
     return query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = '" + worker + "'");

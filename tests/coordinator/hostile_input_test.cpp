@@ -87,7 +87,7 @@ TEST_F(HostileInputTest, NonUtf8InlinePromptIsRefusedWithItsLine) {
                      "model: synthetic:tiny-sdxl\nparity: {golden: none}\nprompts:\n  - fine\n  - caf\xe9 au lait\n");
   std::string out, err;
   EXPECT_EQ(run_hipq(tmp.path(), "submit", {"submit", m.string(), "--connect", ep_}, &out, &err), 2) << err;
-  EXPECT_NE(err.find(m.string() + ":5:6: manifest: invalid UTF-8 byte 0xE9"), std::string::npos) << err;
+  EXPECT_NE(err.find(m.string() + ":5:8: manifest: invalid UTF-8 byte 0xE9"), std::string::npos) << err;
   expect_coordinator_serves();
 }
 
@@ -142,14 +142,15 @@ TEST_F(HostileInputTest, AmplifyingManifestIsRefusedQuicklyInBoundedMemory) {
   struct rusage ru {};
   getrusage(RUSAGE_CHILDREN, &ru);  // the largest child so far: hipq check
   EXPECT_NE(err.find("more than 100000 seeds"), std::string::npos) << err;
-  EXPECT_LT(check_s, 3.0);
+  EXPECT_LT(check_s, 5.0);  // 0.6 s on an idle machine; it was 1.6 GiB and 11 s
   EXPECT_LT(ru.ru_maxrss, 256 * 1024) << "KiB";
   t0 = std::chrono::steady_clock::now();
   auto reply = raw_submit(path, m.str());
   double submit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(reply.has_value()) << coord_->err();
-  EXPECT_TRUE(reply->has_error_reply());
-  EXPECT_LT(submit_s, 1.0) << "the coordinator's turn must stay well under the heartbeat timeout";
+  EXPECT_TRUE(reply->has_error_reply()) << reply->DebugString().substr(0, 2000);
+  // Well under the 3 s heartbeat timeout, even on a loaded machine.
+  EXPECT_LT(submit_s, 2.0) << "the coordinator's turn must stay well under the heartbeat timeout";
   std::cout << "[ figures  ] amplifying manifest of " << fs::file_size(path) << " bytes: check " << check_s
             << " s, peak RSS " << ru.ru_maxrss / 1024 << " MiB; coordinator refused it in " << submit_s << " s\n";
   expect_coordinator_serves();
