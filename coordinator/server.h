@@ -18,7 +18,16 @@
 // (coordinator/curve_auth.h) admits only listed public keys; worker messages
 // need the "worker" role and client calls the "client" role, checked on the
 // authenticated identity of the connection. A message that does not parse or
-// validate is counted and dropped (dropped_messages()), never fatal.
+// validate is counted and dropped (dropped_messages()), never fatal; so is one
+// whose handler throws.
+//
+// Identity: a worker id belongs to the one live connection whose hello named
+// it first; a hello naming it from another connection is dropped until that
+// one is expired (docs/protocol.md, "Identity is the connection"). Reports
+// are attributed to the connection's worker, never to ids they carry.
+// After a failed group commit the in-memory view of every peer is dropped
+// and rebuilt from fresh hellos (forget_peer_state). Queries run on a
+// QueryWorker thread with a read-only connection, never in a turn.
 //
 // Ownership: owns its sockets and database connection; borrows the context.
 // Thread safety: create, run and the accessors on one thread; request_stop()
