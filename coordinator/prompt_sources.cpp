@@ -221,6 +221,10 @@ void load_jsonl(const std::vector<std::string_view>& lines, const PromptFileOpti
     } catch (const nlohmann::json::parse_error& e) {
       out.problems.push_back({line_no, static_cast<int>(e.byte), std::string("invalid JSON: ") + e.what()});
       continue;
+    } catch (const nlohmann::json::exception& e) {
+      // out_of_range.406: a number too large for a double (1e999), found by fuzzing.
+      out.problems.push_back({line_no, 1, std::string("invalid JSON: ") + e.what()});
+      continue;
     }
     if (!j.is_object()) {
       out.problems.push_back({line_no, 1, "expected a JSON object like {\"prompt\": \"...\"}, got " + shown(j)});
