@@ -140,7 +140,9 @@ EntryMap read_map(const YAML::Node& node, std::string_view field, const std::vec
     return out;
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // A copy: it-> yields a temporary pair, a reference to its member would
+    // dangle (AddressSanitizer stack-use-after-scope, found by fuzz_manifest).
+    const YAML::Node key = it->first;
     if (!key.IsScalar()) {
       p.at(key, field.empty() ? "manifest" : field, "keys must be plain names, got " + describe(key));
       continue;

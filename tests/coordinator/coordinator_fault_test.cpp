@@ -14,6 +14,7 @@
 
 #include "db/database.h"
 #include "db/statement.h"
+#include "tests/base/test_strings.h"
 #include "tests/coordinator/process_harness.h"
 #include "tests/coordinator/raw_peer.h"
 
@@ -74,7 +75,7 @@ TEST(CoordinatorFaultTest, DatabaseDiskFullForSecondsThenBackLosesNothingAndTheQ
                                  {"--db", db.string(), "--golden-dir", (tmp.path() / "goldens").string()});
   std::vector<std::unique_ptr<Process>> workers;
   for (int i = 0; i < 3; ++i) {
-    workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:20ms"));
+    workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:20ms"));
   }
   fs::path manifest = write_sleep_manifest(tmp.path(), "full", 30, 20);  // 600 jobs
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
@@ -114,7 +115,7 @@ TEST(CoordinatorFaultTest, ALongQueryDoesNotDelayHeartbeats) {
   std::string ep;
   auto coord = start_coordinator(tmp.path(), "coord", &ep);
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:1ms"));
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:1ms"));
   fs::path manifest = write_sleep_manifest(tmp.path(), "many", 20, 20);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}), 0);
   workers.clear();

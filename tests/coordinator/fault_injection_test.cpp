@@ -11,6 +11,7 @@
 
 #include "db/database.h"
 #include "db/statement.h"
+#include "tests/base/test_strings.h"
 #include "tests/coordinator/process_harness.h"
 
 namespace hipq::testing {
@@ -77,7 +78,7 @@ TEST(FaultInjectionTest, WorkerSigkillStorm) {
   auto coord = start_coordinator(tmp.path(), "coord", &ep);
   constexpr int kWorkers = 4, kJobs = 400, kKills = 50;
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < kWorkers; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:60ms"));
+  for (int i = 0; i < kWorkers; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:60ms"));
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", storm_manifest(tmp.path(), 40, 10).string(), "--connect", ep}), 0);
   std::mt19937 rng(15);
   StallMeter stall(db);
@@ -92,7 +93,7 @@ TEST(FaultInjectionTest, WorkerSigkillStorm) {
     workers[i]->wait();
     ++kills;
     // A supervisor restarts it under the same id (its log starts afresh).
-    workers[i] = start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:60ms");
+    workers[i] = start_worker(tmp.path(), numbered("w", i), ep, "sleep:60ms");
   }
   ASSERT_TRUE(wait_until([&] { stall.sample(); return tally(db).done == kJobs; }, 120s))
       << tally(db).done << " done\n" << coord->err().substr(0, 10000);
@@ -113,7 +114,7 @@ TEST(FaultInjectionTest, CoordinatorSigkillStorm) {
   auto coord = start_coordinator(tmp.path(), "coord0", &ep);
   constexpr int kWorkers = 3, kJobs = 600, kKills = 15;
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < kWorkers; ++i) workers.push_back(start_worker(tmp.path(), "w" + std::to_string(i), ep, "sleep:60ms"));
+  for (int i = 0; i < kWorkers; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:60ms"));
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", storm_manifest(tmp.path(), 60, 10).string(), "--connect", ep}), 0);
   std::mt19937 rng(16);
   StallMeter stall(db);
@@ -127,7 +128,7 @@ TEST(FaultInjectionTest, CoordinatorSigkillStorm) {
     ++kills;
     int64_t before = tally(db).done;
     std::string ep2;
-    coord = start_coordinator(tmp.path(), "coord" + std::to_string(kills), &ep2, ep);
+    coord = start_coordinator(tmp.path(), numbered("coord", kills), &ep2, ep);
     ASSERT_EQ(ep2, ep);
     auto back = Clock::now();
     ASSERT_TRUE(wait_until([&] { return tally(db).done > before; }, 30s)) << coord->err();

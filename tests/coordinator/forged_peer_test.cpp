@@ -10,6 +10,7 @@
 #include "db/database.h"
 #include "db/statement.h"
 #include "proto/curve_keys.h"
+#include "tests/base/test_strings.h"
 #include "tests/coordinator/process_harness.h"
 #include "tests/coordinator/raw_peer.h"
 
@@ -81,8 +82,8 @@ class ForgedPeerTest : public ::testing::Test {
     return query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = '" + worker + "'");
   }
   int64_t submit(const std::string& ep, int prompts, int seeds) {
-    fs::path m = write_sleep_manifest(tmp.path(), "b" + std::to_string(++batches_), prompts, seeds);
-    EXPECT_EQ(run_hipq(tmp.path(), "submit" + std::to_string(batches_), {"submit", m.string(), "--connect", ep}), 0);
+    fs::path m = write_sleep_manifest(tmp.path(), numbered("b", ++batches_), prompts, seeds);
+    EXPECT_EQ(run_hipq(tmp.path(), numbered("submit", batches_), {"submit", m.string(), "--connect", ep}), 0);
     return batches_;
   }
   TempDir tmp;
