@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -104,6 +105,64 @@ Result<std::string> read_file(const fs::path& path) {
   if (!in) return Status::NotFound(os_error("cannot open", path, errno));
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return Status::IOError(os_error("cannot read", path, errno));
+  return data;
+}
+
+Result<std::string> read_regular_file(const fs::path& path, int64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound(os_error("cannot open", path, errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::IOError(os_error("cannot stat", path, err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument("'" + path.string() + "' is not a regular file (" +
+                                   (S_ISDIR(st.st_mode)   ? "a directory"
+                                    : S_ISCHR(st.st_mode) ? "a character device"
+                                    : S_ISBLK(st.st_mode) ? "a block device"
+                                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                           : "a socket or other special file") +
+                                   "); give a plain file");
+  }
+  auto too_big = [&](int64_t bytes) {
+    return Status::InvalidArgument("'" + path.string() + "' is " + (bytes > max_bytes ? "more than " : "") +
+                                   std::to_string(max_bytes) + " bytes, the limit for this kind of file is " +
+                                   std::to_string(max_bytes) + " bytes; split it");
+  };
+  if (st.st_size > max_bytes) {
+    ::close(fd);
+    return too_big(st.st_size);
+  }
+  std::string data;
+  data.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  for (;;) {
+    // One byte beyond the limit tells a file that grew while being read.
+    if (got == data.size()) {
+      if (static_cast<int64_t>(got) > max_bytes) {
+        ::close(fd);
+        return too_big(static_cast<int64_t>(got));
+      }
+      data.resize(std::min<size_t>(static_cast<size_t>(max_bytes) + 1, got + 65536));
+      if (got == data.size()) break;
+    }
+    ssize_t r = ::read(fd, data.data() + got, data.size() - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Status::IOError(os_error("cannot read", path, err));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  if (static_cast<int64_t>(got) > max_bytes) return too_big(static_cast<int64_t>(got));
+  data.resize(got);
   return data;
 }
 

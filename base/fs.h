@@ -23,6 +23,12 @@ Status ensure_directory(const std::filesystem::path& dir);
 Status check_writable_directory(const std::filesystem::path& dir);
 Status write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 Result<std::string> read_file(const std::filesystem::path& path);
+// Reads input a user names (manifests, prompt lists): only a regular file
+// (InvalidArgument naming what it is otherwise: directory, device, FIFO), and
+// at most `max_bytes` (InvalidArgument naming the limit); never blocks on a
+// FIFO and never reads more than max_bytes + 1 bytes, so /dev/zero or a file
+// growing while read costs bounded memory.
+Result<std::string> read_regular_file(const std::filesystem::path& path, int64_t max_bytes);
 
 // Lower-case hex SHA-256.
 std::string sha256_hex(std::string_view bytes);

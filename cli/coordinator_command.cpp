@@ -25,6 +25,7 @@ struct CoordinatorArgs {
   std::string endpoint_file;
   std::string golden_dir;
   bool insecure = false;
+  double stall_timeout = 600;
 };
 
 int run_coordinator(const CoordinatorArgs& a) {
@@ -34,6 +35,7 @@ int run_coordinator(const CoordinatorArgs& a) {
   o.insecure = a.insecure;
   o.endpoint_file = a.endpoint_file;
   o.golden_dir = a.golden_dir;
+  o.stall_seconds = a.stall_timeout;
   if (a.server_key.empty() != a.authorized_keys.empty()) {
     spdlog::error("CURVE needs both --server-key (the coordinator's key pair) and --authorized-keys");
     return kExitUsage;
@@ -87,6 +89,11 @@ void add_coordinator_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--endpoint-file", args.endpoint_file, "write the bound endpoint to this file once listening");
   cmd->add_option("--golden-dir", args.golden_dir, "golden files for manifests with `golden: store` (default: "
                                                    "<db dir>/goldens)");
+  cmd->add_option("--stall-timeout", args.stall_timeout,
+                  "seconds a leased job may go without any progress report before it is taken back and queued "
+                  "again (not counted as an attempt); 0 = never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->callback([&exit_code] { exit_code = run_coordinator(args); });
 }
 

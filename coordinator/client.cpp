@@ -1,5 +1,7 @@
 #include "coordinator/client.h"
 
+#include "coordinator/manifest.h"
+
 #include "base/fs.h"
 #include "proto/codec.h"
 
@@ -64,9 +66,13 @@ Result<proto::Envelope> Client::call(proto::Envelope request, proto::Envelope::B
                              "client's public key in its authorized keys?");
 }
 
+static_assert(kMaxManifestBytes == proto::kMaxManifestBytes, "the manifest limit is the wire's");
+
 Result<proto::SubmitReply> Client::submit(const std::filesystem::path& manifest, std::optional<int> priority) {
   std::filesystem::path abs = std::filesystem::absolute(manifest);
-  HIPQ_ASSIGN_OR_RETURN(std::string text, read_file(abs));
+  // The coordinator refuses a bigger one; say so here rather than let the
+  // request vanish at the socket limit.
+  HIPQ_ASSIGN_OR_RETURN(std::string text, read_regular_file(abs, kMaxManifestBytes));
   proto::Envelope e;
   auto* s = e.mutable_submit();
   s->set_manifest_path(abs.string());

@@ -9,7 +9,9 @@
 namespace hipq::coordinator {
 
 CurveAuth::CurveAuth(zmq::socket_t socket, proto::AuthorizedKeys keys)
-    : socket_(std::move(socket)), keys_(std::move(keys)) {}
+    : socket_(std::move(socket)), keys_(std::move(keys)) {
+  for (const auto& [key, who] : keys_) roles_by_name_.emplace(who.name, who.roles);
+}
 
 Result<std::unique_ptr<CurveAuth>> CurveAuth::bind(zmq::context_t& context, proto::AuthorizedKeys keys) {
   try {
@@ -23,10 +25,9 @@ Result<std::unique_ptr<CurveAuth>> CurveAuth::bind(zmq::context_t& context, prot
 }
 
 bool CurveAuth::has_role(const std::string& user_id, const std::string& role) const {
-  for (const auto& [key, who] : keys_) {
-    if (who.name == user_id) return who.roles.count(role) > 0;
-  }
-  return false;
+  // read_authorized_keys() keeps names unique: the user id is one key.
+  auto it = roles_by_name_.find(user_id);
+  return it != roles_by_name_.end() && it->second.count(role) > 0;
 }
 
 void CurveAuth::handle_pending() {

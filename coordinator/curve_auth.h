@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <zmq.hpp>
@@ -42,6 +44,7 @@ class CurveAuth {
 
   zmq::socket_t socket_;
   proto::AuthorizedKeys keys_;
+  std::map<std::string, std::set<std::string>> roles_by_name_;  // user id -> roles of its one key
   int64_t admitted_ = 0;
   int64_t refused_ = 0;
 };

@@ -1,5 +1,8 @@
 #include "coordinator/dispatcher.h"
 
+#include <algorithm>
+#include <filesystem>
+
 namespace hipq::coordinator {
 
 proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings) {
@@ -55,6 +58,26 @@ db::JobResult to_db_result(const proto::JobResult& r, const std::string& worker_
     out.steps.push_back(rec);
   }
   return out;
+}
+
+Status check_result_outputs(const proto::JobResult& r, std::string_view output_dir) {
+  const std::filesystem::path dir(output_dir);
+  for (const auto& o : r.outputs()) {
+    const std::filesystem::path p(o.path());
+    std::string shown = "output '" + o.path() + "'";
+    if (p.empty() || p.is_absolute() || p.has_root_name()) {
+      return Status::InvalidArgument(shown + " is not a path relative to the output root");
+    }
+    for (const auto& part : p) {
+      if (part == ".." || part == ".") return Status::InvalidArgument(shown + " has a '" + part.string() + "' component");
+    }
+    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    if (d != dir.end() || q == p.end()) {
+      return Status::InvalidArgument(shown + " is not inside the job's output directory '" + std::string(output_dir) +
+                                     "'");
+    }
+  }
+  return Status::Ok();
 }
 
 db::WorkerRecord to_worker_record(const proto::WorkerHello& h, const std::string& state) {

@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
+#include "base/status.h"
 #include "db/records.h"
 #include "proto/hipq.pb.h"
 
@@ -23,6 +25,11 @@ struct DispatchSettings {
 
 proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings);
 db::JobResult to_db_result(const proto::JobResult& result, const std::string& worker_id);
+// Every output a result names must lie inside the job's output directory:
+// a relative path below `output_dir` (itself relative to the batch's output
+// root) with no "." or ".." component. InvalidArgument naming the first
+// that does not.
+Status check_result_outputs(const proto::JobResult& result, std::string_view output_dir);
 db::WorkerRecord to_worker_record(const proto::WorkerHello& hello, const std::string& state);
 
 }  // namespace hipq::coordinator

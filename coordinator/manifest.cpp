@@ -10,9 +10,11 @@
 #include <set>
 #include <utility>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "base/fs.h"
+#include "base/utf8.h"
 #include "coordinator/prompt_sources.h"
 
 namespace hipq::coordinator {
@@ -20,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxJobs = 1'000'000;
+constexpr int64_t kMaxJobs = kMaxManifestJobs;
 constexpr size_t kMaxProblems = 200;
 constexpr int kMaxSameKindProblems = 5;
 
@@ -138,7 +140,9 @@ EntryMap read_map(const YAML::Node& node, std::string_view field, const std::vec
     return out;
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // A copy: it-> yields a temporary pair, a reference to its member would
+    // dangle (AddressSanitizer stack-use-after-scope, found by fuzz_manifest).
+    const YAML::Node key = it->first;
     if (!key.IsScalar()) {
       p.at(key, field.empty() ? "manifest" : field, "keys must be plain names, got " + describe(key));
       continue;
@@ -248,7 +252,11 @@ std::optional<std::string> get_choice(const YAML::Node& n, std::string_view fiel
 }
 
 // seeds: 7 | [1, 2, 3] | {from: 0, count: 8}
-std::optional<std::vector<uint64_t>> get_seeds(const YAML::Node& n, std::string_view field, Problems& p) {
+// `budget`: seeds a range may still create in this manifest; a range is
+// refused before it allocates when it would pass it (2,000 prompts with
+// {from: 0, count: 100000} each must not cost gigabytes to refuse).
+std::optional<std::vector<uint64_t>> get_seeds(const YAML::Node& n, std::string_view field, Problems& p,
+                                               int64_t& budget) {
   std::vector<uint64_t> seeds;
   if (n.IsScalar()) {
     auto v = get_u64(n, field, p);
@@ -284,6 +292,15 @@ std::optional<std::vector<uint64_t>> get_seeds(const YAML::Node& n, std::string_
     if (m.count("count")) count = get_int(m["count"].value, sub(field, "count"), 1, 100000, p);
     else p.at(n, field, "a seed range needs count (e.g. {from: 0, count: 8})");
     if (p.size() != before || !from || !count) return std::nullopt;
+    if (budget < 0) return std::nullopt;  // refused once already; once is enough
+    if (*count > budget) {
+      p.at(n, field, "the seed ranges of this manifest add up to more than " + std::to_string(kMaxJobs) +
+                         " seeds, more than a batch may hold (" + std::to_string(kMaxJobs) +
+                         " jobs); split it into several batches");
+      budget = -1;
+      return std::nullopt;
+    }
+    budget -= *count;
     if (*from > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(*count - 1)) {
       p.at(n, field, "the range from " + std::to_string(*from) + " with count " + std::to_string(*count) +
                          " passes 2^64 - 1");
@@ -535,7 +552,7 @@ class Parser {
       if (auto x = get_choice(d["rng"].value, "defaults.rng", manifest_rngs(), p_)) out.rng = *x;
     }
     if (d.count("seeds")) {
-      if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_)) out.seeds = *x;
+      if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_)) out.seeds = *x;
     }
     if (d.count("repeats")) {
       if (auto x = get_int(d["repeats"].value, "defaults.repeats", 1, 10000, p_)) out.repeats = static_cast<int>(*x);
@@ -655,7 +672,7 @@ class Parser {
         if (d.count("tags")) {
           if (auto t = get_tags(d["tags"].value, field + ".tags", p_)) spec.tags = *t;
         }
-        if (d.count("seeds")) spec.seeds = get_seeds(d["seeds"].value, field + ".seeds", p_);
+        if (d.count("seeds")) spec.seeds = get_seeds(d["seeds"].value, field + ".seeds", p_, seed_budget_);
       } else {
         p_.at(e, field, "expected a prompt string or a mapping with text:, got " + describe(e));
         continue;
@@ -708,6 +725,9 @@ class Parser {
     }
     if (!path) return;
     fs::path file = resolve(*path);
+    // More prompts than jobs a batch may hold is refused anyway: stop
+    // reading one past the limit instead of holding millions in memory.
+    if (options.limit == 0) options.limit = kMaxJobs + 1;
     PromptFile loaded = load_prompt_file(file, options);
     for (const auto& problem : loaded.problems) {
       if (problem.line == 0) {
@@ -775,6 +795,7 @@ class Parser {
   fs::path base_;
   YAML::Node layout_node_{YAML::NodeType::Undefined};
   YAML::Node outputs_node_{YAML::NodeType::Undefined};
+  int64_t seed_budget_ = kMaxJobs;
 };
 
 }  // namespace
@@ -936,6 +957,18 @@ Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path
   m.text = std::string(text);
   m.sha256 = sha256_hex(text);
   Problems p(m.path.string());
+  if (static_cast<int64_t>(text.size()) > kMaxManifestBytes) {
+    p.at(m.path.string(), 1, 1, "manifest",
+         "the manifest is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+             std::to_string(kMaxManifestBytes) + " bytes; move long prompt lists into prompts_file");
+    return p.status();
+  }
+  if (size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
+    TextPosition at = position_of(text, bad);
+    p.at(m.path.string(), at.line, at.column, "manifest",
+         describe_invalid_utf8(text, bad) + "; a manifest must be UTF-8 (convert it, e.g. `iconv -f latin1 -t utf-8`)");
+    return p.status();
+  }
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(m.text);
     if (docs.empty() || docs[0].IsNull()) {
@@ -947,6 +980,10 @@ Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path
     }
     Parser parser(m, p);
     parser.parse(docs[0]);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp refuses deep nesting (500 levels in 0.7) instead of overflowing the stack.
+    p.at(e.mark, "yaml", "nested more than " + std::to_string(e.depth()) +
+                             " levels deep; no manifest field needs more than a few");
   } catch (const YAML::ParserException& e) {
     p.at(e.mark, "yaml", e.msg);
   } catch (const YAML::Exception& e) {
@@ -962,7 +999,7 @@ Result<Manifest> parse_manifest(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return Status::NotFound("manifest " + path.string() + " does not exist");
   if (fs::is_directory(path, ec)) return Status::InvalidArgument("manifest " + path.string() + " is a directory");
-  HIPQ_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  HIPQ_ASSIGN_OR_RETURN(std::string text, read_regular_file(path, kMaxManifestBytes));
   return parse_manifest_text(text, path);
 }
 

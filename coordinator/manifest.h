@@ -47,6 +47,11 @@
 
 namespace hipq::coordinator {
 
+// Bounds on what a manifest may cost to read (docs/manifest.md, "Limits").
+// The manifest travels whole in one SubmitRequest: its limit is the wire's.
+inline constexpr int64_t kMaxManifestBytes = 8 * 1024 * 1024;
+inline constexpr int64_t kMaxManifestJobs = 100'000;
+
 // Where a value came from, for messages after parsing.
 struct SourceLocation {
   std::string file;

@@ -46,7 +46,9 @@ std::vector<std::string> PeerTable::silent_since(SteadyTime deadline) const {
 }
 
 namespace {
-bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining; }
+// A worker holds one job at a time: one that runs a job is never offered
+// another, whatever credit it claims (a second one would come back "busy").
+bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining && p.running_job_id == 0; }
 }  // namespace
 
 bool PeerTable::any_wanting_work() const {

@@ -3,7 +3,10 @@
 // A peer is keyed by its ROUTER routing id (which only says which connection
 // a frame came on) and carries the worker id it announced in its hello and
 // the authenticated identity (ZAP user id) of that connection. Authorisation
-// decisions use `user_id`, never the routing id. The table is rebuilt from
+// decisions use `user_id`, never the routing id. A worker id belongs to one
+// live connection at a time: the server refuses a hello naming a worker id
+// that another live connection holds (coordinator/server.h), so every report
+// is attributed to the connection it arrived on, never to a name it carries. The table is rebuilt from
 // hellos after a coordinator restart; everything durable lives in the DB.
 // Ownership: owns its Peer values. Thread safety: the server's poll thread only.
 #pragma once
@@ -27,8 +30,9 @@ struct Peer {
   std::string worker_id;
   std::string user_id;               // "" when the coordinator runs without CURVE
   proto::WorkerHello info;
-  int credit = 0;                    // jobs it asked for and has not been given
+  int credit = 0;                    // jobs it asked for and has not been given (at most kMaxCredit)
   bool draining = false;
+  bool resyncing = false;            // a commit failed; waiting for its fresh hello
   int64_t running_job_id = 0;        // 0 = idle
   int running_attempt = 0;
   int progress_step = 0;
@@ -37,9 +41,14 @@ struct Peer {
   SteadyTime last_seen{};
   SteadyTime asked_at{};              // when it last sent Ready
   SteadyTime connected_at{};
+  SteadyTime last_progress{};         // assignment or last Progress of the running job
   int64_t jobs_done = 0;
   int64_t jobs_failed = 0;
 };
+
+// One worker process drives one device and runs one job at a time: it never
+// needs more credit than that, and a Ready claiming more is capped.
+inline constexpr int kMaxCredit = 1;
 
 class PeerTable {
  public:

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fs.h"
+#include "base/utf8.h"
 
 namespace hipq::coordinator {
 namespace {
@@ -84,7 +85,37 @@ bool parse_seed_list(std::string_view s, std::vector<uint64_t>& out) {
 }
 
 bool limit_reached(const PromptFile& f, const PromptFileOptions& o) {
-  return o.limit > 0 && static_cast<int64_t>(f.prompts.size()) >= o.limit;
+  return (o.limit > 0 && static_cast<int64_t>(f.prompts.size()) >= o.limit) ||
+         f.problems.size() >= kMaxPromptFileProblems;
+}
+
+// 0-based offset of the bracket that opens level max_depth + 1 in one JSON
+// text, or npos. Exact for JSON: brackets inside strings do not count.
+size_t find_deep_json(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// JSON for a message: short, and never throwing on odd bytes.
+std::string shown(const nlohmann::json& j) {
+  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
 }
 
 void load_tsv(const std::vector<std::string_view>& lines, const PromptFileOptions& options, PromptFile& out) {
@@ -157,17 +188,17 @@ void add_json_tags(const nlohmann::json& tags, PromptRecord& r, int line, Prompt
   if (tags.is_array()) {
     for (const auto& t : tags) {
       if (!t.is_string()) {
-        out.problems.push_back({line, 1, "\"tags\" must hold strings, got " + t.dump()});
+        out.problems.push_back({line, 1, "\"tags\" must hold strings, got " + shown(t)});
         return;
       }
       r.tags.push_back(t.get<std::string>());
     }
   } else if (tags.is_object()) {
-    for (const auto& [k, v] : tags.items()) r.tags.push_back(k + ":" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    for (const auto& [k, v] : tags.items()) r.tags.push_back(k + ":" + (v.is_string() ? v.get<std::string>() : shown(v)));
   } else if (tags.is_string()) {
     r.tags.push_back(tags.get<std::string>());
   } else {
-    out.problems.push_back({line, 1, "\"tags\" must be a list of strings or an object, got " + tags.dump()});
+    out.problems.push_back({line, 1, "\"tags\" must be a list of strings or an object, got " + shown(tags)});
   }
 }
 
@@ -178,15 +209,25 @@ void load_jsonl(const std::vector<std::string_view>& lines, const PromptFileOpti
     int line_no = static_cast<int>(n) + 1;
     std::string_view t = trim(lines[n]);
     if (t.empty() || t[0] == '#') continue;
+    if (size_t deep = find_deep_json(lines[n], kMaxJsonDepth); deep != std::string_view::npos) {
+      out.problems.push_back({line_no, static_cast<int>(deep) + 1,
+                              "JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                                  " levels deep; a prompt line needs at most 2"});
+      continue;
+    }
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(lines[n]);
     } catch (const nlohmann::json::parse_error& e) {
       out.problems.push_back({line_no, static_cast<int>(e.byte), std::string("invalid JSON: ") + e.what()});
       continue;
+    } catch (const nlohmann::json::exception& e) {
+      // out_of_range.406: a number too large for a double (1e999), found by fuzzing.
+      out.problems.push_back({line_no, 1, std::string("invalid JSON: ") + e.what()});
+      continue;
     }
     if (!j.is_object()) {
-      out.problems.push_back({line_no, 1, "expected a JSON object like {\"prompt\": \"...\"}, got " + j.dump()});
+      out.problems.push_back({line_no, 1, "expected a JSON object like {\"prompt\": \"...\"}, got " + shown(j)});
       continue;
     }
     size_t before = out.problems.size();
@@ -277,22 +318,33 @@ PromptFile load_prompt_file(const std::filesystem::path& path, const PromptFileO
       return out;
     }
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    out.problems.push_back({0, 0, "is a directory, not a prompt file"});
-    return out;
-  }
-  auto text = read_file(path);
+  auto text = read_regular_file(path, kMaxPromptFileBytes);
   if (!text.ok()) {
     out.problems.push_back({0, 0, "cannot read prompt file: " + text.status().message()});
     return out;
   }
-  std::vector<std::string_view> lines = split_lines(*text);
-  switch (format) {
+  PromptFileOptions resolved = options;
+  resolved.format = format;
+  return parse_prompt_text(*text, resolved);
+}
+
+PromptFile parse_prompt_text(std::string_view text, const PromptFileOptions& options) {
+  PromptFile out;
+  if (size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
+    TextPosition at = position_of(text, bad);
+    out.problems.push_back({at.line, at.column,
+                            describe_invalid_utf8(text, bad) +
+                                "; prompt files must be UTF-8 (convert it, e.g. `iconv -f latin1 -t utf-8`)"});
+    return out;
+  }
+  std::vector<std::string_view> lines = split_lines(text);
+  switch (options.format) {
     case PromptFormat::kTsv: load_tsv(lines, options, out); break;
     case PromptFormat::kJsonl: load_jsonl(lines, options, out); break;
     case PromptFormat::kText: load_text(lines, options, out); break;
-    case PromptFormat::kAuto: break;
+    case PromptFormat::kAuto:
+      out.problems.push_back({0, 0, "no format given for the prompt text (tsv, jsonl or txt)"});
+      return out;
   }
   if (out.problems.empty() && out.prompts.empty()) out.problems.push_back({0, 0, "holds no prompts"});
   return out;

@@ -12,6 +12,8 @@
 //           and lines starting with '#' skipped.
 //   txt   — one prompt per line; blank lines and '#' comments skipped.
 // A UTF-8 BOM and CRLF line ends are accepted. `limit` keeps the first N.
+// The file must be a regular file of at most kMaxPromptFileBytes and valid
+// UTF-8 (the first bad byte is reported with its line and column).
 //
 // Every problem is collected (file, line, column), not just the first.
 // Thread safety: pure functions that read files.
@@ -27,6 +29,13 @@
 #include "base/result.h"
 
 namespace hipq::coordinator {
+
+// Bounds on reading a prompt file (docs/manifest.md, "Limits"): its size,
+// the JSON nesting of a JSONL line ({"tags": {...}} needs 2) and how many
+// problems are collected before the rest of the file is skipped.
+inline constexpr int64_t kMaxPromptFileBytes = 64 * 1024 * 1024;
+inline constexpr int kMaxJsonDepth = 32;
+inline constexpr size_t kMaxPromptFileProblems = 100;
 
 enum class PromptFormat { kAuto, kTsv, kJsonl, kText };
 
@@ -60,6 +69,9 @@ struct PromptFile {
 // unreadable file is one problem with line 0. The returned value is always
 // usable (problems decide validity).
 PromptFile load_prompt_file(const std::filesystem::path& path, const PromptFileOptions& options);
+// The same for text already in memory; options.format must not be kAuto
+// (a problem says so). The fuzzers' entry point.
+PromptFile parse_prompt_text(std::string_view text, const PromptFileOptions& options);
 
 // "tsv" | "jsonl" | "txt" | "auto" → format; nullopt for anything else.
 std::optional<PromptFormat> parse_prompt_format(std::string_view name);

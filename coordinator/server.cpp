@@ -12,6 +12,7 @@
 #include "coordinator/manifest.h"
 #include "coordinator/preflight.h"
 #include "coordinator/query_service.h"
+#include "coordinator/query_worker.h"
 #include "db/database.h"
 #include "db/job_store.h"
 #include "db/transaction.h"
@@ -109,6 +110,7 @@ Status Server::open() {
   if (!options_.endpoint_file.empty()) {
     HIPQ_RETURN_IF_ERROR(write_file_atomic(options_.endpoint_file, endpoint_ + "\n"));
   }
+  HIPQ_ASSIGN_OR_RETURN(queries_, QueryWorker::start(context_, options_.db_path));
   grant_restart_grace();
   spdlog::info("coordinator {} listening on {} (db {}, {})", coordinator_id_, endpoint_, options_.db_path.string(),
                options_.curve ? "CURVE" : "no encryption");
@@ -143,6 +145,7 @@ Status Server::run() {
   next_lease_check_ = Clock::now();
   while (!stop_.load()) {
     std::vector<zmq::pollitem_t> items = {{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0}};
+    items.push_back({static_cast<void*>(queries_->socket()), 0, ZMQ_POLLIN, 0});
     if (auth_) items.push_back({static_cast<void*>(auth_->socket()), 0, ZMQ_POLLIN, 0});
     try {
       zmq::poll(items, next_timeout());
@@ -150,7 +153,8 @@ Status Server::run() {
       if (e.num() == EINTR) continue;
       return Status::Internal(std::string("poll failed: ") + e.what());
     }
-    turn((items[0].revents & ZMQ_POLLIN) != 0, auth_ && (items[1].revents & ZMQ_POLLIN) != 0);
+    if (items[1].revents & ZMQ_POLLIN) send_query_replies();
+    turn((items[0].revents & ZMQ_POLLIN) != 0, auth_ && (items[2].revents & ZMQ_POLLIN) != 0);
   }
   flush_outbox();
   spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates, "
@@ -183,6 +187,7 @@ void Server::turn(bool readable, bool zap_readable) {
   ++counters_.turns;
   const auto now = Clock::now();
   const bool lease_check_due = now >= next_lease_check_;
+  const int64_t failures_before = counters_.group_commit_failures;
   std::optional<db::Transaction> group;
   if (readable || (maybe_queued_ && peers_.any_wanting_work()) || lease_check_due) {
     if (auto t = db::Transaction::begin_immediate(*db_); t.ok()) {
@@ -206,7 +211,13 @@ void Server::turn(bool readable, bool zap_readable) {
         drop("message not [routing id][envelope]");
         continue;
       }
-      on_message((*m)->routing_id, (*m)->user_id, (*m)->bytes);
+      try {
+        on_message((*m)->routing_id, (*m)->user_id, (*m)->bytes);
+      } catch (const std::exception& e) {
+        // A library throwing on odd input (JSON, YAML) must cost one
+        // message, never the coordinator.
+        drop(std::string("handling it threw: ") + e.what());
+      }
     }
   }
   dispatch();
@@ -214,6 +225,7 @@ void Server::turn(bool readable, bool zap_readable) {
     ++counters_.lease_checks;
     expire_peers();
     expire_leases();
+    reclaim_stalled_leases();
     next_lease_check_ = now + std::chrono::milliseconds(250);
   }
   if (now >= next_heartbeat_) {
@@ -231,9 +243,54 @@ void Server::turn(bool readable, bool zap_readable) {
       spdlog::error("group commit failed ({} replies withheld): {}", outbox_.size(), committed.ToString());
       outbox_.clear();
       maybe_queued_ = true;
+      forget_peer_state();
     }
   }
+  const bool wrote_ok = !group || counters_.group_commit_failures == failures_before;
+  if (resync_pending_ && wrote_ok && now >= resync_not_before_) {
+    // The database is writable again: every worker introduces itself anew,
+    // saying what it really runs, and re-sends what was not acknowledged.
+    for (const auto& [rid, peer] : peers_.peers()) {
+      proto::Envelope r;
+      r.mutable_reconnect()->set_reason("coordinator lost a turn's writes; send hello");
+      send(rid, std::move(r));
+    }
+    spdlog::info("asked {} worker(s) to introduce themselves again after a failed commit", peers_.size());
+    resync_pending_ = false;
+  }
   flush_outbox();
+}
+
+void Server::forget_peer_state() {
+  // What this turn did to peers (jobs handed out, credit spent, reports
+  // taken) is gone with its transaction, and what they were told was
+  // withheld: nothing in memory can be trusted over the database now. Each
+  // peer waits, holding no job and asking for none, for the hello a
+  // Reconnect will ask it for; leases the database has for it that the hello
+  // does not claim are then given back unstarted.
+  for (const auto& [rid, peer] : peers_.peers()) {
+    Peer* p = peers_.find(rid);
+    p->credit = 0;
+    p->running_job_id = 0;
+    p->running_attempt = 0;
+    p->progress_step = p->progress_steps = 0;
+    p->resyncing = true;
+  }
+  resync_pending_ = true;
+  resync_not_before_ = Clock::now() + std::chrono::milliseconds(250);
+}
+
+void Server::send_query_replies() {
+  // Answers read from committed data only: nothing to withhold, so they
+  // leave at once rather than with the turn's replies.
+  while (auto reply = queries_->next_reply()) {
+    try {
+      router_.send(zmq::buffer(reply->first), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_.send(zmq::buffer(reply->second), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      spdlog::debug("send of a query reply failed: {}", e.what());
+    }
+  }
 }
 
 void Server::drop(const std::string& why) {
@@ -331,32 +388,66 @@ void Server::set_worker_state(const Peer& peer, const char* state) {
 }
 
 void Server::on_hello(const std::string& routing_id, const std::string& user_id, const proto::WorkerHello& m) {
-  Peer& peer = peers_.upsert(routing_id, m.worker_id());
   auto now = Clock::now();
+  Peer* same = peers_.find(routing_id);
+  if (same != nullptr && same->worker_id != m.worker_id()) {
+    drop("hello naming worker " + m.worker_id() + " on the connection of worker " + same->worker_id);
+    return;
+  }
+  if (same == nullptr) {
+    // Identity is the connection: a worker id that another live connection
+    // holds is not handed over on someone's word (a forged hello could then
+    // report for that worker's jobs). The other connection falls silent and
+    // is expired within the liveness window if its worker really is gone;
+    // the newcomer's next message then gets a Reconnect and its hello
+    // succeeds.
+    if (Peer* holder = peers_.find_worker(m.worker_id()); holder != nullptr) {
+      drop("hello naming worker " + m.worker_id() + ", which is connected on another connection" +
+           (holder->user_id.empty() ? "" : " (identity " + holder->user_id + ")") +
+           (user_id.empty() ? "" : "; this one is " + user_id));
+      return;
+    }
+  }
+  const bool repeated = same != nullptr;
+  Peer& peer = repeated ? *same : peers_.upsert(routing_id, m.worker_id());
   peer.user_id = user_id;
   peer.info = m;
   peer.last_seen = now;
-  peer.connected_at = now;
-  peer.credit = 0;
-  peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
-  peer.running_job_id = 0;
-  peer.running_attempt = 0;
+  if (!repeated) {
+    peer.connected_at = now;
+    peer.credit = 0;
+    peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
+    peer.running_job_id = 0;
+    peer.running_attempt = 0;
+  }
+  // A repeated hello on one connection (it sent several while reconnecting)
+  // changes nothing it holds: a job handed to it in between is still its job,
+  // and it is not offered a second one.
   double wall = db::wall_clock_seconds();
-  Status s = store_->upsert_worker(to_worker_record(m, m.running_job_id() ? "busy" : "idle"), wall);
+  const bool busy = m.running_job_id() > 0 || peer.running_job_id > 0;
+  Status s = store_->upsert_worker(to_worker_record(m, busy ? "busy" : "idle"), wall);
   if (!s.ok()) spdlog::warn("worker {}: cannot record it: {}", m.worker_id(), s.ToString());
-  spdlog::info("worker {} connected ({} {} device {}{})", m.worker_id(), m.backend(), m.device_name(),
-               m.device_index(), user_id.empty() ? "" : ", identity " + user_id);
+  if (!repeated) {
+    spdlog::info("worker {} connected ({} {} device {}{})", m.worker_id(), m.backend(), m.device_name(),
+                 m.device_index(), user_id.empty() ? "" : ", identity " + user_id);
+  }
   proto::Envelope w;
   w.mutable_welcome()->set_coordinator_id(coordinator_id_);
   w.mutable_welcome()->set_heartbeat_ms(static_cast<int32_t>(options_.heartbeat.count()));
   w.mutable_welcome()->set_heartbeat_liveness(options_.liveness);
   send(routing_id, std::move(w));
-  if (m.running_job_id() > 0) {
+  if (peer.resyncing) {
+    peer.resyncing = false;
+    give_back_unclaimed_leases(peer, m);
+  }
+  if (m.running_job_id() > 0 &&
+      (m.running_job_id() != peer.running_job_id || m.running_attempt() != peer.running_attempt)) {
     Status ext = store_->extend_lease(m.running_job_id(), m.running_attempt(), m.worker_id(), wall,
                                       options_.lease_seconds);
     if (ext.ok()) {
       peer.running_job_id = m.running_job_id();
       peer.running_attempt = m.running_attempt();
+      peer.last_progress = now;
     } else {
       // Its lease is gone (expired, cancelled): the work would be dropped.
       spdlog::info("worker {} runs job {} attempt {} whose lease ended ({}); telling it to stop", m.worker_id(),
@@ -369,8 +460,31 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
   }
 }
 
+void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHello& m) {
+  auto leases = store_->list_leases();
+  if (!leases.ok()) {
+    spdlog::warn("worker {}: cannot list its leases: {}", peer.worker_id, leases.status().ToString());
+    return;
+  }
+  for (const auto& l : *leases) {
+    if (l.worker_id != peer.worker_id) continue;
+    if (l.job_id == m.running_job_id() && l.attempt == m.running_attempt()) continue;
+    Status s = store_->return_lease(l.job_id, l.attempt, l.worker_id, db::wall_clock_seconds());
+    if (s.ok()) {
+      ++counters_.leases_returned;
+      maybe_queued_ = true;
+      spdlog::info("worker {} never received job {} attempt {}; queued again (not counted as an attempt)",
+                   peer.worker_id, l.job_id, l.attempt);
+    }
+  }
+}
+
 void Server::on_ready(Peer& peer, const proto::Ready& m) {
-  peer.credit = m.credit();
+  if (peer.resyncing) return;  // its hello comes first (forget_peer_state)
+  // A worker asks only when idle, after its report (same connection, same
+  // order): a Ready while it holds a job is not a request for a second one.
+  if (peer.running_job_id != 0) return;
+  peer.credit = std::min(m.credit(), kMaxCredit);
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
@@ -385,11 +499,27 @@ void Server::on_heartbeat(Peer& peer, const proto::Heartbeat& m) {
 
 void Server::on_progress(Peer& peer, const proto::Progress& m) {
   if (m.job_id() != peer.running_job_id) return;
+  peer.last_progress = Clock::now();
   peer.progress_step = m.step();
   peer.progress_steps = m.steps();
 }
 
 void Server::on_result(Peer& peer, const proto::JobResult& m) {
+  if (auto job = store_->get_job(m.job_id()); job.ok()) {
+    if (Status where = check_result_outputs(m, job->output_dir); !where.ok()) {
+      // Only the lease holder gets here; it recorded nothing we could trust.
+      spdlog::error("worker {}: result of job {} attempt {} refused: {}", peer.worker_id, m.job_id(), m.attempt(),
+                    where.message());
+      proto::JobError e;
+      e.set_job_id(m.job_id());
+      e.set_attempt(m.attempt());
+      e.set_code("InvalidArgument");
+      e.set_message("result refused: " + where.message());
+      e.set_retryable(true);
+      on_error(peer, e);
+      return;
+    }
+  }
   Status s = store_->record_result(to_db_result(m, peer.worker_id), db::wall_clock_seconds());
   bool ack = true;
   if (s.ok()) {
@@ -433,6 +563,10 @@ void Server::fail_batch_of(int64_t job_id, const std::string& error) {
 }
 
 void Server::on_error(Peer& peer, const proto::JobError& m) {
+  if (m.not_started()) {
+    on_returned(peer, m);
+    return;
+  }
   auto r = store_->record_failure(m.job_id(), m.attempt(), peer.worker_id, m.code() + ": " + m.message(),
                                   m.retryable(), db::wall_clock_seconds());
   bool ack = true;
@@ -462,6 +596,28 @@ void Server::on_error(Peer& peer, const proto::JobError& m) {
   }
 }
 
+void Server::on_returned(Peer& peer, const proto::JobError& m) {
+  Status s = store_->return_lease(m.job_id(), m.attempt(), peer.worker_id, db::wall_clock_seconds());
+  if (s.ok()) {
+    ++counters_.leases_returned;
+    maybe_queued_ = true;
+    spdlog::info("worker {} gave back job {} attempt {} unstarted ({}); it does not count as an attempt",
+                 peer.worker_id, m.job_id(), m.attempt(), m.message());
+  } else if (s.code() != StatusCode::kFailedPrecondition && s.code() != StatusCode::kNotFound &&
+             s.code() != StatusCode::kAlreadyExists) {
+    spdlog::error("cannot give back job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
+    return;  // no ack: the worker re-sends it
+  }
+  if (peer.running_job_id == m.job_id() && peer.running_attempt == m.attempt()) {
+    peer.running_job_id = 0;
+    peer.running_attempt = 0;
+  }
+  proto::Envelope a;
+  a.mutable_report_ack()->set_job_id(m.job_id());
+  a.mutable_report_ack()->set_attempt(m.attempt());
+  send(peer.routing_id, std::move(a));
+}
+
 void Server::on_goodbye(Peer& peer, const proto::Goodbye& m) {
   spdlog::info("worker {} left: {}", peer.worker_id, m.reason());
   auto released = store_->release_worker_leases(peer.worker_id, "worker left: " + m.reason(), db::wall_clock_seconds());
@@ -475,7 +631,7 @@ void Server::dispatch() {
   for (const std::string& rid : peers_.wanting_work()) {
     Peer* peer = peers_.find(rid);
     if (!peer) continue;
-    while (peer->credit > 0) {
+    while (peer->credit > 0 && peer->running_job_id == 0) {
       auto leased = store_->lease_next(peer->worker_id, peer->loaded_models, db::wall_clock_seconds(),
                                        options_.lease_seconds);
       if (!leased.ok()) {
@@ -493,6 +649,7 @@ void Server::dispatch() {
       --peer->credit;
       peer->running_job_id = job.job.id;
       peer->running_attempt = job.attempt;
+      peer->last_progress = Clock::now();
       peer->progress_step = 0;
       peer->progress_steps = job.job.steps;
       ++counters_.assignments;
@@ -534,6 +691,37 @@ void Server::expire_leases() {
   if (!expired->empty()) maybe_queued_ = true;
 }
 
+void Server::reclaim_stalled_leases() {
+  if (options_.stall_seconds <= 0) return;
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.stall_seconds));
+  const auto now = Clock::now();
+  std::vector<std::string> stalled;
+  for (const auto& [rid, p] : peers_.peers()) {
+    if (p.running_job_id != 0 && now - p.last_progress > limit) stalled.push_back(rid);
+  }
+  for (const std::string& rid : stalled) {
+    Peer* p = peers_.find(rid);
+    Status s = store_->return_lease(p->running_job_id, p->running_attempt, p->worker_id, db::wall_clock_seconds());
+    if (!s.ok() && s.code() != StatusCode::kFailedPrecondition && s.code() != StatusCode::kNotFound) {
+      spdlog::error("cannot take back stalled job {}: {}", p->running_job_id, s.ToString());
+      continue;
+    }
+    if (s.ok()) {
+      ++counters_.leases_returned;
+      maybe_queued_ = true;
+      spdlog::warn("worker {}: job {} attempt {} made no progress in {:.0f} s; taken back (not counted as an attempt)",
+                   p->worker_id, p->running_job_id, p->running_attempt, options_.stall_seconds);
+    }
+    proto::Envelope c;
+    c.mutable_cancel()->set_job_id(p->running_job_id);
+    c.mutable_cancel()->set_attempt(p->running_attempt);
+    send(rid, std::move(c));
+    p->running_job_id = 0;
+    p->running_attempt = 0;
+    p->progress_step = p->progress_steps = 0;
+  }
+}
+
 void Server::send_heartbeats() {
   for (const auto& [rid, peer] : peers_.peers()) {
     proto::Envelope hb;
@@ -552,7 +740,12 @@ void Server::on_client(const std::string& routing_id, const proto::Envelope& req
     case proto::Envelope::kCancelRequest: reply = on_cancel(request.cancel_request()); break;
     case proto::Envelope::kWorkers: reply = on_workers(request.workers()); break;
     case proto::Envelope::kDrainRequest: reply = on_drain(request.drain_request()); break;
-    case proto::Envelope::kQuery: reply = on_query(request.query()); break;
+    case proto::Envelope::kQuery:
+      if (queries_->submit(routing_id, request)) return;  // answered from the query thread
+      reply = error_reply(Status::Unavailable("the coordinator is answering " +
+                                              std::to_string(QueryWorker::kMaxPending) +
+                                              " queries already; try again shortly"));
+      break;
     default: return;
   }
   reply.set_request_id(request.request_id());
@@ -668,30 +861,6 @@ proto::Envelope Server::on_drain(const proto::DrainRequest& m) {
   }
   proto::Envelope e;
   e.mutable_drain_reply()->set_draining(n);
-  return e;
-}
-
-proto::Envelope Server::on_query(const proto::QueryRequest& m) {
-  proto::Envelope e;
-  auto* reply = e.mutable_query_reply();
-  nlohmann::json args = nlohmann::json::object();
-  if (!m.args_json().empty()) {
-    try {
-      args = nlohmann::json::parse(m.args_json());
-    } catch (const nlohmann::json::exception& ex) {
-      reply->set_ok(false);
-      reply->set_error(std::string("query args are not JSON: ") + ex.what());
-      return e;
-    }
-  }
-  auto r = run_query(*db_, m.kind(), args);
-  if (!r.ok()) {
-    reply->set_ok(false);
-    reply->set_error(r.status().ToString());
-  } else {
-    reply->set_ok(true);
-    reply->set_result_json(r->dump());
-  }
   return e;
 }
 

@@ -18,7 +18,16 @@
 // (coordinator/curve_auth.h) admits only listed public keys; worker messages
 // need the "worker" role and client calls the "client" role, checked on the
 // authenticated identity of the connection. A message that does not parse or
-// validate is counted and dropped (dropped_messages()), never fatal.
+// validate is counted and dropped (dropped_messages()), never fatal; so is one
+// whose handler throws.
+//
+// Identity: a worker id belongs to the one live connection whose hello named
+// it first; a hello naming it from another connection is dropped until that
+// one is expired (docs/protocol.md, "Identity is the connection"). Reports
+// are attributed to the connection's worker, never to ids they carry.
+// After a failed group commit the in-memory view of every peer is dropped
+// and rebuilt from fresh hellos (forget_peer_state). Queries run on a
+// QueryWorker thread with a read-only connection, never in a turn.
 //
 // Ownership: owns its sockets and database connection; borrows the context.
 // Thread safety: create, run and the accessors on one thread; request_stop()
@@ -53,6 +62,8 @@ class JobStore;
 
 namespace hipq::coordinator {
 
+class QueryWorker;
+
 struct CurveServerConfig {
   proto::CurveKeyPair server_keys;       // secret key required
   proto::AuthorizedKeys authorized;      // allow-list of client/worker keys
@@ -73,6 +84,11 @@ struct ServerOptions {
   std::chrono::milliseconds heartbeat = proto::kHeartbeatInterval;
   int liveness = proto::kHeartbeatLiveness;
   double lease_seconds = proto::kLeaseSeconds;
+  // A lease whose job sent no progress for this long (heartbeats alone do
+  // not count) is taken back unstarted: queued again, attempt not counted,
+  // the worker told to cancel. 0 = never. Loading a large model sends no
+  // progress, so this is minutes, not seconds.
+  double stall_seconds = 600;
 };
 
 // Counters for logs, `hipq workers` and the benchmark.
@@ -84,6 +100,7 @@ struct ServerCounters {
   int64_t results_duplicate = 0;    // late or repeated, dropped
   int64_t failures_recorded = 0;
   int64_t leases_expired = 0;
+  int64_t leases_returned = 0;       // given back unstarted (busy, draining) or stalled: no attempt counted
   int64_t turns = 0;                 // poll-loop turns
   int64_t lease_checks = 0;          // turns that ran the peer/lease expiry check
   int64_t group_commits = 0;         // turns that could write: one transaction each
@@ -123,6 +140,9 @@ class Server {
   // A configuration error of one job (JobError.configuration): the queued
   // jobs of its batch fail at once with `error` named as their reason.
   void fail_batch_of(int64_t job_id, const std::string& error);
+  void on_returned(Peer& peer, const proto::JobError& m);
+  void give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHello& m);
+  void forget_peer_state();
   void on_goodbye(Peer& peer, const proto::Goodbye& m);
   void on_client(const std::string& routing_id, const proto::Envelope& request);
   proto::Envelope on_submit(const proto::SubmitRequest& m);
@@ -130,16 +150,17 @@ class Server {
   proto::Envelope on_cancel(const proto::CancelRequest& m);
   proto::Envelope on_workers(const proto::WorkersRequest& m);
   proto::Envelope on_drain(const proto::DrainRequest& m);
-  proto::Envelope on_query(const proto::QueryRequest& m);
 
   void dispatch();
   void expire_peers();
   void expire_leases();
+  void reclaim_stalled_leases();
   void send_heartbeats();
   void grant_restart_grace();
   void drop(const std::string& why);
   void send(const std::string& routing_id, proto::Envelope envelope);
   void flush_outbox();
+  void send_query_replies();
   std::chrono::milliseconds next_timeout() const;
   void set_worker_state(const Peer& peer, const char* state);
 
@@ -150,6 +171,7 @@ class Server {
   std::string endpoint_;
   std::unique_ptr<db::Database> db_;
   std::unique_ptr<db::JobStore> store_;
+  std::unique_ptr<QueryWorker> queries_;
   DispatchSettings dispatch_settings_;
   PeerTable peers_;
   std::vector<std::pair<std::string, std::string>> outbox_;  // routing id, encoded envelope
@@ -157,6 +179,8 @@ class Server {
   bool maybe_queued_ = true;       // false once lease_next found nothing; set by submit/requeue
   SteadyTime next_heartbeat_{};
   SteadyTime next_lease_check_{};
+  bool resync_pending_ = false;    // a commit failed: ask every worker for a fresh hello
+  SteadyTime resync_not_before_{};
   ServerCounters counters_;
   std::string coordinator_id_;
 };

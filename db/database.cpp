@@ -1,6 +1,9 @@
 #include "db/database.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <utility>
@@ -40,6 +43,20 @@ Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& pa
   std::error_code ec;
   if (options.must_exist && !std::filesystem::exists(path, ec)) {
     return Status::NotFound("database " + path.string() + " does not exist");
+  }
+  if (!options.read_only && !options.must_exist) {
+    // The job history is private (prompts, paths, worker names): create the
+    // file 0600 before SQLite does (its -wal and -shm take the database
+    // file's mode), and take group/other bits off one created by an older
+    // build. A group may be given read access on purpose (docs/operations.md).
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat st {};
+      if (::fstat(fd, &st) == 0 && (st.st_mode & (S_IWGRP | S_IRWXO)) != 0) {
+        (void)::fchmod(fd, st.st_mode & 0740);
+      }
+      ::close(fd);
+    }
   }
   int flags = SQLITE_OPEN_FULLMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;

@@ -657,6 +657,32 @@ Result<FailureOutcome> JobStore::record_failure(int64_t job_id, int attempt, std
   return out;
 }
 
+Status JobStore::return_lease(int64_t job_id, int attempt, std::string_view worker_id, double now) {
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  HIPQ_ASSIGN_OR_RETURN(LeaseRow r, read_lease_row(db_, job_id));
+  HIPQ_RETURN_IF_ERROR(check_current_lease(db_, job_id, attempt, worker_id, r));
+  // The attempt never ran: it leaves no row, and the next lease reuses its number.
+  {
+    static constexpr char kDeleteUnstartedAttempt[] =
+        "DELETE FROM attempts WHERE job_id = ? AND attempt = ? AND state = 'running'";
+    Statement s = db_.prepare_cached(kDeleteUnstartedAttempt);
+    s.bind_int64(0, job_id);
+    s.bind_int(1, attempt);
+    HIPQ_RETURN_IF_ERROR(s.run());
+  }
+  {
+    static constexpr char kRequeueReturned[] =
+        "UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_worker = NULL, lease_deadline = NULL, "
+        "updated_at = ? WHERE id = ? AND state = 'leased' AND attempts = ?";
+    Statement s = db_.prepare_cached(kRequeueReturned);
+    s.bind_double(0, now);
+    s.bind_int64(1, job_id);
+    s.bind_int(2, attempt);
+    HIPQ_RETURN_IF_ERROR(s.run());
+  }
+  return txn.commit();
+}
+
 Result<std::vector<FailureOutcome>> JobStore::expire_leases(double now) {
   // Called every poll-loop turn: a plain read first, so the usual "nothing
   // expired" takes no write lock.

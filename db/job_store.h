@@ -101,6 +101,12 @@ class JobStore {
   Result<FailureOutcome> record_failure(int64_t job_id, int attempt, std::string_view worker_id,
                                         std::string_view error, bool retryable, double now);
 
+  // Gives back a lease whose job never started (the worker refused it as
+  // busy or draining, or held it without any progress): the job is queued
+  // again and the attempt is undone — no attempts row, attempts - 1 — so it
+  // does not count against max_attempts. Same lease checks as record_result.
+  Status return_lease(int64_t job_id, int attempt, std::string_view worker_id, double now);
+
   // Ends every lease with deadline < now as expired ("lease expired at T"),
   // requeueing or killing each job by the rules above. Returns what changed,
   // ordered by job id.

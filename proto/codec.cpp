@@ -109,7 +109,7 @@ Status validate(const Envelope& e) {
       return check_id("cancel", "job_id", e.cancel().job_id());
     case Envelope::kSubmit:
       if (e.submit().manifest_path().empty()) return field_error("submit", "manifest_path", "must not be empty");
-      HIPQ_RETURN_IF_ERROR(check_len("submit", "manifest_text", e.submit().manifest_text(), 8 * 1024 * 1024));
+      HIPQ_RETURN_IF_ERROR(check_len("submit", "manifest_text", e.submit().manifest_text(), kMaxManifestBytes));
       return check_len("submit", "manifest_path", e.submit().manifest_path(), kMaxPathBytes);
     case Envelope::kStatus:
       if (e.status().batch_id() < 0) return field_error("status", "batch_id", "must be >= 0");

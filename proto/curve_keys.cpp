@@ -1,5 +1,7 @@
 #include "proto/curve_keys.h"
 
+#include <map>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,6 +134,9 @@ Result<AuthorizedKeys> read_authorized_keys(const std::filesystem::path& path) {
   std::string line;
   int lineno = 0;
   std::string problems;
+  // Roles belong to keys, and the name is what a connection is known by:
+  // two keys under one name would let one borrow the other's roles.
+  std::map<std::string, int> name_line;
   while (std::getline(in, line)) {
     ++lineno;
     // Z85 keys may contain '#': only a line starting with it is a comment.
@@ -164,6 +169,11 @@ Result<AuthorizedKeys> read_authorized_keys(const std::filesystem::path& path) {
     }
     if (keys.count(key)) {
       problems += where + "key listed twice\n";
+      continue;
+    }
+    if (auto [it, fresh] = name_line.emplace(name, lineno); !fresh) {
+      problems += where + "name \"" + name + "\" already names another key on line " + std::to_string(it->second) +
+                  "; give each key its own name\n";
       continue;
     }
     keys.emplace(key, std::move(entry));

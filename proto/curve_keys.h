@@ -8,6 +8,8 @@
 //   <Z85 public key> <name> [roles]     roles: comma list of worker,client
 //   (default both); a line starting with '#' is a comment; blank lines ignored.
 // The name is the ZAP user id: the identity the coordinator authorises by.
+// Names are unique (a second key under a name already used is refused with
+// both line numbers), so a name stands for exactly one key and its roles.
 // Keys are 40-character Z85 strings (32-byte Curve25519 keys).
 // Errors: IOError / NotFound naming the file; InvalidArgument naming
 // file:line and what is wrong. Thread safety: pure functions.

@@ -25,6 +25,9 @@ inline constexpr std::chrono::milliseconds kReconnectMax{32000};
 // ZMQ_MAXMSGSIZE on every socket: no legitimate message comes near it.
 inline constexpr int64_t kMaxMessageBytes = 16 * 1024 * 1024;
 
+// SubmitRequest.manifest_text at most (coordinator/manifest.h uses the same).
+inline constexpr int64_t kMaxManifestBytes = 8 * 1024 * 1024;
+
 // Default coordinator endpoint for clients and workers on the same machine.
 inline constexpr const char* kDefaultEndpoint = "tcp://127.0.0.1:5555";
 

@@ -216,6 +216,7 @@ void Worker::on_coordinator(const proto::Envelope& e) {
         err.mutable_error()->set_code("Unavailable");
         err.mutable_error()->set_message(draining_ ? "worker is draining" : "worker is busy with another job");
         err.mutable_error()->set_retryable(true);
+        err.mutable_error()->set_not_started(true);
         send_report(err, a.job_id(), a.attempt());
         return;
       }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -155,8 +156,11 @@ inline std::unique_ptr<Process> start_coordinator(const fs::path& dir, const std
                                                   std::vector<std::string> extra = {}) {
   fs::path ep_file = dir / (tag + ".endpoint");
   fs::remove(ep_file);
-  std::vector<std::string> args = {"coordinator", "--db", (dir / "hipq.db").string(), "--bind", bind,
-                                   "--endpoint-file", ep_file.string()};
+  std::vector<std::string> args = {"coordinator", "--bind", bind, "--endpoint-file", ep_file.string()};
+  // `extra` may name another database (--db); the default is dir/hipq.db.
+  if (std::find(extra.begin(), extra.end(), "--db") == extra.end()) {
+    args.insert(args.end(), {"--db", (dir / "hipq.db").string()});
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   auto p = std::make_unique<Process>(args, dir / tag);
   bool ok = wait_until([&] { return fs::exists(ep_file) || !p->running(); }, std::chrono::seconds(10));

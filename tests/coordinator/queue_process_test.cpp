@@ -106,6 +106,9 @@ TEST_F(QueueProcessTest, CoordinatorKilledAndRestartedMidBatchLosesAndDoublesNot
   EXPECT_EQ(query_int(db(), "SELECT state = 'done' FROM batches WHERE id = 1"), 1);
   // Every result belongs to an attempt that ended done, one per job.
   EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE state = 'done'"), 32);
+  // Reconnecting workers say hello several times; none is handed a second
+  // job while it runs one, so no attempt is lost to "busy".
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE error LIKE '%busy%'"), 0);
 }
 
 TEST_F(QueueProcessTest, CancelBatchStopsQueuedAndRunningJobs) {

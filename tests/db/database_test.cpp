@@ -1,6 +1,10 @@
 #include "db/database.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "db/statement.h"
 #include "tests/db/test_util.h"
@@ -24,6 +28,31 @@ TEST(DatabaseTest, OpenFileAppliesPragmas) {
   EXPECT_EQ(pragma("PRAGMA synchronous"), "2");  // FULL
   EXPECT_EQ(pragma("PRAGMA foreign_keys"), "1");
   EXPECT_EQ(pragma("PRAGMA busy_timeout"), "10000");
+}
+
+// The database and its -wal/-shm hold every prompt and path: owner only,
+// whatever the umask, and an older world-readable file is tightened.
+TEST(DatabaseTest, FileAndItsWalAndShmAreCreatedOwnerOnly) {
+  TempDir dir;
+  mode_t old = ::umask(022);
+  {
+    auto db = Database::open_and_migrate(dir.path() / "a.db");
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    for (const char* name : {"a.db", "a.db-wal", "a.db-shm"}) {
+      auto p = dir.path() / name;
+      ASSERT_TRUE(std::filesystem::exists(p)) << name;
+      EXPECT_EQ(std::filesystem::status(p).permissions() & std::filesystem::perms::all,
+                std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+          << name;
+    }
+  }
+  std::filesystem::path legacy = dir.path() / "legacy.db";
+  { std::ofstream(legacy) << ""; }
+  std::filesystem::permissions(legacy, std::filesystem::perms(0666));
+  ASSERT_TRUE(Database::open(legacy).ok());
+  EXPECT_EQ(std::filesystem::status(legacy).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::group_read);
+  ::umask(old);
 }
 
 TEST(DatabaseTest, OpenInMemoryHasForeignKeys) {

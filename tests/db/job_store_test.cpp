@@ -367,6 +367,28 @@ TEST_F(JobStoreTest, FailureRequeuesUntilMaxAttemptsThenDeadKeepingEveryError) {
   EXPECT_FALSE(none->has_value());
 }
 
+// A worker that refuses a job unstarted (busy, draining) must not bring it
+// closer to dead: with max_attempts 1, a hundred refusals still leave it
+// queued, and the next real attempt is attempt 1.
+TEST_F(JobStoreTest, ReturnedLeaseRequeuesWithoutCountingAnAttempt) {
+  int64_t b = insert(make_batch(1, 0, /*max_attempts=*/1));
+  for (int i = 0; i < 100; ++i) {
+    LeasedJob l = lease("busy", kT0 + i);
+    ASSERT_EQ(l.attempt, 1);
+    ASSERT_TRUE(store_->return_lease(l.job.id, l.attempt, "busy", kT0 + i + 0.5).ok());
+  }
+  auto jobs = store_->list_jobs(b);
+  EXPECT_EQ((*jobs)[0].state, JobState::kQueued);
+  EXPECT_EQ((*jobs)[0].attempts, 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM attempts"), 0);
+  LeasedJob l = lease("w1", kT0 + 200);
+  EXPECT_EQ(l.attempt, 1);
+  // Only the holder of the current lease may give it back.
+  EXPECT_EQ(store_->return_lease(l.job.id, l.attempt, "other", kT0 + 201).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store_->record_result(result_for(l), kT0 + 202).ok());
+  EXPECT_EQ(store_->return_lease(l.job.id, l.attempt, "w1", kT0 + 203).code(), StatusCode::kAlreadyExists);
+}
+
 TEST_F(JobStoreTest, NonRetryableFailureEndsJobFailed) {
   insert(make_batch(2));
   LeasedJob l = lease("w1");

@@ -63,6 +63,20 @@ TEST_F(CurveKeysTest, AuthorizedKeysReportEveryBadLineWithItsNumber) {
   EXPECT_NE(s.message().find("bad:3: unknown role"), std::string::npos) << s.message();
 }
 
+// Roles belong to keys: a second key under a name already used would make
+// the name (the ZAP user id) stand for two keys with different roles.
+TEST_F(CurveKeysTest, AuthorizedKeysRefuseANameGivenToTwoKeysWithBothLines) {
+  auto a = generate_curve_key_pair();
+  auto b = generate_curve_key_pair();
+  std::ofstream(dir / "dup") << "# two keys, one name\n"
+                             << a->public_key << " shared client\n"
+                             << b->public_key << " shared worker\n";
+  Status s = read_authorized_keys(dir / "dup").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dup:3: name \"shared\" already names another key on line 2"), std::string::npos)
+      << s.message();
+}
+
 TEST(Z85, RecognisesFortyCharacterKeys) {
   EXPECT_TRUE(is_z85_key("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"));
   EXPECT_FALSE(is_z85_key("short"));

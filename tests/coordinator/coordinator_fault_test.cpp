@@ -1,0 +1,162 @@
+// The coordinator under faults of its own machine, with real processes: the
+// database's disk filling up and coming back (a small tmpfs; needs root to
+// mount, skips otherwise), and long queries beside the write loop. Each test
+// prints one "[ figures  ]" line.
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "db/database.h"
+#include "db/statement.h"
+#include "tests/base/test_strings.h"
+#include "tests/coordinator/process_harness.h"
+#include "tests/coordinator/raw_peer.h"
+
+namespace hipq::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int64_t query_int(const fs::path& db_path, const std::string& sql) {
+  auto db = db::Database::open(db_path);
+  if (!db.ok()) return -1;
+  db::Statement s = (*db)->prepare(sql);
+  auto row = s.step();
+  if (!row.ok() || !*row) return -1;
+  return s.column_int64(0);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const fs::path& dir, const char* size) : dir_(dir) {
+    fs::create_directories(dir);
+    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+};
+
+// Writes until the file system says ENOSPC; returns the bytes written.
+int64_t fill(const fs::path& file) {
+  FILE* f = std::fopen(file.c_str(), "wb");
+  if (!f) return 0;
+  std::string chunk(64 * 1024, 'x');
+  int64_t n = 0;
+  while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size()) {
+    if (std::fflush(f) != 0) break;
+    n += static_cast<int64_t>(chunk.size());
+  }
+  std::fclose(f);
+  return n;
+}
+
+TEST(CoordinatorFaultTest, DatabaseDiskFullForSecondsThenBackLosesNothingAndTheQueueMovesAgain) {
+  TempDir tmp;
+  SmallTmpfs dbfs(tmp.path() / "dbfs", "16m");
+  if (!dbfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  const fs::path db = tmp.path() / "dbfs" / "hipq.db";
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep, "tcp://127.0.0.1:*",
+                                 {"--db", db.string(), "--golden-dir", (tmp.path() / "goldens").string()});
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:20ms"));
+  }
+  fs::path manifest = write_sleep_manifest(tmp.path(), "full", 30, 20);  // 600 jobs
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto done = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); };
+  ASSERT_TRUE(wait_until([&] { return done() >= 50; }, 30s)) << coord->err();
+  int64_t filled = fill(tmp.path() / "dbfs" / "filler");
+  std::this_thread::sleep_for(4s);
+  int64_t done_while_full = done();
+  fs::remove(tmp.path() / "dbfs" / "filler");
+  auto back = Clock::now();
+  // Within a few seconds of space returning, jobs finish again.
+  ASSERT_TRUE(wait_until([&] { return done() > done_while_full + 20; }, 20s))
+      << "queue stalled after the disk came back: " << done() << " done\n"
+      << coord->err().substr(0, 20000);
+  double resume_s = seconds_since(back);
+  ASSERT_TRUE(wait_until([&] { return done() == 600; }, 90s)) << done() << " done\n" << coord->err().substr(0, 20000);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results"), 600);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(DISTINCT job_id) FROM results"), 600);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done'"), 600);
+  auto h = db::Database::open(db);
+  ASSERT_TRUE(h.ok());
+  db::Statement ic = (*h)->prepare("PRAGMA integrity_check");
+  ASSERT_TRUE(ic.step().ok());
+  EXPECT_EQ(ic.column_text(0), "ok");
+  const std::string log = coord->err();
+  size_t failures = 0;
+  for (size_t p = log.find("group commit failed"); p != std::string::npos; p = log.find("group commit failed", p + 1)) {
+    ++failures;
+  }
+  EXPECT_GT(failures, 0u) << "the fault did not bite: no commit failed";
+  std::cout << "[ figures  ] db disk full 4 s (" << filled / 1024 << " KiB filler): jobs 600, failed commits "
+            << failures << ", lost 0, doubled 0, resumed " << resume_s << " s after space returned\n";
+}
+
+TEST(CoordinatorFaultTest, ALongQueryDoesNotDelayHeartbeats) {
+  TempDir tmp;
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:1ms"));
+  fs::path manifest = write_sleep_manifest(tmp.path(), "many", 20, 20);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep, "--wait"}), 0);
+  workers.clear();
+  RawPeer probe(ep);
+  proto::Envelope hello;
+  hello.mutable_hello()->set_worker_id("probe");
+  hello.mutable_hello()->set_backend("sleep");
+  probe.send(hello);
+  ASSERT_TRUE(probe.recv(3s, proto::Envelope::kWelcome).has_value());
+  std::atomic<bool> query_done{false};
+  double query_s = 0;
+  bool query_ok = false;
+  std::thread client([&] {
+    RawPeer c(ep);
+    proto::Envelope q;
+    q.mutable_query()->set_kind("stats");
+    q.mutable_query()->set_args_json(R"({"resamples": 100000, "group_by": ["model", "steps", "host", "gpu"]})");
+    auto t0 = Clock::now();
+    auto r = c.call(q, 120s);
+    query_s = seconds_since(t0);
+    query_ok = r && r->has_query_reply() && r->query_reply().ok();
+    query_done = true;
+  });
+  double max_gap = 0;
+  auto last = Clock::now();
+  while (!query_done.load()) {
+    if (probe.recv(100ms, proto::Envelope::kHeartbeat)) {
+      max_gap = std::max(max_gap, seconds_since(last));
+      last = Clock::now();
+      proto::Envelope hb;
+      hb.mutable_heartbeat();
+      probe.send(hb);
+    }
+  }
+  client.join();
+  max_gap = std::max(max_gap, seconds_since(last));
+  EXPECT_TRUE(query_ok);
+  std::cout << "[ figures  ] stats query of " << query_s << " s: longest heartbeat gap " << max_gap << " s\n";
+  ASSERT_GT(query_s, 2.0) << "the query is too quick to tell";
+  EXPECT_LT(max_gap, 1.6) << "heartbeats (every 1 s) waited for the query";
+}
+
+}  // namespace
+}  // namespace hipq::testing
