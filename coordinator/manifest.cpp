@@ -15,6 +15,7 @@
 
 #include "base/fs.h"
 #include "base/utf8.h"
+#include "coordinator/yaml_guard.h"
 #include "coordinator/prompt_sources.h"
 
 namespace hipq::coordinator {
@@ -967,6 +968,12 @@ Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path
     TextPosition at = position_of(text, bad);
     p.at(m.path.string(), at.line, at.column, "manifest",
          describe_invalid_utf8(text, bad) + "; a manifest must be UTF-8 (convert it, e.g. `iconv -f latin1 -t utf-8`)");
+    return p.status();
+  }
+  if (size_t comma = find_block_flow_entry(text); comma != std::string_view::npos) {
+    TextPosition at = position_of(text, comma);
+    p.at(m.path.string(), at.line, at.column, "yaml",
+         "',' outside a [...] or {...} list; quote the value (\"a, b\") if the comma belongs to it");
     return p.status();
   }
   try {
