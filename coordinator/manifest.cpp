@@ -33,7 +33,7 @@ const std::vector<std::string> kOutputsKeys = {"directory", "save", "layout"};
 const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds"};
 const std::vector<std::string> kPromptFileKeys = {"path", "format", "column", "limit"};
 const std::vector<std::string> kSeedRangeKeys = {"from", "count"};
-const std::vector<std::string> kSaveKinds = {"latent", "png"};
+const std::vector<std::string> kSaveKinds = {"latent", "png", "timings"};
 const std::vector<std::string> kLayoutFields = {"batch", "prompt", "seed", "repeat", "job"};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -583,7 +583,7 @@ class Parser {
     if (d.count("save")) {
       const YAML::Node& v = d["save"].value;
       if (!v.IsSequence() || v.size() == 0) {
-        p_.at(v, "outputs.save", "expected a non-empty list of: latent, png; got " + describe(v));
+        p_.at(v, "outputs.save", "expected a non-empty list of: latent, png, timings; got " + describe(v));
       } else {
         std::vector<std::string> save;
         for (size_t i = 0; i < v.size(); ++i) {

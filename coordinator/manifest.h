@@ -8,7 +8,7 @@
 //   defaults: {width, height, steps, guidance, sampler, precision, rng,
 //              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt}
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
-//   outputs: {directory: out, save: [latent, png], layout: "{batch}/{prompt:05}-s{seed}-r{repeat}"}
+//   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
 //   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, limit: 10}  (or a list)
 //
@@ -77,7 +77,7 @@ struct ParitySpec {
 
 struct OutputSpec {
   std::filesystem::path root;            // absolute
-  std::vector<std::string> save{"latent", "png"};
+  std::vector<std::string> save{"latent", "png", "timings"};
   // Placeholders: {batch} {prompt} (0-based prompt index; {prompt:05} pads)
   // {seed} {repeat} {job} (0-based job ordinal, padding as {prompt}).
   std::string layout = "{batch}/{prompt:05}-s{seed}-r{repeat}";

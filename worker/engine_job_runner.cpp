@@ -10,6 +10,7 @@
 #include "engine/generation_settings.h"
 #include "engine/golden.h"
 #include "engine/image_io.h"
+#include "engine/image_parameters.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
 
@@ -21,6 +22,18 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 }  // namespace
+
+std::string image_file_name(const JobAssignment& job) {
+  // The batch name is a manifest-validated name (letters, digits, '-', '_', '.').
+  const std::string batch = job.batch_name().empty() ? "b" + std::to_string(job.batch_id()) : job.batch_name();
+  uint64_t seed = 0;
+  try {
+    seed = nlohmann::json::parse(job.settings_json()).value("seed", uint64_t{0});
+  } catch (const nlohmann::json::exception&) {
+    // run() rejects such settings before anything is written.
+  }
+  return batch + "-j" + std::to_string(job.job_id()) + "-s" + std::to_string(seed) + ".png";
+}
 
 EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device)
     : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device) {}
@@ -164,8 +177,11 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "latent"));
   }
   if (wants("png") && !out.rgb.empty()) {
-    auto path = dir / "image.png";
-    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb}));
+    auto path = dir / image_file_name(job);
+    engine::ImageProvenance provenance{pipeline->model_spec(), pipeline->weights_sha256(), job.batch_name(),
+                                       job.batch_id(),         job.job_id(),              job.attempt()};
+    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb},
+                                           engine::png_metadata(settings, provenance)));
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "png"));
   }
   double write_ms = ms_since(write_start);

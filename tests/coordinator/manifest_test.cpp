@@ -53,7 +53,7 @@ TEST(ManifestTest, MinimalManifestTakesDefaults) {
   EXPECT_EQ(m->defaults.seeds, (std::vector<uint64_t>{0}));
   EXPECT_EQ(m->parity.golden, "store");
   EXPECT_EQ(m->outputs.root, dir.path() / "out");
-  EXPECT_EQ(m->outputs.save, (std::vector<std::string>{"latent", "png"}));
+  EXPECT_EQ(m->outputs.save, (std::vector<std::string>{"latent", "png", "timings"}));
   EXPECT_EQ(m->text, std::string(kMinimal));
   EXPECT_EQ(m->sha256, sha256_hex(kMinimal));
   EXPECT_EQ(m->job_count(), 1);
