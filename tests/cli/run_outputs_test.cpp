@@ -1,12 +1,15 @@
 // What `hipq run` leaves on disk, read back as other tools read it: each job's
 // image is named after its batch, job and seed and carries its settings in a
 // "parameters" text chunk (read here with libpng itself), and each job folder
-// holds the timings.json that `hipq generate` writes.
+// holds the timings.json that `hipq generate` writes; a TSV sampled across its
+// categories runs one job per category, and `hipq stats --group-by tag:Category`
+// groups them by it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -144,6 +147,40 @@ prompts: [a cube]
   ASSERT_EQ(files.size(), 1u) << r.out;
   const std::regex name("lean-j[0-9]+-s0[.]png");
   EXPECT_TRUE(std::regex_match(files[0], name)) << files[0];
+}
+
+TEST(RunOutputsTest, ASampleAcrossCategoriesRunsAndStatsGroupsItByTag) {
+  const fs::path dir = temp_dir("tags");
+  std::string tsv = "Prompt\tCategory\n";
+  for (int i = 0; i < 9; ++i) tsv += "prompt " + std::to_string(i) + "\t" + std::string(1, "XXXXXXYYZ"[i]) + "\n";
+  ASSERT_TRUE(write_file_atomic(dir / "p.tsv", tsv).ok());
+  const std::string manifest = R"(batch: tagged
+model: synthetic:tiny-sdxl
+defaults: {width: 64, height: 64, steps: 1}
+parity: {golden: none}
+outputs: {directory: out, save: [timings], layout: "{prompt}"}
+prompts_file: {path: p.tsv, sample: 3, seed: 5, stratify: Category}
+)";
+  ASSERT_TRUE(write_file_atomic(dir / "m.yaml", manifest).ok());
+  const std::string db = (dir / "hipq.db").string();
+  CmdResult r = hipq("run " + (dir / "m.yaml").string() + " --db " + db + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  CmdResult s = hipq("stats --db " + db + " --group-by tag:Category --phase denoise --format json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  auto j = nlohmann::json::parse(s.out.substr(s.out.find('{')));
+  EXPECT_EQ(j["group_by"], nlohmann::json::array({"tag:Category"}));
+  std::map<std::string, int64_t> runs;
+  for (const auto& g : j["groups"]) runs[g["key"]["tag:Category"].get<std::string>()] += g["runs"].get<int64_t>();
+  EXPECT_EQ(runs, (std::map<std::string, int64_t>{{"X", 1}, {"Y", 1}, {"Z", 1}})) << j.dump(1);
+
+  CmdResult table = hipq("stats --db " + db + " --group-by tag:Category --phase denoise");
+  ASSERT_EQ(table.status, 0) << table.out;
+  EXPECT_NE(table.out.find("tag:Category"), std::string::npos) << table.out;
+
+  CmdResult bad = hipq("stats --db " + db + " --group-by tag:");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("tag:NAME"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <thread>
 #include <zmq.hpp>
 
@@ -103,6 +104,24 @@ TEST_F(QueryServiceTest, StatsOtherDimensionsAndClocks) {
   auto bad = run_query(*h_.db, "stats", {{"group_by", "colour"}});
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("colour"), std::string::npos);
+}
+
+TEST_F(QueryServiceTest, StatsGroupByTagNameUsesTheTagValuesAndGathersUntaggedRuns) {
+  auto s = query("stats", {{"group_by", "tag:Category"}});
+  std::map<std::string, int64_t> runs;
+  for (const auto& g : s["groups"]) runs[g["key"]["tag:Category"].get<std::string>()] += g["runs"].get<int64_t>();
+  // The name matches case-insensitively (prompt 1's tag is "category:Architecture").
+  ASSERT_EQ(runs.size(), 2u) << s.dump(1);
+  EXPECT_GT(runs["Architecture"], 0);
+  EXPECT_GT(runs["(none)"], 0);
+  auto all = query("stats", {});
+  int64_t total = 0;
+  for (const auto& g : all["groups"]) total += g["runs"].get<int64_t>();
+  EXPECT_EQ(runs["Architecture"] + runs["(none)"], total);
+
+  auto bad = run_query(*h_.db, "stats", {{"group_by", "tag:"}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("tag:NAME"), std::string::npos) << bad.status().message();
 }
 
 TEST_F(QueryServiceTest, CompareFindsTheTenPercentSlowerGpuAndNoChangeForTheSameRuns) {
