@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <thread>
 #include <zmq.hpp>
 
@@ -170,6 +171,21 @@ TEST_F(QueryServiceTest, ReportDataCoversTheBatch) {
   EXPECT_TRUE(d["thumbnails"].empty());
   EXPECT_GT(d["thumbnail_errors"].get<int>(), 0);
   EXPECT_EQ(run_query(*h_.db, "report-data", {{"batch", 999}}).status().code(), StatusCode::kNotFound);
+
+  // History: one point per (batch, build); the medians are those of the runs' phases.
+  ASSERT_EQ(d["history"].size(), 2u) << d["history"].dump(1);
+  std::set<std::string> builds;
+  int64_t runs = 0;
+  for (const auto& pt : d["history"]) {
+    builds.insert(pt["build"].get<std::string>());
+    runs += pt["runs"].get<int64_t>();
+    EXPECT_EQ(pt["batch"], h_.batch_id);
+    EXPECT_GT(pt["phases"]["denoise"].get<double>(), 0);
+    EXPECT_GT(pt["phases"]["total"].get<double>(), pt["phases"]["denoise"].get<double>());
+  }
+  EXPECT_EQ(builds, (std::set<std::string>{"abc1234", "def5678"}));
+  EXPECT_EQ(runs, 12) << "the 12 runs with a result";
+  EXPECT_LE(d["history"][0]["time"].get<double>(), d["history"][1]["time"].get<double>()) << "oldest first";
 }
 
 TEST_F(QueryServiceTest, RejectsUnknownKindAndBadArgs) {
