@@ -132,10 +132,11 @@ sql() { sqlite3 -readonly "$tmp/hipq.db" "$1"; }
 export HIPQ_COORDINATOR="$ep" HIPQ_BIN="$hipq" HIPQ_KEY="$tmp/keys/worker" \
   HIPQ_SERVER_KEY="$tmp/keys/server.pub" HIPQ_BACKEND=cpu
 
-# run_case NAME JOBS SBATCH_ARGS...: a batch of JOBS tiny jobs, the script submitted with
-# sbatch, the batch done exactly once, then scancel and the drain checked.
+# run_case NAME JOBS WORKERS SBATCH_ARGS...: a batch of JOBS tiny jobs, the script submitted
+# with sbatch, WORKERS distinct workers connected, the batch done exactly once, then
+# scancel and the drain checked.
 run_case() {
-  local name="$1" jobs="$2"; shift 2
+  local name="$1" jobs="$2" want_workers="$3"; shift 3
   cat > "$tmp/$name.yaml" <<YAML
 batch: $name
 model: synthetic:tiny-sd15
@@ -158,23 +159,32 @@ YAML
   attempts="$(sql "SELECT COUNT(*) FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.batch_id = $batch;")"
   [[ "$results" == "$jobs" ]] || fail "$name: $results results for $jobs jobs"
   [[ "$attempts" == "$jobs" ]] || fail "$name: $attempts attempts for $jobs jobs (each job should run once)"
-  local workers
-  workers="$(sql "SELECT COUNT(DISTINCT a.worker_id) FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.batch_id = $batch AND a.worker_id LIKE 'slurm-$job-%';")"
-  (( workers >= 1 )) || fail "$name: no job ran on a worker named after Slurm job $job: $(sql "SELECT DISTINCT worker_id FROM attempts;")"
-  echo "$name: $jobs jobs done once each, by $workers Slurm worker(s)"
+  local others workers
+  others="$(sql "SELECT COUNT(*) FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.batch_id = $batch AND a.worker_id NOT LIKE 'slurm-$job-%';")"
+  [[ "$others" == 0 ]] || fail "$name: $others job(s) ran on workers not named after Slurm job $job: $(sql "SELECT DISTINCT worker_id FROM attempts;")"
+  connected() { [[ "$(sql "SELECT COUNT(*) FROM workers WHERE id LIKE 'slurm-$job-%';")" == "$want_workers" ]]; }
+  wait_for 30 "$want_workers distinct workers of Slurm job $job to connect ($(sql "SELECT id FROM workers WHERE id LIKE 'slurm-$job-%';" | tr '\n' ' '))" connected
+  workers="$(sql "SELECT COUNT(DISTINCT a.worker_id) FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.batch_id = $batch;")"
+  echo "$name: $jobs jobs done once each by $workers of the $want_workers Slurm workers"
 
   scancel "$job"
   gone() { [[ -z "$(squeue --noheader --jobs="$job" 2>/dev/null)" ]]; }
   wait_for 60 "slurm job $job to leave the queue after scancel" gone
-  no_workers() { ! pgrep -f -- "--id slurm-$job-" >/dev/null; }
+  no_workers() { ! pgrep -f -- "--connect $ep .*--id slurm-$job-" >/dev/null; }
   wait_for 30 "the workers of slurm job $job to exit" no_workers
   drained() { [[ "$(sql "SELECT COUNT(*) FROM workers WHERE id LIKE 'slurm-$job-%' AND state NOT IN ('gone', 'dead');")" == 0 ]]; }
   wait_for 20 "the coordinator to see the workers of $job leave ($(sql "SELECT id, state FROM workers WHERE id LIKE 'slurm-$job-%';" | tr '\n' ' '))" drained
-  echo "$name: scancel drained the workers ($(sql "SELECT COUNT(*) FROM workers WHERE id LIKE 'slurm-$job-%';") left the coordinator)"
+  # Each left by draining (SIGTERM from scancel: finish the job, say goodbye), not by
+  # missing heartbeats.
+  local started left
+  started="$(sql "SELECT COUNT(*) FROM workers WHERE id LIKE 'slurm-$job-%';")"
+  left="$(grep -c "worker slurm-$job-[^ ]* left: drained" "$tmp/coordinator.log" || true)"
+  [[ "$left" == "$started" ]] || fail "$name: $started worker(s) of job $job, $left left by draining"
+  echo "$name: scancel drained the $started worker(s)"
 }
 
-run_case slurm-workers 6 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=2 --time=10 \
+run_case slurm-workers 6 2 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=2 --time=10 \
   --output="$tmp/out/workers-%j.out" "$src/deploy/slurm/hipq-workers.sbatch"
-run_case slurm-array 4 --array=0-1 --ntasks=1 --gpus=1 --cpus-per-task=1 --time=10 \
+run_case slurm-array 4 2 --array=0-1 --ntasks=1 --gpus=1 --cpus-per-task=1 --time=10 \
   --output="$tmp/out/array-%A_%a.out" "$src/deploy/slurm/hipq-worker-array.sbatch"
 echo "PASS"
