@@ -10,7 +10,8 @@
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
 //   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
-//   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, limit: 10}  (or a list)
+//   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, offset: 0, limit: 10}
+//                 | {path: p.tsv, sample: 48, seed: 0, stratify: Category}  (or a list)
 //
 // parse_manifest() collects EVERY problem before answering: YAML syntax,
 // unknown keys (with a did-you-mean), wrong types, out-of-range values,

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "base/fs.h"
@@ -24,15 +26,22 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 }  // namespace
 
 std::string image_file_name(const JobAssignment& job) {
-  // The batch name is a manifest-validated name (letters, digits, '-', '_', '.').
-  const std::string batch = job.batch_name().empty() ? "b" + std::to_string(job.batch_id()) : job.batch_name();
+  // Manifests allow letters, digits, '-', '_' and '.' in batch names; anything
+  // else from the wire (a '/' or "..") must not reach a path: use the id then.
+  const std::string& name = job.batch_name();
+  const bool plain = !name.empty() && name.size() <= 100 && name.front() != '.' &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                     });
+  std::string out = plain ? name : std::string("b").append(std::to_string(job.batch_id()));
   uint64_t seed = 0;
   try {
     seed = nlohmann::json::parse(job.settings_json()).value("seed", uint64_t{0});
   } catch (const nlohmann::json::exception&) {
     // run() rejects such settings before anything is written.
   }
-  return batch + "-j" + std::to_string(job.job_id()) + "-s" + std::to_string(seed) + ".png";
+  out.append("-j").append(std::to_string(job.job_id())).append("-s").append(std::to_string(seed)).append(".png");
+  return out;
 }
 
 EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device)

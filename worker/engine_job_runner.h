@@ -39,8 +39,8 @@ class Pipeline;
 namespace hipq::worker {
 
 // "<batch name>-j<job id>-s<seed>.png" ("b<batch id>-..." when the
-// coordinator sent no batch name): the image names its job wherever it is
-// copied to.
+// coordinator sent no batch name, or one that is not a plain file name):
+// the image names its job wherever it is copied to.
 std::string image_file_name(const JobAssignment& job);
 
 class EngineJobRunner final : public JobRunner {
