@@ -18,6 +18,7 @@
 #include "engine/generation_settings.h"
 #include "engine/golden.h"
 #include "engine/image_io.h"
+#include "engine/image_parameters.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
 #include "engine/phase_timer.h"
@@ -201,7 +202,11 @@ int run_generate(const GenerateArgs& a) {
   if (Status st = engine::write_latent_file(latent_path, out, a.settings, info); !st.ok())
     return fail(kExitFailure, st.message());
   engine::RgbImage img{out.width, out.height, out.rgb};
-  if (Status st = engine::write_png(image_path, img); !st.ok()) return fail(kExitFailure, st.message());
+  engine::ImageProvenance provenance;
+  provenance.model_spec = a.model;
+  provenance.weights_sha256 = weights_sha;
+  if (Status st = engine::write_png(image_path, img, engine::png_metadata(a.settings, provenance)); !st.ok())
+    return fail(kExitFailure, st.message());
   (void)timer.end();
 
   std::optional<engine::ParityResult> parity;

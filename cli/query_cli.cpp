@@ -5,6 +5,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "base/number_format.h"
 #include "cli/commands.h"
 #include "proto/curve_keys.h"
 
@@ -148,9 +149,7 @@ std::string csv_line(const std::vector<std::string>& fields) {
 std::string fmt_num(const json& v, int precision) {
   if (!v.is_number()) return v.is_null() ? "-" : fmt_text(v);
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", precision, v.get<double>());
-  return buf;
+  return format_significant(v.get<double>(), precision);
 }
 
 std::string fmt_fixed(const json& v, int decimals) {

@@ -12,6 +12,7 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   a.set_job_id(job.id);
   a.set_attempt(leased.attempt);
   a.set_batch_id(batch.id);
+  a.set_batch_name(batch.name);
   a.set_model(job.model);
   a.set_settings_json(job.settings_json);
   a.set_output_root(batch.output_root);

@@ -24,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kMaxJobs = kMaxManifestJobs;
+constexpr int64_t kMaxPromptOffset = 100'000'000;
 constexpr size_t kMaxProblems = 200;
 constexpr int kMaxSameKindProblems = 5;
 
@@ -34,9 +35,10 @@ const std::vector<std::string> kDefaultsKeys = {"width",   "height", "steps",   
 const std::vector<std::string> kParityKeys = {"golden", "gate", "allow_unpinned"};
 const std::vector<std::string> kOutputsKeys = {"directory", "save", "layout"};
 const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds"};
-const std::vector<std::string> kPromptFileKeys = {"path", "format", "column", "limit"};
+const std::vector<std::string> kPromptFileKeys = {"path", "format", "column", "offset", "limit", "sample", "seed",
+                                                   "stratify"};
 const std::vector<std::string> kSeedRangeKeys = {"from", "count"};
-const std::vector<std::string> kSaveKinds = {"latent", "png"};
+const std::vector<std::string> kSaveKinds = {"latent", "png", "timings"};
 const std::vector<std::string> kLayoutFields = {"batch", "batch_id", "prompt", "seed", "repeat", "job"};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -619,7 +621,7 @@ class Parser {
     if (d.count("save")) {
       const YAML::Node& v = d["save"].value;
       if (!v.IsSequence() || v.size() == 0) {
-        p_.at(v, "outputs.save", "expected a non-empty list of: latent, png; got " + describe(v));
+        p_.at(v, "outputs.save", "expected a non-empty list of: latent, png, timings; got " + describe(v));
       } else {
         std::vector<std::string> save;
         for (size_t i = 0; i < v.size(); ++i) {
@@ -693,6 +695,8 @@ class Parser {
 
   void parse_prompt_file(const YAML::Node& n, const std::string& field) {
     PromptFileOptions options;
+    PromptSample sample;
+    YAML::Node sample_node, stratify_node;
     std::optional<std::string> path;
     if (n.IsScalar() && !n.IsNull()) {
       path = n.Scalar();
@@ -716,12 +720,40 @@ class Parser {
       if (d.count("column")) {
         if (auto s = get_string(d["column"].value, field + ".column", p_)) options.column = *s;
       }
+      if (d.count("offset")) {
+        if (auto x = get_int(d["offset"].value, field + ".offset", 0, kMaxPromptOffset, p_)) options.offset = *x;
+      }
       if (d.count("limit")) {
         if (auto x = get_int(d["limit"].value, field + ".limit", 1, kMaxJobs, p_)) options.limit = *x;
       }
+      if (d.count("sample")) {
+        sample_node = d["sample"].value;
+        if (auto x = get_int(sample_node, field + ".sample", 1, kMaxJobs, p_)) sample.count = *x;
+        if (d.count("limit")) {
+          p_.at(d["limit"].value, field + ".limit",
+                "limit and sample exclude each other: limit keeps the first N prompts, sample draws N at random");
+        }
+      }
+      if (d.count("seed")) {
+        if (!d.count("sample")) p_.at(d["seed"].key, field + ".seed", "seed needs sample: N (it seeds the sample)");
+        else if (auto x = get_u64(d["seed"].value, field + ".seed", p_)) sample.seed = *x;
+      }
+      if (d.count("stratify")) {
+        if (!d.count("sample")) {
+          p_.at(d["stratify"].key, field + ".stratify", "stratify needs sample: N (it spreads the sample over a tag)");
+        } else if (auto x = get_string(d["stratify"].value, field + ".stratify", p_)) {
+          stratify_node = d["stratify"].value;
+          if (x->empty() || x->find(':') != std::string::npos)
+            p_.at(d["stratify"].value, field + ".stratify",
+                  "expected a tag name such as Category (tags are NAME:VALUE), got '" + *x + "'");
+          else sample.stratify = *x;
+        }
+      }
       if (p_.size() != before) return;
     } else {
-      p_.at(n, field, "expected a file path or {path: FILE, format:, column:, limit:}, got " + describe(n));
+      p_.at(n, field,
+            "expected a file path or {path: FILE, format:, column:, offset:, limit:, sample:, seed:, stratify:}, got " +
+                describe(n));
       return;
     }
     if (!path) return;
@@ -735,6 +767,17 @@ class Parser {
         p_.at(n, field, "'" + file.string() + "': " + problem.message);
       } else {
         p_.at(file.string(), problem.line, std::max(1, problem.column), field, problem.message);
+      }
+    }
+    if (loaded.problems.empty() && sample.count > 0) {
+      if (Status st = sample_prompts(loaded.prompts, sample); !st.ok()) {
+        const std::string msg = st.message();
+        if (msg.rfind("stratify: ", 0) == 0) {
+          p_.at(stratify_node, field + ".stratify",
+                "'" + file.string() + "': " + msg.substr(10) + did_you_mean(sample.stratify, tag_names(loaded.prompts)));
+        } else {
+          p_.at(sample_node, field + ".sample", "'" + file.string() + "': " + msg);
+        }
       }
     }
     for (auto& r : loaded.prompts) {

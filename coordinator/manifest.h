@@ -8,9 +8,10 @@
 //   defaults: {width, height, steps, guidance, sampler, precision, rng,
 //              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt}
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
-//   outputs: {directory: out, save: [latent, png], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
+//   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
-//   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, limit: 10}  (or a list)
+//   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, offset: 0, limit: 10}
+//                 | {path: p.tsv, sample: 48, seed: 0, stratify: Category}  (or a list)
 //
 // parse_manifest() collects EVERY problem before answering: YAML syntax,
 // unknown keys (with a did-you-mean), wrong types, out-of-range values,
@@ -82,7 +83,7 @@ struct ParitySpec {
 
 struct OutputSpec {
   std::filesystem::path root;            // absolute
-  std::vector<std::string> save{"latent", "png"};
+  std::vector<std::string> save{"latent", "png", "timings"};
   // Placeholders: {batch} {batch_id} {prompt} (0-based prompt index;
   // {prompt:05} pads) {seed} {repeat} {job} (0-based job ordinal, padding as
   // {prompt}). {batch_id} is rendered as the token "{batch_id}", which

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -84,8 +87,9 @@ bool parse_seed_list(std::string_view s, std::vector<uint64_t>& out) {
   return !out.empty();
 }
 
+// Reading stops once offset + limit prompts are in; the offset is dropped at the end.
 bool limit_reached(const PromptFile& f, const PromptFileOptions& o) {
-  return (o.limit > 0 && static_cast<int64_t>(f.prompts.size()) >= o.limit) ||
+  return (o.limit > 0 && static_cast<int64_t>(f.prompts.size()) >= o.offset + o.limit) ||
          f.problems.size() >= kMaxPromptFileProblems;
 }
 
@@ -116,6 +120,16 @@ std::string shown(const nlohmann::json& j) {
   std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 80) s = s.substr(0, 77) + "...";
   return s;
+}
+
+// The value of tag `name` ("Category" → "Animals"), name compared case-insensitively.
+std::optional<std::string> tag_value(const PromptRecord& r, const std::string& lower_name) {
+  for (const auto& t : r.tags) {
+    size_t colon = t.find(':');
+    if (colon != std::string::npos && lower(std::string_view(t).substr(0, colon)) == lower_name)
+      return t.substr(colon + 1);
+  }
+  return std::nullopt;
 }
 
 void load_tsv(const std::vector<std::string_view>& lines, const PromptFileOptions& options, PromptFile& out) {
@@ -347,7 +361,95 @@ PromptFile parse_prompt_text(std::string_view text, const PromptFileOptions& opt
       return out;
   }
   if (out.problems.empty() && out.prompts.empty()) out.problems.push_back({0, 0, "holds no prompts"});
+  if (out.problems.empty() && options.offset > 0) {
+    const auto total = static_cast<int64_t>(out.prompts.size());
+    if (options.offset >= total) {
+      out.problems.push_back({0, 0, "offset " + std::to_string(options.offset) + " skips every prompt (the file holds " +
+                                        std::to_string(total) + ")"});
+    } else {
+      out.prompts.erase(out.prompts.begin(), out.prompts.begin() + options.offset);
+    }
+  }
   return out;
+}
+
+std::vector<std::string> tag_names(const std::vector<PromptRecord>& prompts) {
+  std::set<std::string> names;
+  for (const auto& r : prompts)
+    for (const auto& t : r.tags)
+      if (size_t colon = t.find(':'); colon != std::string::npos && colon > 0) names.insert(t.substr(0, colon));
+  return {names.begin(), names.end()};
+}
+
+Status sample_prompts(std::vector<PromptRecord>& prompts, const PromptSample& sample) {
+  if (sample.count <= 0) return Status::Ok();
+  const auto total = static_cast<int64_t>(prompts.size());
+  if (sample.count > total)
+    return Status::InvalidArgument("sample " + std::to_string(sample.count) + " is more than the " +
+                                   std::to_string(total) + " prompts there are");
+  // Pools in order of first appearance: one, or one per tag value.
+  std::vector<std::vector<size_t>> pools;
+  if (sample.stratify.empty()) {
+    pools.emplace_back(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) pools[0][i] = i;
+  } else {
+    const std::string name = lower(sample.stratify);
+    std::map<std::string, size_t> pool_of;
+    bool any = false;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto v = tag_value(prompts[i], name);
+      any = any || v.has_value();
+      // Prompts without the tag form a pool of their own ("\0" sorts apart from every value).
+      auto [it, inserted] = pool_of.emplace(v.value_or(std::string(1, '\0')), pools.size());
+      if (inserted) pools.emplace_back();
+      pools[it->second].push_back(i);
+    }
+    if (!any) {
+      std::string names;
+      for (const auto& n : tag_names(prompts)) names += (names.empty() ? "" : ", ") + n;
+      return Status::InvalidArgument("stratify: no prompt has a tag '" + sample.stratify + ":…' (tag names: " +
+                                     (names.empty() ? "none" : names) + ")");
+    }
+  }
+  // Largest-remainder allocation, then at least one per pool while some pool
+  // has more than one (taken from the largest quotas).
+  const size_t n = static_cast<size_t>(sample.count);
+  std::vector<size_t> quota(pools.size());
+  std::vector<std::pair<uint64_t, size_t>> remainders;  // (n * size mod total, pool): exact integers
+  size_t given = 0;
+  for (size_t g = 0; g < pools.size(); ++g) {
+    const uint64_t scaled = static_cast<uint64_t>(n) * pools[g].size();
+    quota[g] = static_cast<size_t>(scaled / static_cast<uint64_t>(total));
+    given += quota[g];
+    remainders.push_back({scaled % static_cast<uint64_t>(total), g});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Fewer than pools.size() remain, each to a pool with a non-zero remainder (so not full).
+  for (size_t k = 0; given < n && k < remainders.size(); ++k, ++given) ++quota[remainders[k].second];
+  for (size_t g = 0; g < pools.size(); ++g) {
+    if (quota[g] > 0) continue;
+    auto donor = std::max_element(quota.begin(), quota.end());
+    if (*donor <= 1) break;
+    --*donor;
+    quota[g] = 1;
+  }
+  std::mt19937_64 rng(sample.seed);
+  std::vector<size_t> chosen;
+  chosen.reserve(n);
+  for (size_t g = 0; g < pools.size(); ++g) {
+    std::vector<size_t>& pool = pools[g];
+    for (size_t k = 0; k < quota[g]; ++k) {
+      const size_t j = k + static_cast<size_t>(rng() % (pool.size() - k));
+      std::swap(pool[k], pool[j]);
+      chosen.push_back(pool[k]);
+    }
+  }
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<PromptRecord> kept;
+  kept.reserve(chosen.size());
+  for (size_t i : chosen) kept.push_back(std::move(prompts[i]));
+  prompts = std::move(kept);
+  return Status::Ok();
 }
 
 }  // namespace hipq::coordinator

@@ -11,9 +11,17 @@
 //           "tags": ["a", "b"] | {"k": "v"}, "seeds": [1, 2] | 3}; blank lines
 //           and lines starting with '#' skipped.
 //   txt   — one prompt per line; blank lines and '#' comments skipped.
-// A UTF-8 BOM and CRLF line ends are accepted. `limit` keeps the first N.
+// A UTF-8 BOM and CRLF line ends are accepted. `offset` skips the first N
+// prompts, `limit` then keeps the next N (reading stops there).
 // The file must be a regular file of at most kMaxPromptFileBytes and valid
 // UTF-8 (the first bad byte is reported with its line and column).
+//
+// sample_prompts() then draws a reproducible sample: N prompts chosen by a
+// seeded mt19937_64 (partial Fisher-Yates, indices drawn as r % remaining),
+// returned in file order; with `stratify: NAME` the N are spread over the
+// values of the tag NAME:VALUE in proportion to their sizes (largest
+// remainder; every value gets at least one when N allows), so a sample of
+// PartiPrompts covers every Category rather than the first rows.
 //
 // Every problem is collected (file, line, column), not just the first.
 // Thread safety: pure functions that read files.
@@ -27,6 +35,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/status.h"
 
 namespace hipq::coordinator {
 
@@ -42,7 +51,14 @@ enum class PromptFormat { kAuto, kTsv, kJsonl, kText };
 struct PromptFileOptions {
   PromptFormat format = PromptFormat::kAuto;
   std::string column;      // TSV prompt column; "" = "Prompt"
-  int64_t limit = 0;       // 0 = all
+  int64_t offset = 0;      // prompts skipped at the start
+  int64_t limit = 0;       // 0 = all (after the offset)
+};
+
+struct PromptSample {
+  int64_t count = 0;       // 0 = no sampling
+  uint64_t seed = 0;
+  std::string stratify;    // tag name ("Category"); "" = one pool
 };
 
 struct PromptRecord {
@@ -72,6 +88,14 @@ PromptFile load_prompt_file(const std::filesystem::path& path, const PromptFileO
 // The same for text already in memory; options.format must not be kAuto
 // (a problem says so). The fuzzers' entry point.
 PromptFile parse_prompt_text(std::string_view text, const PromptFileOptions& options);
+
+// Keeps `sample.count` of `prompts` as described above. InvalidArgument when
+// the count exceeds the prompts there are, or no prompt has a tag `stratify`
+// (the message lists the tag names there are). Deterministic for a given
+// input, count, seed and stratify.
+Status sample_prompts(std::vector<PromptRecord>& prompts, const PromptSample& sample);
+// The tag names ("Category" of "Category:Animals") of `prompts`, sorted, unique.
+std::vector<std::string> tag_names(const std::vector<PromptRecord>& prompts);
 
 // "tsv" | "jsonl" | "txt" | "auto" → format; nullopt for anything else.
 std::optional<PromptFormat> parse_prompt_format(std::string_view name);

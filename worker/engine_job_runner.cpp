@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "base/fs.h"
@@ -10,6 +12,7 @@
 #include "engine/generation_settings.h"
 #include "engine/golden.h"
 #include "engine/image_io.h"
+#include "engine/image_parameters.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
 
@@ -21,6 +24,25 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 }  // namespace
+
+std::string image_file_name(const JobAssignment& job) {
+  // Manifests allow letters, digits, '-', '_' and '.' in batch names; anything
+  // else from the wire (a '/' or "..") must not reach a path: use the id then.
+  const std::string& name = job.batch_name();
+  const bool plain = !name.empty() && name.size() <= 100 && name.front() != '.' &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                     });
+  std::string out = plain ? name : std::string("b").append(std::to_string(job.batch_id()));
+  uint64_t seed = 0;
+  try {
+    seed = nlohmann::json::parse(job.settings_json()).value("seed", uint64_t{0});
+  } catch (const nlohmann::json::exception&) {
+    // run() rejects such settings before anything is written.
+  }
+  out.append("-j").append(std::to_string(job.job_id())).append("-s").append(std::to_string(seed)).append(".png");
+  return out;
+}
 
 EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device)
     : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device) {}
@@ -177,8 +199,11 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "latent"));
   }
   if (wants("png") && !out.rgb.empty()) {
-    auto path = dir / "image.png";
-    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb}));
+    auto path = dir / image_file_name(job);
+    engine::ImageProvenance provenance{pipeline->model_spec(), pipeline->weights_sha256(), job.batch_name(),
+                                       job.batch_id(),         job.job_id(),              job.attempt()};
+    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb},
+                                           engine::png_metadata(settings, provenance)));
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "png"));
   }
   double write_ms = ms_since(write_start);

@@ -10,8 +10,10 @@
 // Per job: checks that the output directory can be written BEFORE any GPU
 // work (a missing or read-only directory fails in milliseconds, not after the
 // run), generates, writes the outputs the batch asked for atomically
-// (latent.safetensors, image.png, timings.json under output_root/output_dir;
-// reported relative to output_root with sha256 and size), then checks parity
+// (latent.safetensors, the image (image_file_name: BATCH-jJOB-sSEED.png, with
+// the settings as "parameters" text, engine/image_parameters.h) and
+// timings.json under output_root/output_dir; reported relative to output_root
+// with sha256 and size), then checks parity
 // against the golden found by key in the assignment's golden directory
 // (engine/golden.h: key = golden_key(weights sha256, settings); none found =
 // NO_GOLDEN). Phases: load (when loaded), text_encode, denoise, decode, write,
@@ -35,6 +37,11 @@ class Pipeline;
 }
 
 namespace hipq::worker {
+
+// "<batch name>-j<job id>-s<seed>.png" ("b<batch id>-..." when the
+// coordinator sent no batch name, or one that is not a plain file name):
+// the image names its job wherever it is copied to.
+std::string image_file_name(const JobAssignment& job);
 
 class EngineJobRunner final : public JobRunner {
  public:

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "base/number_format.h"
 #include "coordinator/report/svg_charts.h"
 
 namespace hipq::coordinator::report {
@@ -18,10 +19,12 @@ constexpr char kStyle[] = R"css(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2329;background:#f6f7f9}
 header{background:#1f2a36;color:#fff;padding:18px 28px}
 header h1{margin:0;font-size:22px}header p{margin:4px 0 0;color:#c5d0db}
-main{padding:8px 28px 40px;max-width:1360px}
+main{padding:8px 24px 40px;max-width:1232px}
 section{background:#fff;border:1px solid #dde2e8;border-radius:8px;margin:16px 0;padding:14px 18px;overflow-x:auto}
 h2{font-size:17px;margin:2px 0 10px}
-table{border-collapse:collapse;font-size:13px}th,td{padding:4px 9px;border-bottom:1px solid #e6e9ee;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;font-size:13px}th,td{padding:4px 7px;border-bottom:1px solid #e6e9ee;text-align:right;white-space:nowrap}
+td.w{white-space:normal;min-width:12em;max-width:26em;overflow-wrap:anywhere}
+table.dense{font-size:12px}table.dense th,table.dense td{padding:3px 5px}
 th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:left}
 .tiles{display:flex;flex-wrap:wrap;gap:10px}.tile{border:1px solid #dde2e8;border-radius:6px;padding:8px 14px;min-width:110px}
 .tile b{display:block;font-size:20px}.tile span{color:#5a6672;font-size:12px}
@@ -33,6 +36,8 @@ svg .small{font-size:12px}
 .thumbs{display:flex;flex-wrap:wrap;gap:10px}.thumbs figure{margin:0;width:170px;font-size:11px}
 .thumbs img{display:block;border-radius:4px;border:1px solid #ccd;max-width:160px;image-rendering:auto}
 .note{color:#5a6672;font-size:12px}.scroll{max-height:420px;overflow:auto}
+.hint{background:#fff8e1;border:1px solid #f0d98c;border-radius:6px;padding:8px 12px;margin:10px 0 0}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#eef1f4;padding:1px 4px;border-radius:3px}
 )css";
 
 // Sorts a table when its header is clicked; marks the page as scripted so a
@@ -47,17 +52,18 @@ return (isNaN(na)||isNaN(nc)?a.localeCompare(c):na-nc)*d;}).forEach(function(r){
 document.documentElement.setAttribute('data-scripted','1');
 )js";
 
-std::string num(double v, int prec = 4) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-  return buf;
-}
+// Numbers as the CLI prints them (base/number_format.h): 14210, not 1.421e+04.
+std::string num(double v, int prec = 4) { return format_significant(v, prec); }
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
-std::string jnum(const json& v, int prec = 4) { return v.is_number() ? num(v.get<double>(), prec) : "–"; }
+std::string jnum(const json& v, int prec = 4) {
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return v.is_number() ? num(v.get<double>(), prec) : "–";
+}
 std::string jstr(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "";
@@ -83,7 +89,7 @@ std::string tile(const std::string& value, const std::string& label) {
 // A stats group's largest device-memory peak in GiB ("–" when none recorded).
 std::string peak_gib_cell(const json& group) {
   const json peak = group.value("memory", json::object()).value("peak_bytes_max", json());
-  return peak.is_number() ? num(peak.get<double>() / (1024.0 * 1024.0 * 1024.0)) : "–";
+  return peak.is_number() ? fixed(peak.get<double>() / (1024.0 * 1024.0 * 1024.0), 2) : "–";  // as `hipq stats`
 }
 
 std::string phase_title(const std::string& p) {
@@ -99,6 +105,23 @@ Status require(const json& data, const char* key) {
                                    "\"; produce it with the report-data query (same hipq version)");
   }
   return Status::Ok();
+}
+
+// When every verdict of the batch is NO_GOLDEN: how to make goldens of it.
+std::string no_golden_hint(const json& b) {
+  const json& v = b.value("by_verdict", json::object());
+  int64_t all = 0, none = 0;
+  for (const auto& [verdict, n] : v.items()) {
+    all += n.get<int64_t>();
+    if (verdict == "NO_GOLDEN") none += n.get<int64_t>();
+  }
+  if (all == 0 || none != all) return "";
+  const std::string id = std::to_string(b.value("id", 0));
+  return "<p class=\"hint\" id=\"no-golden\">No job of this batch had a golden to compare with (every verdict is "
+         "NO_GOLDEN). Once its images look right, pin them as goldens with <code>hipq golden promote batch:" + id +
+         "</code> (or <code>hipq golden import DIR</code> for goldens made elsewhere, e.g. by "
+         "<code>tools/golden/make_goldens.py</code>); the next run of the same manifest is then judged PASS or FAIL. "
+         "See docs/golden-format.md.</p>";
 }
 
 std::string summary_section(const json& b, const json& data) {
@@ -117,8 +140,9 @@ std::string summary_section(const json& b, const json& data) {
   h += "<tr><th class=\"l\">output root</th><td class=\"l\">" + esc(b["output_root"]) + "</td></tr>";
   h += "<tr><th class=\"l\">created</th><td class=\"l\">" + when(b["created_at"]) + "</td></tr>";
   h += "<tr><th class=\"l\">finished</th><td class=\"l\">" + when(b["finished_at"]) + "</td></tr>";
-  h += "</tbody></table></section>";
-  return h;
+  h += "</tbody></table>";
+  h += no_golden_hint(b);
+  return h + "</section>";
 }
 
 std::string workers_section(const json& workers) {
@@ -133,6 +157,46 @@ std::string workers_section(const json& workers) {
          esc(w["runtime_version"]) + "</td><td class=\"l\">" + esc(w["driver_version"]) + "</td></tr>";
   }
   return h + "</tbody></table></section>";
+}
+
+// Across batches and builds: one line per phase over time (asv's timeline),
+// and the numbers beneath. Only when the database holds two points or more.
+std::string history_section(const json& history, int64_t this_batch) {
+  if (!history.is_array() || history.size() < 2) return "";
+  std::vector<std::string> labels;
+  std::map<std::string, std::vector<double>> by_phase;
+  std::vector<std::string> phases;
+  for (const char* p : {"total", "load", "text_encode", "denoise", "decode", "write", "parity"}) {
+    bool any = false;
+    for (const auto& pt : history) any = any || pt["phases"].contains(p);
+    if (any) phases.push_back(p);
+  }
+  for (const auto& pt : history) {
+    std::string build = jstr(pt["build"]).substr(0, 7);
+    labels.push_back("#" + jnum(pt["batch"]) + " " + build);
+    for (const auto& p : phases) {
+      by_phase[p].push_back(pt["phases"].contains(p) ? pt["phases"][p].get<double>() : NAN);
+    }
+  }
+  std::vector<TimelineSeries> series;
+  for (size_t i = 0; i < phases.size(); ++i) series.push_back({phase_title(phases[i]), by_phase[phases[i]], i});
+  std::string h = "<section id=\"history\"><h2>History across batches and builds</h2><p class=\"note\">Median "
+                  "host time of each phase per batch and build (newest 50 batches of the database, oldest first); "
+                  "hover a point for its value; in the table, this report's batch is marked ◀.</p>";
+  h += timeline_svg(labels, series, "median per phase over time", "ms");
+  h += "<div class=\"scroll\"><table class=\"sortable dense\"><thead><tr><th>batch</th><th class=\"l\">name</th>"
+       "<th class=\"l\">build</th><th class=\"l\">time</th><th>runs</th>";
+  for (const auto& p : phases) h += "<th>" + html_escape(phase_title(p)) + "</th>";
+  h += "</tr></thead><tbody>";
+  for (const auto& pt : history) {
+    const bool here = pt.value("batch", int64_t{0}) == this_batch;
+    h += "<tr><td>" + jnum(pt["batch"]) + (here ? " ◀" : "") + "</td><td class=\"l\">" + esc(pt["name"]) +
+         "</td><td class=\"l\">" + html_escape(jstr(pt["build"]).substr(0, 12)) + "</td><td class=\"l\">" +
+         when(pt["time"]) + "</td><td>" + jnum(pt["runs"]) + "</td>";
+    for (const auto& p : phases) h += "<td>" + (pt["phases"].contains(p) ? jnum(pt["phases"][p], 5) : "–") + "</td>";
+    h += "</tr>";
+  }
+  return h + "</tbody></table></div></section>";
 }
 
 }  // namespace
@@ -179,14 +243,25 @@ Result<std::string> render_html_report(const json& data) {
     h += "</div></section>";
 
     h += "<section id=\"histograms\"><h2>Histograms</h2><div class=\"charts\">";
+    size_t skipped = 0;
     for (const auto& s : data["samples"]) {
       const std::string phase = jstr(s["phase"]);
       if (phase != "denoise" && phase != "step" && phase != "total") continue;
+      if (s["values"].size() < 2) {  // one value has no distribution to draw
+        ++skipped;
+        continue;
+      }
       h += histogram_svg(s["values"].get<std::vector<double>>(), phase_title(phase),
                          jstr(s["gpu"]) + " · " + jstr(s["warmth"]) + " · n=" + std::to_string(s["values"].size()),
                          "ms", colour[jstr(s["gpu"])]);
     }
-    h += "</div></section>";
+    h += "</div>";
+    if (skipped > 0) {
+      h += "<p class=\"note\">" + std::to_string(skipped) +
+           " histogram(s) left out: their GPU and warmth have a single value (n = 1); the value is in the "
+           "statistics table.</p>";
+    }
+    h += "</section>";
 
     h += "<section id=\"step-traces\"><h2>Step-time traces</h2><p class=\"note\">Median time of each denoising "
          "step across runs; the band spans the 10th to 90th percentile.</p>";
@@ -198,7 +273,7 @@ Result<std::string> render_html_report(const json& data) {
     }
     h += trace_svg(traces, "step time by step index", "ms") + "</section>";
 
-    h += "<section id=\"stats\"><h2>Statistics per GPU and phase</h2><div class=\"scroll\"><table class=\"sortable\">"
+    h += "<section id=\"stats\"><h2>Statistics per GPU and phase</h2><div class=\"scroll\"><table class=\"sortable dense\">"
          "<thead><tr><th class=\"l\">GPU</th><th class=\"l\">runs</th><th class=\"l\">phase</th><th>n</th><th>mean</th>"
          "<th>sd</th><th>min</th><th>p50</th><th>p50 95% CI</th><th>p90</th><th>p95</th><th>p99</th><th>max</th>"
          "<th>outliers</th><th>steps/s</th><th>images/h</th><th>peak GiB</th></tr></thead><tbody>";
@@ -223,7 +298,7 @@ Result<std::string> render_html_report(const json& data) {
     }
     h += "</tbody></table></div></section>";
 
-    h += "<section id=\"parity\"><h2>Parity across seeds</h2><table class=\"sortable\"><thead><tr>"
+    h += "<section id=\"parity\"><h2>Parity across seeds</h2><table class=\"sortable dense\"><thead><tr>"
          "<th class=\"l\">prompt</th><th class=\"l\">settings</th><th>seeds</th><th>runs</th><th>cos min</th>"
          "<th>cos mean</th><th>cos max</th><th>pass rate</th><th>no golden</th><th class=\"l\">worst job</th></tr>"
          "</thead><tbody>";
@@ -234,7 +309,7 @@ Result<std::string> render_html_report(const json& data) {
                 (p["worst"]["cosine"].is_number() ? fixed(p["worst"]["cosine"].get<double>(), 6) : "–") + " " +
                 jstr(p["worst"]["verdict"]);
       }
-      h += "<tr><td class=\"l\">" + esc(p["prompt"]) + "</td><td class=\"l\">" + esc(p["model"]) + " " +
+      h += "<tr><td class=\"l w\">" + esc(p["prompt"]) + "</td><td class=\"l w\">" + esc(p["model"]) + " " +
            jnum(p["width"]) + "×" + jnum(p["height"]) + " " + jnum(p["steps"]) + " steps " + esc(p["sampler"]) +
            " " + esc(p["precision"]) + "</td><td>" + jnum(p["seeds"]) + "</td><td>" + jnum(p["runs"]) + "</td><td>" +
            (p["cosine_min"].is_number() ? fixed(p["cosine_min"].get<double>(), 6) : "–") + "</td><td>" +
@@ -261,18 +336,20 @@ Result<std::string> render_html_report(const json& data) {
     }
     h += "</div></section>";
 
-    h += "<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>job</th>"
+    h += history_section(data.value("history", json::array()), b.value("id", 0));
+
+    h += "<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table class=\"sortable dense\"><thead><tr><th>job</th>"
          "<th class=\"l\">prompt</th><th>seed</th><th>repeat</th><th class=\"l\">state</th><th class=\"l\">verdict</th>"
          "<th>cosine</th><th class=\"l\">GPU</th><th class=\"l\">warm</th><th>total ms</th><th class=\"l\">error</th>"
          "</tr></thead><tbody>";
     for (const auto& r : data["runs"]) {
-      h += "<tr><td>" + jnum(r["job"], 12) + "</td><td class=\"l\">" + esc(r["prompt"]) + "</td><td>" +
+      h += "<tr><td>" + jnum(r["job"], 12) + "</td><td class=\"l w\">" + esc(r["prompt"]) + "</td><td>" +
            jnum(r["seed"], 20) + "</td><td>" + jnum(r["repeat"]) + "</td><td class=\"l\">" + esc(r["state"]) +
            "</td>" + verdict_cell(r["verdict"]) + "<td>" +
            (r["cosine"].is_number() ? fixed(r["cosine"].get<double>(), 6) : "–") + "</td><td class=\"l\">" +
            esc(r["gpu"]) + "</td><td class=\"l\">" +
            (r["warm"].is_boolean() ? (r["warm"].get<bool>() ? "warm" : "cold") : "–") + "</td><td>" +
-           jnum(r["total_ms"], 6) + "</td><td class=\"l\">" + esc(r["error"]) + "</td></tr>";
+           jnum(r["total_ms"], 6) + "</td><td class=\"l w\">" + esc(r["error"]) + "</td></tr>";
     }
     h += "</tbody></table></div></section>";
     h += "</main><script>" + std::string(kScript) + "</script></body></html>\n";

@@ -6,8 +6,13 @@
 //
 // Sections (element ids, stable for tests and links): summary, workers,
 // distributions (box plots per phase, one box per GPU and warm/cold),
-// histograms (denoise and step time per GPU), step-traces, stats (per phase
-// table), parity (across seeds), thumbnails, runs.
+// histograms (denoise and step time per GPU; none for a single value),
+// step-traces, stats (per phase table), parity (across seeds), thumbnails,
+// history (only when the database holds two batches/builds or more: a
+// timeline per phase), runs. Summary holds `no-golden`, the way to make
+// goldens, when every verdict is NO_GOLDEN. Numbers print as the CLI prints
+// them (base/number_format.h); tables fit a 1280 px wide window, long text
+// (prompts, errors) wraps.
 //
 // Errors: InvalidArgument when the data lacks a required member (names it).
 // Thread safety: pure function.

@@ -36,6 +36,52 @@ json compact_run(const db::RunRow& r) {
               {"error", r.error ? json(*r.error) : json(nullptr)}};
 }
 
+// One point per (batch, build) of the newest kHistoryBatches batches, oldest
+// first: the median host ms of each phase over the runs with a result.
+constexpr size_t kHistoryBatches = 50;
+
+Result<json> history(db::Database& db, const std::vector<db::BatchRecord>& batches) {
+  json out = json::array();
+  const size_t first = batches.size() > kHistoryBatches ? batches.size() - kHistoryBatches : 0;
+  for (size_t i = first; i < batches.size(); ++i) {
+    db::RunFilter f;
+    f.batch = batches[i].id;
+    f.with_result_only = true;
+    HIPQ_ASSIGN_OR_RETURN(auto rows, db::query_runs(db, f));
+    std::map<std::string, std::vector<const db::RunRow*>> by_build;
+    for (const auto& r : rows) by_build[r.build_sha.empty() ? "?" : r.build_sha].push_back(&r);
+    for (const auto& [build, runs] : by_build) {
+      std::map<std::string, std::vector<double>> phases;
+      std::vector<double> times;
+      for (const auto* r : runs) {
+        double total = 0;
+        for (const auto& p : r->phases) {
+          phases[p.phase].push_back(p.host_ms);
+          total += p.host_ms;
+        }
+        if (!r->phases.empty()) phases["total"].push_back(total);
+        times.push_back(r->time);
+      }
+      json medians = json::object();
+      for (auto& [phase, v] : phases) {
+        std::sort(v.begin(), v.end());
+        medians[phase] = st::quantile_sorted(v, 0.5);
+      }
+      std::sort(times.begin(), times.end());
+      out.push_back({{"batch", batches[i].id},
+                     {"name", batches[i].name},
+                     {"build", build},
+                     {"runs", runs.size()},
+                     {"time", st::quantile_sorted(times, 0.5)},
+                     {"phases", medians}});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) {
+    return a["time"].get<double>() < b["time"].get<double>();
+  });
+  return out;
+}
+
 }  // namespace
 
 Result<json> build_report_data(db::Database& db, const json& args) {
@@ -55,8 +101,8 @@ Result<json> build_report_data(db::Database& db, const json& args) {
     return Status::InvalidArgument("report-data: thumbnail_px " + std::to_string(thumb_px) + " is outside 16..1024");
   }
   db::JobStore store(db);
+  HIPQ_ASSIGN_OR_RETURN(auto batches, store.list_batches());
   if (batch_id == 0) {
-    HIPQ_ASSIGN_OR_RETURN(auto batches, store.list_batches());
     if (batches.empty()) return Status::NotFound("report: the database " + db.describe() + " holds no batch yet");
     batch_id = batches.back().id;
   }
@@ -173,6 +219,7 @@ Result<json> build_report_data(db::Database& db, const json& args) {
     }
   }
   out["thumbnail_errors"] = thumb_errors;
+  HIPQ_ASSIGN_OR_RETURN(out["history"], history(db, batches));
   out["generated_at"] = db::wall_clock_seconds();
   return out;
 }

@@ -11,7 +11,10 @@
 //    "samples": [{gpu, warmth, phase, values: [ms…]}],
 //    "step_traces": [{gpu, warmth, runs, median: [ms per step], low: [...], high: [...]}],
 //    "parity": [<parity rows>], "thumbnails": [{job, prompt, seed, repeat, verdict, cosine, gpu, uri}],
-//    "thumbnail_errors": n, "generated_at": epoch seconds}
+//    "thumbnail_errors": n, "generated_at": epoch seconds,
+//    "history": [{batch, name, build, runs, time, phases: {phase: median ms}}]}
+// History covers the newest 50 batches of the database (not only this one),
+// one point per (batch, build), oldest first; `time` is the median run time.
 // Thumbnails are read from <output_root>/<png output path> on the machine
 // answering the query; a file it cannot read is counted, not fatal.
 //

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/number_format.h"
 #include "coordinator/statistics/descriptive.h"
 
 namespace hipq::coordinator::report {
@@ -33,11 +34,7 @@ const char* series_colour(size_t index) {
 
 namespace {
 
-std::string num(double v, int prec = 4) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-  return buf;
-}
+std::string num(double v, int prec = 4) { return format_significant(v, prec); }
 std::string px(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -286,6 +283,76 @@ std::string trace_svg(const std::vector<TraceSeries>& series, const std::string&
            "\" y2=\"" + px(ly - 3) + "\" stroke=\"" + std::string(c) + "\" stroke-width=\"3\"" +
            (s.dashed ? " stroke-dasharray=\"4 2\"" : "") + "/><text x=\"" + px(width - right + 29) + "\" y=\"" + px(ly + 1) +
            "\" class=\"label\">" + html_escape(s.label) + "</text>";
+  }
+  return svg + "</svg>";
+}
+
+std::string timeline_svg(const std::vector<std::string>& point_labels, const std::vector<TimelineSeries>& series,
+                         const std::string& title, const std::string& unit) {
+  const double width = 1000, height = 320, left = 64, right = 150, top = 28, bottom = 70;
+  std::string svg = "<svg class=\"chart timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) +
+                    "\" height=\"" + px(height) + "\" viewBox=\"0 0 " + px(width) + " " + px(height) +
+                    "\" role=\"img\" aria-label=\"" + html_escape(title) + "\">";
+  svg += "<text x=\"8\" y=\"18\" class=\"title\">" + html_escape(title) + "</text>";
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& s : series)
+    for (double v : s.values)
+      if (std::isfinite(v) && v > 0) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+  const size_t n = point_labels.size();
+  if (n == 0 || !std::isfinite(lo)) return svg + "<text x=\"8\" y=\"48\">no timings</text></svg>";
+  // Whole decades around the data; 2 and 5 marks too when it spans under three.
+  const double dlo = std::floor(std::log10(lo)), dhi = std::max(dlo + 1, std::ceil(std::log10(hi)));
+  const Axis ya{dlo, dhi, height - bottom, top};
+  const Axis xa{0, static_cast<double>(std::max<size_t>(n - 1, 1)), left + 10, width - right - 10};
+  for (double d = dlo; d <= dhi + 1e-9; d += 1) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m != 1.0 && dhi - dlo >= 3) continue;
+      const double v = m * std::pow(10.0, d);
+      const double lv = std::log10(v);
+      if (lv > dhi + 1e-9) continue;
+      const double y = ya.map(lv);
+      svg += "<line x1=\"" + px(left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(width - right) + "\" y2=\"" + px(y) +
+             "\" class=\"grid\"/><text x=\"" + px(left - 4) + "\" y=\"" + px(y + 4) +
+             "\" class=\"tick\" text-anchor=\"end\">" + num(v, 6) + "</text>";
+    }
+  }
+  // At most ~16 x labels, rotated so long ones fit.
+  const size_t every = std::max<size_t>(1, (n + 15) / 16);
+  for (size_t i = 0; i < n; i += every) {
+    const double x = xa.map(static_cast<double>(n == 1 ? 0 : i));
+    svg += "<text x=\"" + px(x) + "\" y=\"" + px(height - bottom + 12) + "\" class=\"tick\" text-anchor=\"end\" " +
+           "transform=\"rotate(-35 " + px(x) + " " + px(height - bottom + 12) + ")\">" + html_escape(point_labels[i]) +
+           "</text>";
+  }
+  svg += "<text x=\"12\" y=\"" + px((top + height - bottom) / 2) + "\" class=\"axis\" transform=\"rotate(-90 12 " +
+         px((top + height - bottom) / 2) + ")\" text-anchor=\"middle\">" + html_escape(unit) + " (log scale)</text>";
+  for (size_t si = 0; si < series.size(); ++si) {
+    const auto& s = series[si];
+    const std::string c = series_colour(s.colour);
+    std::string path, dots;
+    bool pen = false;
+    for (size_t i = 0; i < s.values.size() && i < n; ++i) {
+      const double v = s.values[i];
+      if (!std::isfinite(v) || v <= 0) {
+        pen = false;
+        continue;
+      }
+      const double x = xa.map(static_cast<double>(i)), y = ya.map(std::log10(v));
+      path += (pen ? " L" : " M") + px(x) + " " + px(y);
+      pen = true;
+      dots += "<circle cx=\"" + px(x) + "\" cy=\"" + px(y) + "\" r=\"3\" fill=\"" + c + "\"><title>" +
+              html_escape(s.label + " · " + point_labels[i] + ": " + num(v, 5) + " " + unit) + "</title></circle>";
+    }
+    svg += "<g class=\"series\" data-label=\"" + html_escape(s.label) + "\">";
+    if (!path.empty()) svg += "<path d=\"" + path.substr(1) + "\" fill=\"none\" stroke=\"" + c + "\" stroke-width=\"2\"/>";
+    svg += dots + "</g>";
+    const double ly = top + 14 + 18 * static_cast<double>(si);
+    svg += "<line x1=\"" + px(width - right + 8) + "\" y1=\"" + px(ly - 3) + "\" x2=\"" + px(width - right + 24) +
+           "\" y2=\"" + px(ly - 3) + "\" stroke=\"" + c + "\" stroke-width=\"3\"/><text x=\"" + px(width - right + 29) +
+           "\" y=\"" + px(ly + 1) + "\" class=\"label\">" + html_escape(s.label) + "</text>";
   }
   return svg + "</svg>";
 }

@@ -1,6 +1,7 @@
 // SVG charts for the HTML report, drawn as inline <svg> text (no script, no
 // external fonts or images): horizontal box plots, histograms and step-time
-// traces. Inputs are plain values; labels are escaped here.
+// traces, and timelines across batches. Inputs are plain values; labels are
+// escaped here. Numbers print as base/number_format.h writes them.
 // Box plots: box = quartiles (numpy-linear), line = median, whiskers = the
 // furthest values inside Tukey's 1.5 IQR fences, dots = values beyond them.
 // Histograms: equal-width bins, count by the Freedman–Diaconis rule (bounded
@@ -34,5 +35,17 @@ struct TraceSeries {
   bool dashed = false;  // cold runs: same colour as the GPU's warm line, dashed
 };
 std::string trace_svg(const std::vector<TraceSeries>& series, const std::string& title, const std::string& unit);
+
+// A timeline (asv's "timeline" view): one line per series over the same
+// ordered points (batches, oldest first), y on a log scale so phases of very
+// different lengths share one chart. `values[i]` is NaN where series has no
+// value at point i (the line breaks there). Each point has a hover title.
+struct TimelineSeries {
+  std::string label;
+  std::vector<double> values;  // one per point
+  size_t colour = 0;
+};
+std::string timeline_svg(const std::vector<std::string>& point_labels, const std::vector<TimelineSeries>& series,
+                         const std::string& title, const std::string& unit);
 
 }  // namespace hipq::coordinator::report

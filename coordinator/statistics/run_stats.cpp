@@ -1,6 +1,7 @@
 #include "coordinator/statistics/run_stats.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -163,10 +164,16 @@ Result<StatsOptions> parse_stats_options(const json& args) {
   }
   const auto& dims = known_dimensions();
   for (const auto& d : o.group_by) {
+    if (d.rfind(kTagDimension, 0) == 0) {
+      if (d.size() == kTagDimension.size())
+        return Status::InvalidArgument("group_by: \"tag:\" names no tag; write tag:NAME for tags NAME:VALUE "
+                                       "(e.g. tag:Category)");
+      continue;
+    }
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
       return Status::InvalidArgument("group_by: unknown dimension \"" + d +
                                      "\"; known: model, resolution, steps, precision, sampler, gpu, host, build, "
-                                     "batch, day");
+                                     "batch, day, tag:NAME");
     }
   }
   if (o.clock != "host" && o.clock != "gpu") {
@@ -318,6 +325,25 @@ Result<json> summary_json(std::span<const double> values, const StatsOptions& op
 }
 
 std::string dimension_value(const db::RunRow& r, const std::string& d) {
+  if (d.rfind(kTagDimension, 0) == 0) {
+    // Tags NAME:VALUE (from a TSV column or a manifest mapping); the name
+    // compares case-insensitively, as the TSV header does.
+    const std::string name = d.substr(kTagDimension.size());
+    auto lower = [](std::string x) {
+      for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return x;
+    };
+    const std::string want = lower(name) + ":";
+    std::vector<std::string> values;
+    for (const auto& t : r.tags)
+      if (t.size() >= want.size() && lower(t.substr(0, want.size())) == want) values.push_back(t.substr(want.size()));
+    if (values.empty()) return kNoTag;
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : "+") + v;
+    return out;
+  }
   if (d == "model") return r.model;
   if (d == "resolution") return std::to_string(r.width) + "x" + std::to_string(r.height);
   if (d == "steps") return std::to_string(r.steps);

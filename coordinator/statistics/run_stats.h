@@ -33,8 +33,13 @@ namespace hipq::coordinator::statistics {
 // a run's phases.
 const std::vector<std::string>& known_phases();
 Status check_phase_name(const std::string& phase);
-// Group dimensions accepted by group_by.
+// Group dimensions accepted by group_by, besides "tag:NAME".
 const std::vector<std::string>& known_dimensions();
+// "tag:NAME" groups by the VALUE of a run's tags "NAME:VALUE" (NAME compared
+// case-insensitively; several values joined with '+', sorted); runs without
+// such a tag form the group kNoTag.
+inline const std::string kTagDimension = "tag:";
+inline const std::string kNoTag = "(none)";
 
 struct StatsOptions {
   std::vector<std::string> group_by;  // known_dimensions(); empty = one group (per warmth)

@@ -13,6 +13,7 @@
 #include "base/fs.h"
 #include "engine/image_io.h"
 #include "engine/safetensors.h"
+#include "tests/engine/png_text.h"
 
 namespace hipq::cli {
 namespace {
@@ -74,6 +75,15 @@ TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
   ASSERT_TRUE(png.ok());
   EXPECT_EQ(png->width, 64);
   EXPECT_EQ(png->height, 64);
+  auto png_bytes = read_file(dir / "image.png");
+  ASSERT_TRUE(png_bytes.ok());
+  auto text = hipq::testing::read_png_text_with_libpng(*png_bytes);
+  ASSERT_TRUE(text.error.empty()) << text.error;
+  EXPECT_EQ(text.text["parameters"].rfind("a red fox sleeping in the snow\nSteps: 4, Sampler: Euler, CFG scale: 5, "
+                                          "Seed: 3, Size: 64x64, Model hash: ", 0),
+            0u)
+      << text.text["parameters"];
+  EXPECT_EQ(text.text["parameters"].find("Job:"), std::string::npos) << "no job outside a batch";
   auto timings = read_file(dir / "timings.json");
   ASSERT_TRUE(timings.ok());
   auto j = nlohmann::json::parse(*timings);

@@ -53,7 +53,7 @@ TEST(ManifestTest, MinimalManifestTakesDefaults) {
   EXPECT_EQ(m->defaults.seeds, (std::vector<uint64_t>{0}));
   EXPECT_EQ(m->parity.golden, "store");
   EXPECT_EQ(m->outputs.root, dir.path() / "out");
-  EXPECT_EQ(m->outputs.save, (std::vector<std::string>{"latent", "png"}));
+  EXPECT_EQ(m->outputs.save, (std::vector<std::string>{"latent", "png", "timings"}));
   EXPECT_EQ(m->text, std::string(kMinimal));
   EXPECT_EQ(m->sha256, sha256_hex(kMinimal));
   EXPECT_EQ(m->job_count(), 1);
@@ -405,6 +405,69 @@ TEST(ManifestTest, EmptyAndMultiDocumentFiles) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+TEST(ManifestTest, PromptFileSampleSeedStratifyAndOffset) {
+  ManifestDir dir;
+  dir.write("p.tsv", "Prompt\tCategory\na\tX\nb\tX\nc\tX\nd\tY\ne\tY\nf\tZ\n");
+  auto m = parse_manifest(dir.write("m.yaml",
+                                    "model: synthetic:tiny-sdxl\n"
+                                    "prompts_file: {path: p.tsv, sample: 3, seed: 11, stratify: Category}\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->prompts.size(), 3u);
+  std::set<std::string> cats;
+  for (const auto& p : m->prompts) cats.insert(p.tags.at(0));
+  EXPECT_EQ(cats, (std::set<std::string>{"Category:X", "Category:Y", "Category:Z"}));
+  auto again = parse_manifest(dir.write("m2.yaml",
+                                        "model: synthetic:tiny-sdxl\n"
+                                        "prompts_file: {path: p.tsv, sample: 3, seed: 11, stratify: Category}\n"));
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(m->prompts[i].text, again->prompts[i].text);
+
+  auto off = parse_manifest(dir.write("off.yaml", "model: synthetic:tiny-sdxl\n"
+                                                  "prompts_file: {path: p.tsv, offset: 4, limit: 1}\n"));
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  ASSERT_EQ(off->prompts.size(), 1u);
+  EXPECT_EQ(off->prompts[0].text, "e");
+}
+
+TEST(ManifestTest, PromptFileSamplingProblemsHaveLineAndColumn) {
+  ManifestDir dir;
+  dir.write("p.tsv", "Prompt\tCategory\na\tX\nb\tY\n");
+  auto path = dir.write("bad.yaml",
+                        "model: synthetic:tiny-sdxl\n"                                   // 1
+                        "prompts_file:\n"                                                // 2
+                        "  - {path: p.tsv, sample: 1, limit: 1}\n"                      // 3
+                        "  - {path: p.tsv, seed: 4}\n"                                   // 4
+                        "  - {path: p.tsv, sample: 0}\n"                                 // 5
+                        "  - {path: p.tsv, sample: 1, stratify: 'Category:X'}\n"         // 6
+                        "  - {path: p.tsv, offset: -1}\n");                              // 7
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  const Status& s = m.status();
+  std::string f = path.string();
+  EXPECT_TRUE(has_problem(s, f, 3, 37, "prompts_file[0].limit", "limit and sample exclude each other")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 4, 19, "prompts_file[1].seed", "seed needs sample")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 5, 27, "prompts_file[2].sample", "out of range 1..")) << s.message();
+  EXPECT_TRUE(has_problem(s, f, 6, 40, "prompts_file[3].stratify", "expected a tag name such as Category"))
+      << s.message();
+  EXPECT_TRUE(has_problem(s, f, 7, 27, "prompts_file[4].offset", "out of range 0..")) << s.message();
+  EXPECT_EQ(lines_of(s.message()).size(), 5u) << s.message();
+
+  // Problems found once the file is read: too large a sample, a tag no prompt has.
+  auto late = dir.write("late.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "prompts_file:\n"
+                        "  - {path: p.tsv, sample: 3}\n"
+                        "  - {path: p.tsv, sample: 1, stratify: Categroy}\n"
+                        "  - {path: p.tsv, offset: 2}\n");
+  auto l = parse_manifest(late);
+  ASSERT_FALSE(l.ok());
+  const Status& t = l.status();
+  std::string lf = late.string();
+  EXPECT_TRUE(has_problem(t, lf, 3, 27, "prompts_file[0].sample", "sample 3 is more than the 2 prompts")) << t.message();
+  EXPECT_TRUE(has_problem(t, lf, 4, 40, "prompts_file[1].stratify", "did you mean 'Category'")) << t.message();
+  EXPECT_TRUE(has_problem(t, lf, 5, 5, "prompts_file[2]", "offset 2 skips every prompt")) << t.message();
+}
+
 TEST(ManifestTest, ExamplesAreValid) {
   if (testing::source_dir().empty()) GTEST_SKIP() << "HIPQ_SOURCE_DIR not set (run through ctest)";
   struct Example {
@@ -412,7 +475,7 @@ TEST(ManifestTest, ExamplesAreValid) {
     int64_t jobs;
   };
   for (Example e : {Example{"quickstart.yaml", 4}, Example{"seed-sweep.yaml", 32}, Example{"prompt-files.yaml", 8},
-                    Example{"partiprompts-sdxl.yaml", 1632}}) {
+                    Example{"partiprompts-sdxl.yaml", 1632}, Example{"partiprompts-sample.yaml", 48}}) {
     auto m = parse_manifest(testing::source_dir() / "examples" / e.file);
     ASSERT_TRUE(m.ok()) << e.file << ": " << m.status().ToString();
     EXPECT_EQ(m->job_count(), e.jobs) << e.file;

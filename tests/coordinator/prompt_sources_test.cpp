@@ -36,6 +36,87 @@ TEST(PromptSourcesTest, PartiPromptsLoadsAsIsWithTags) {
   EXPECT_TRUE(found_quote);
 }
 
+std::map<std::string, int> category_counts(const std::vector<PromptRecord>& prompts) {
+  std::map<std::string, int> out;
+  for (const auto& p : prompts) out[p.tags.at(0)]++;
+  return out;
+}
+
+TEST(PromptSourcesTest, StratifiedSampleOfPartiPromptsCoversEveryCategoryReproducibly) {
+  if (testing::source_dir().empty()) GTEST_SKIP() << "HIPQ_SOURCE_DIR not set (run through ctest)";
+  PromptFile f = load_prompt_file(testing::parti_prompts_tsv(), {});
+  ASSERT_TRUE(f.problems.empty());
+  const auto all = f.prompts;
+
+  auto a = all;
+  ASSERT_TRUE(sample_prompts(a, {24, 7, "category"}).ok());  // tag name matched case-insensitively
+  ASSERT_EQ(a.size(), 24u);
+  auto cats = category_counts(a);
+  EXPECT_EQ(cats.size(), 12u) << "every category is in the sample";
+  EXPECT_GE(cats["Category:Animals"], 4) << "the largest category (314 of 1632) gets the most";
+  for (size_t i = 1; i < a.size(); ++i) EXPECT_LT(a[i - 1].line, a[i].line) << "file order is kept";
+
+  auto again = all;
+  ASSERT_TRUE(sample_prompts(again, {24, 7, "Category"}).ok());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].line, again[i].line) << "same seed, same sample";
+  auto other = all;
+  ASSERT_TRUE(sample_prompts(other, {24, 8, "Category"}).ok());
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) differs |= a[i].line != other[i].line;
+  EXPECT_TRUE(differs) << "another seed draws another sample";
+
+  // Unstratified, a sample is still spread over the file, unlike the first rows
+  // (the first 24 PartiPrompts rows are all Category:Abstract).
+  auto plain = all;
+  ASSERT_TRUE(sample_prompts(plain, {24, 0, ""}).ok());
+  EXPECT_GT(category_counts(plain).size(), 4u);
+  std::vector<PromptRecord> first(all.begin(), all.begin() + 24);
+  EXPECT_EQ(category_counts(first).size(), 1u);
+
+  // Sampling everything keeps everything, in order.
+  auto whole = all;
+  ASSERT_TRUE(sample_prompts(whole, {static_cast<int64_t>(all.size()), 3, "Category"}).ok());
+  ASSERT_EQ(whole.size(), all.size());
+  EXPECT_EQ(whole.back().line, all.back().line);
+}
+
+TEST(PromptSourcesTest, SampleProblemsNameTheCountAndTheTagNames) {
+  std::vector<PromptRecord> prompts(5);
+  for (int i = 0; i < 5; ++i) prompts[i] = {"p" + std::to_string(i), {}, {"Style:" + std::string(i % 2 ? "a" : "b")}, {}, i + 2};
+  auto too_many = prompts;
+  Status s = sample_prompts(too_many, {6, 0, ""});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sample 6 is more than the 5 prompts"), std::string::npos) << s.message();
+  auto no_tag = prompts;
+  s = sample_prompts(no_tag, {2, 0, "Category"});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tag names: Style"), std::string::npos) << s.message();
+  auto ok = prompts;
+  ASSERT_TRUE(sample_prompts(ok, {2, 0, "Style"}).ok());
+  ASSERT_EQ(ok.size(), 2u);
+  EXPECT_NE(ok[0].tags[0], ok[1].tags[0]) << "one of each style";
+}
+
+TEST(PromptSourcesTest, OffsetSkipsTheFirstPromptsBeforeTheLimit) {
+  ManifestDir dir;
+  auto path = dir.write("p.txt", "a\nb\n\n# c\nd\ne\nf\n");
+  PromptFileOptions o;
+  o.offset = 2;
+  o.limit = 2;
+  PromptFile f = load_prompt_file(path, o);
+  ASSERT_TRUE(f.problems.empty()) << f.problems.front().message;
+  ASSERT_EQ(f.prompts.size(), 2u);
+  EXPECT_EQ(f.prompts[0].text, "d");
+  EXPECT_EQ(f.prompts[0].line, 5);
+  EXPECT_EQ(f.prompts[1].text, "e");
+  o.limit = 0;
+  o.offset = 5;
+  f = load_prompt_file(path, o);
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_NE(f.problems[0].message.find("offset 5 skips every prompt (the file holds 5)"), std::string::npos)
+      << f.problems[0].message;
+}
+
 TEST(PromptSourcesTest, TsvLimitColumnNegativeSeedsAndCrlf) {
   ManifestDir dir;
   auto p = dir.write("p.tsv",

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <thread>
 #include <zmq.hpp>
 
@@ -105,6 +107,24 @@ TEST_F(QueryServiceTest, StatsOtherDimensionsAndClocks) {
   EXPECT_NE(bad.status().message().find("colour"), std::string::npos);
 }
 
+TEST_F(QueryServiceTest, StatsGroupByTagNameUsesTheTagValuesAndGathersUntaggedRuns) {
+  auto s = query("stats", {{"group_by", "tag:Category"}});
+  std::map<std::string, int64_t> runs;
+  for (const auto& g : s["groups"]) runs[g["key"]["tag:Category"].get<std::string>()] += g["runs"].get<int64_t>();
+  // The name matches case-insensitively (prompt 1's tag is "category:Architecture").
+  ASSERT_EQ(runs.size(), 2u) << s.dump(1);
+  EXPECT_GT(runs["Architecture"], 0);
+  EXPECT_GT(runs["(none)"], 0);
+  auto all = query("stats", {});
+  int64_t total = 0;
+  for (const auto& g : all["groups"]) total += g["runs"].get<int64_t>();
+  EXPECT_EQ(runs["Architecture"] + runs["(none)"], total);
+
+  auto bad = run_query(*h_.db, "stats", {{"group_by", "tag:"}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("tag:NAME"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(QueryServiceTest, CompareFindsTheTenPercentSlowerGpuAndNoChangeForTheSameRuns) {
   auto c = query("compare", {{"a", {{"gpu", "H200"}}}, {"b", {{"gpu", "RX 6800"}}}, {"phase", "denoise"}});
   EXPECT_EQ(c["verdict"], "slower") << c.dump(1);
@@ -151,6 +171,21 @@ TEST_F(QueryServiceTest, ReportDataCoversTheBatch) {
   EXPECT_TRUE(d["thumbnails"].empty());
   EXPECT_GT(d["thumbnail_errors"].get<int>(), 0);
   EXPECT_EQ(run_query(*h_.db, "report-data", {{"batch", 999}}).status().code(), StatusCode::kNotFound);
+
+  // History: one point per (batch, build); the medians are those of the runs' phases.
+  ASSERT_EQ(d["history"].size(), 2u) << d["history"].dump(1);
+  std::set<std::string> builds;
+  int64_t runs = 0;
+  for (const auto& pt : d["history"]) {
+    builds.insert(pt["build"].get<std::string>());
+    runs += pt["runs"].get<int64_t>();
+    EXPECT_EQ(pt["batch"], h_.batch_id);
+    EXPECT_GT(pt["phases"]["denoise"].get<double>(), 0);
+    EXPECT_GT(pt["phases"]["total"].get<double>(), pt["phases"]["denoise"].get<double>());
+  }
+  EXPECT_EQ(builds, (std::set<std::string>{"abc1234", "def5678"}));
+  EXPECT_EQ(runs, 12) << "the 12 runs with a result";
+  EXPECT_LE(d["history"][0]["time"].get<double>(), d["history"][1]["time"].get<double>()) << "oldest first";
 }
 
 TEST_F(QueryServiceTest, RejectsUnknownKindAndBadArgs) {

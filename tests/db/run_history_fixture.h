@@ -81,7 +81,9 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
         j.ordinal = ordinal++;
         j.model = "synthetic:tiny-sdxl";
         j.prompt = prompt_text[p % 3];
-        j.tags = {p == 0 ? "animals" : "places"};
+        // Prompt 0 has no Category tag: `tag:Category` puts it in "(none)".
+        if (p == 0) j.tags = {"animals"};
+        else j.tags = {"places", p == 1 ? "category:Architecture" : "Category:Food"};
         j.seed = 1000 + static_cast<uint64_t>(s);
         j.repeat_index = r;
         j.width = 64;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/fs.h"
+#include "tests/engine/png_text.h"
 
 namespace hipq::engine {
 namespace {
@@ -78,6 +79,39 @@ TEST(ImageIoTest, DecodedToRgb8MatchesDiffusersRounding) {
   EXPECT_EQ(img.rgb[0 * 3 + 1], 64);
   EXPECT_EQ(img.rgb[1 * 3 + 1], 191);
   EXPECT_EQ(img.rgb[0 * 3 + 2], 128);
+}
+
+TEST(ImageIoTest, TextChunksAreReadByLibpngAsTextAndInternationalText) {
+  RgbImage img = gradient(8, 4);
+  const std::string utf8 = "ein Fuchs im Schnee \xe2\x9d\x84\nNegative prompt: Nebel";
+  auto bytes = encode_png(img, {{"parameters", "a cat\nSteps: 4, Seed: 1"}, {"hipq", utf8}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto read = hipq::testing::read_png_text_with_libpng(*bytes);
+  ASSERT_TRUE(read.error.empty()) << read.error;
+  EXPECT_EQ(read.text["parameters"], "a cat\nSteps: 4, Seed: 1");
+  EXPECT_EQ(read.compression["parameters"], PNG_TEXT_COMPRESSION_NONE);  // tEXt
+  EXPECT_EQ(read.text["hipq"], utf8);
+  EXPECT_EQ(read.compression["hipq"], PNG_ITXT_COMPRESSION_NONE);  // iTXt, UTF-8
+  // The pixels are untouched by the inserted chunks.
+  auto back = decode_png(*bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->rgb, img.rgb);
+  // The chunks come before the image data: a reader that stops at IDAT sees them.
+  EXPECT_LT(bytes->find("tEXtparameters"), bytes->find("IDAT"));
+}
+
+TEST(ImageIoTest, NulInTextIsDroppedAndBadKeysAreRefused) {
+  RgbImage img = gradient(4, 4);
+  auto bytes = encode_png(img, {{"parameters", std::string("a\0b", 3)}});
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(hipq::testing::read_png_text_with_libpng(*bytes).text["parameters"], "ab");
+  for (const std::string& key : {std::string(), std::string(80, 'k'), std::string("caf\xc3\xa9"),
+                                 std::string("a\nb"), std::string(" lead")}) {
+    auto r = encode_png(img, {{key, "x"}});
+    ASSERT_FALSE(r.ok()) << "key '" << key << "' was accepted";
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("text key"), std::string::npos) << r.status().message();
+  }
 }
 
 }  // namespace

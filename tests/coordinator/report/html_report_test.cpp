@@ -89,5 +89,70 @@ TEST(HtmlReportTest, MissingMemberIsInvalidArgumentNamingIt) {
   EXPECT_EQ(render_html_report(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(HtmlReportTest, NoHistogramForASingleValue) {
+  json d = sample_data();
+  d["samples"].push_back({{"gpu", "AMD RX 6800"}, {"warmth", "cold"}, {"phase", "denoise"}, {"values", {14210.3}}});
+  auto html = render_html_report(d);
+  ASSERT_TRUE(html.ok());
+  const std::string section = html->substr(html->find("<section id=\"histograms\""));
+  const std::string hist = section.substr(0, section.find("</section>"));
+  EXPECT_EQ(count(hist, "<svg"), 1u) << "only the n = 3 series gets a histogram";
+  EXPECT_NE(hist.find("1 histogram(s) left out"), std::string::npos) << hist;
+}
+
+TEST(HtmlReportTest, NumbersAreWrittenAsTheCliWritesThem) {
+  json d = sample_data();
+  auto& p = d["stats"]["groups"][0]["phases"][0];
+  p["mean"] = 14210.3;
+  p["p50"] = 14210.3;
+  p["max"] = 142103.7;
+  d["stats"]["groups"][0]["throughput"]["images_per_hour"] = 253.38;
+  auto html = render_html_report(d);
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(html->find("e+0"), std::string::npos) << "no exponent notation anywhere";
+  EXPECT_NE(html->find("<td>14210</td>"), std::string::npos);
+  EXPECT_NE(html->find("<b>14210</b>"), std::string::npos);
+  EXPECT_NE(html->find("<td>142104</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>253.4</td>"), std::string::npos);
+}
+
+TEST(HtmlReportTest, SaysHowToMakeGoldensWhenEveryVerdictIsNoGolden) {
+  json d = sample_data();
+  EXPECT_EQ(render_html_report(d)->find("id=\"no-golden\""), std::string::npos) << "not when some were judged";
+  d["batch"]["by_verdict"] = {{"NO_GOLDEN", 3}};
+  auto html = render_html_report(d);
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find("id=\"no-golden\""), std::string::npos);
+  EXPECT_NE(html->find("<code>hipq golden promote batch:7</code>"), std::string::npos);
+}
+
+TEST(HtmlReportTest, HistoryTimelineOnlyWithSeveralBatchesOrBuilds) {
+  json d = sample_data();
+  d["history"] = json::array({{{"batch", 7}, {"name", "nightly"}, {"build", "abc1234def"}, {"runs", 3},
+                               {"time", 1790000050.0}, {"phases", {{"denoise", 801.0}, {"total", 900.0}}}}});
+  auto one = render_html_report(d);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->find("id=\"history\""), std::string::npos) << "one point is no history";
+  d["history"].insert(d["history"].begin(),
+                      json{{"batch", 5}, {"name", "nightly"}, {"build", "0001111aaa"}, {"runs", 3}, {"time", 1789000000.0},
+                           {"phases", {{"denoise", 14210.3}, {"total", 15000.0}, {"load", 2.5}}}});
+  auto two = render_html_report(d);
+  ASSERT_TRUE(two.ok());
+  const size_t at = two->find("<section id=\"history\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = two->substr(at, two->find("</section>", at) - at);
+  EXPECT_NE(section.find("<svg class=\"chart timeline\""), std::string::npos);
+  EXPECT_EQ(count(section, "<g class=\"series\""), 3u) << "one line per phase: total, load, denoise";
+  EXPECT_NE(section.find("#5 0001111"), std::string::npos) << "points labelled by batch and build";
+  EXPECT_NE(section.find("<td>14210</td>"), std::string::npos);
+  EXPECT_NE(section.find("7 ◀"), std::string::npos) << "this report's batch is marked";
+}
+
 }  // namespace
 }  // namespace hipq::coordinator::report

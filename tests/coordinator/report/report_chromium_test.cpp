@@ -102,8 +102,9 @@ TEST(ReportChromiumTest, RendersOfflineWithEverySectionAndNoConsoleErrors) {
   const std::string log = slurp(log_path);
 
   EXPECT_NE(dom.find("data-scripted=\"1\""), std::string::npos) << "the inline script did not run";
+  // The fixture's runs come from two builds: the history section is there.
   for (const char* id : {"summary", "workers", "distributions", "histograms", "step-traces", "stats", "parity",
-                         "thumbnails", "runs"}) {
+                         "thumbnails", "history", "runs"}) {
     EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   }
   EXPECT_NE(dom.find("NVIDIA H200"), std::string::npos);
@@ -139,6 +140,48 @@ TEST(ReportChromiumTest, RendersOfflineWithEverySectionAndNoConsoleErrors) {
     std::filesystem::copy_file(shot, std::filesystem::path(keep) / "report.png",
                                std::filesystem::copy_options::overwrite_existing);
   }
+}
+
+// At a 1280 px wide window nothing is wider than its section: the page
+// scrolls only vertically. A measuring script is appended to the page (the
+// report's CSP allows inline script) and leaves its findings in the DOM.
+TEST(ReportChromiumTest, EveryTableFitsA1280PixelWindow) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed; the report layout is not measured";
+  db::testing::RunHistory h;
+  db::testing::fill_run_history(h);
+  write_outputs(h);
+  auto data = run_query(*h.db, "report-data", {{"thumbnails", 24}});
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  // Long text as users write it: a long prompt and a long error.
+  (*data)["runs"][0]["prompt"] = std::string(400, 'p') + " a very long prompt with words";
+  (*data)["runs"][0]["error"] = "loading model /models/some/very/long/path/" + std::string(300, 'x');
+  (*data)["parity"][0]["prompt"] = std::string(300, 'q');
+  auto html = render_html_report(*data);
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  const char* measure = R"js(<script>
+var wide=[];document.querySelectorAll('section').forEach(function(s){
+  s.querySelectorAll('table,svg').forEach(function(t){
+    if(t.getBoundingClientRect().right>s.getBoundingClientRect().right+0.5)wide.push(s.id+':'+t.tagName);});});
+document.documentElement.setAttribute('data-wide',wide.join(' ')||'none');
+document.documentElement.setAttribute('data-page-width',String(document.documentElement.scrollWidth));
+</script>)js";
+  std::string page_html = *html;
+  page_html.insert(page_html.rfind("</body>"), measure);
+  const auto page = h.dir / "report-1280.html";
+  ASSERT_TRUE(write_file_atomic(page, page_html).ok());
+  const auto dom_path = h.dir / "dom-1280.html", log_path = h.dir / "chromium-1280.log";
+  const std::string cmd = "timeout 120 " + chromium +
+                          " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
+                          " --disable-component-update --disable-sync --hide-scrollbars --window-size=1280,900"
+                          " --user-data-dir=" + (h.dir / "profile-1280").string() + " --dump-dom file://" +
+                          page.string() + " > " + dom_path.string() + " 2> " + log_path.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(log_path);
+  const std::string dom = slurp(dom_path);
+  EXPECT_NE(dom.find("data-wide=\"none\""), std::string::npos)
+      << "wider than their section: " << dom.substr(dom.find("data-wide="), 200);
+  EXPECT_NE(dom.find("data-page-width=\"1280\""), std::string::npos)
+      << dom.substr(dom.find("data-page-width="), 40);
 }
 
 }  // namespace

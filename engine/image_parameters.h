@@ -1,0 +1,43 @@
+// The text chunks hipq writes into every PNG: the generation settings in the
+// "parameters" convention of AUTOMATIC1111's web UI (also written by
+// stable-diffusion.cpp and read by ComfyUI, Civitai, sd-parsers, exiftool),
+// followed by hipq's own fields, and the same facts as JSON under "hipq".
+//
+//   a watercolor lighthouse at dawn
+//   Negative prompt: blurry
+//   Steps: 30, Sampler: Euler, CFG scale: 5, Seed: 1, Size: 1024x1024,
+//   Model hash: 3f1c0b9a2d, Model: sdxl-base, RNG: CPU, Batch: parti (4),
+//   Job: 17, Precision: fp16, Build: hipq 0.1.0 (1a2b3c4), Version: hipq
+//
+// (one line after the negative prompt; wrapped here). The format is in
+// docs/pipeline.md, "PNG metadata". Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/generation_settings.h"
+#include "engine/image_io.h"
+
+namespace hipq::engine {
+
+// What an image records beside its settings.
+struct ImageProvenance {
+  std::string model_spec;      // folder, file or synthetic:NAME; written as its base name
+  std::string weights_sha256;  // hex; "Model hash" is its first 10 digits
+  std::string batch_name;      // "" when not part of a batch (hipq generate)
+  int64_t batch_id = 0;        // 0 = none
+  int64_t job_id = 0;          // 0 = none
+  int attempt = 0;             // 0 = none
+};
+
+// "Euler", "DPM++ 2M", ... as the web UI names the sampler; "" for an unknown one.
+std::string a1111_sampler_name(const std::string& sampler);
+// The "parameters" text shown above.
+std::string a1111_parameters(const GenerationSettings& settings, const ImageProvenance& provenance);
+// "parameters", "hipq" (settings, model, weights_sha256, batch, job, build as
+// JSON) and "Software" chunks, in that order.
+std::vector<PngText> png_metadata(const GenerationSettings& settings, const ImageProvenance& provenance);
+
+}  // namespace hipq::engine
