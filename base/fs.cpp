@@ -120,18 +120,21 @@ Result<std::string> read_regular_file(const fs::path& path, int64_t max_bytes) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::InvalidArgument("'" + path.string() + "' is not a regular file (" +
-                                   (S_ISDIR(st.st_mode)   ? "a directory"
-                                    : S_ISCHR(st.st_mode) ? "a character device"
-                                    : S_ISBLK(st.st_mode) ? "a block device"
-                                    : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                                           : "a socket or other special file") +
-                                   "); give a plain file");
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                              : "a socket or other special file";
+    std::string msg = "'";
+    msg.append(path.string()).append("' is not a regular file (").append(kind).append("); give a plain file");
+    return Status::InvalidArgument(std::move(msg));
   }
   auto too_big = [&](int64_t bytes) {
-    return Status::InvalidArgument("'" + path.string() + "' is " + (bytes > max_bytes ? "more than " : "") +
-                                   std::to_string(max_bytes) + " bytes, the limit for this kind of file is " +
-                                   std::to_string(max_bytes) + " bytes; split it");
+    std::string msg = "'";
+    msg.append(path.string()).append("' is ").append(bytes > max_bytes ? "more than " : "");
+    msg.append(std::to_string(max_bytes)).append(" bytes, the limit for this kind of file is ");
+    msg.append(std::to_string(max_bytes)).append(" bytes; split it");
+    return Status::InvalidArgument(std::move(msg));
   };
   if (st.st_size > max_bytes) {
     ::close(fd);
