@@ -142,6 +142,18 @@ std::vector<std::string> synthetic_model_names() {
   return {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
 }
 
+// SD 1.x / 2.x UNet shapes shrunk to the tiny test size (two levels, 32/64 wide).
+static UNetConfig tiny_sd_unet(UNetConfig u) {
+  u.block_out_channels = {32, 64};
+  u.down_block_types = {"CrossAttnDownBlock2D", "DownBlock2D"};
+  u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D"};
+  u.transformer_layers_per_block = {1, 1};
+  u.num_attention_heads = {2, 2};
+  u.cross_attention_dim = 32;
+  u.sample_size = 8;
+  return u;
+}
+
 Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
   SyntheticArchitecture a;
   if (name == "sdxl") {
@@ -182,28 +194,12 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
   } else if (name == "tiny-sd15") {
     a.family = "sd1";
     a.text_encoder = tiny_clip(false, "quick_gelu");
-    UNetConfig& u = a.unet;
-    u = UNetConfig::sd15();
-    u.block_out_channels = {32, 64};
-    u.down_block_types = {"CrossAttnDownBlock2D", "DownBlock2D"};
-    u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D"};
-    u.transformer_layers_per_block = {1, 1};
-    u.num_attention_heads = {2, 2};
-    u.cross_attention_dim = 32;
-    u.sample_size = 8;
+    a.unet = tiny_sd_unet(UNetConfig::sd15());
     a.vae = tiny_vae(0.18215);
   } else if (name == "tiny-sd2") {
     a.family = "sd2";
     a.text_encoder = tiny_clip(false, "gelu");  // OpenCLIP-H's activation
-    UNetConfig& u = a.unet;
-    u = UNetConfig::sd21();
-    u.block_out_channels = {32, 64};
-    u.down_block_types = {"CrossAttnDownBlock2D", "DownBlock2D"};
-    u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D"};
-    u.transformer_layers_per_block = {1, 1};
-    u.num_attention_heads = {2, 2};
-    u.cross_attention_dim = 32;
-    u.sample_size = 8;
+    a.unet = tiny_sd_unet(UNetConfig::sd21());
     a.vae = tiny_vae(0.18215);
   } else {
     std::string known;
