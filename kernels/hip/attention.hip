@@ -13,7 +13,9 @@
 // last visible key are skipped.
 // On NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
 // and 16-byte aligned rows, the matrix-unit kernel (attention_mma.h) runs
-// instead.
+// instead; fp32 single-head attention with head dim over 128 (the VAE's) runs
+// as GEMM, softmax, GEMM per block of queries (attention_by_gemms).
+#include <algorithm>
 #include <string>
 
 #include "kernels/hip/attention_mma.h"
@@ -128,6 +130,48 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttnArgs a) {
 
 }  // namespace
 
+// fp32, one head, no mask, head dim over 128: the VAE mid-block attention
+// (SDXL at 1024 px: 16384 tokens x 512, 550 GFLOP). The SIMT kernel keeps a
+// 512-wide query in one warp and reaches ~2.5 TFLOP/s there; as two tiled
+// GEMMs with a row softmax between, per block of queries, it runs at GEMM
+// speed. A block's scores and probabilities (kScoreElems floats each, 128 MiB
+// in all at most) come from the backend's pool; the same math in fp32, its
+// sums in another order than the fused kernel's.
+// 64 MiB of fp32 a buffer: 1024 query rows at 16384 keys, so that the
+// P.V product (1024 x 512, K = 16384) still spreads over the SMs.
+constexpr int64_t kScoreElems = int64_t{1} << 24;
+
+bool attention_by_gemms_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                const AttentionOptions& o, int D) {
+  return !o.causal && o.heads == 1 && D > 128 && k.shape[1] > 0 && q.dtype == DType::kF32 && k.dtype == DType::kF32 &&
+         v.dtype == DType::kF32 && out.dtype == DType::kF32;
+}
+
+Status attention_by_gemms(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                          float scale) {
+  const int64_t B = q.shape[0], Sq = q.shape[1], Sk = k.shape[1];
+  const int64_t block = std::min<int64_t>(Sq, std::max<int64_t>(16, kScoreElems / std::max<int64_t>(Sk, 1)));
+  const size_t bytes = static_cast<size_t>(block * Sk) * sizeof(float);
+  HIPQ_ASSIGN_OR_RETURN(Buffer scores, ctx.backend->allocate(bytes));
+  HIPQ_ASSIGN_OR_RETURN(Buffer probs, ctx.backend->allocate(bytes));
+  MatmulOptions qk;
+  qk.trans_b = true;
+  qk.alpha = scale;
+  for (int64_t b = 0; b < B; ++b) {
+    const Tensor kb = k.slice(0, b, 1), vb = v.slice(0, b, 1);
+    for (int64_t q0 = 0; q0 < Sq; q0 += block) {
+      const int64_t n = std::min(block, Sq - q0);
+      Tensor s = Tensor::contiguous(scores.data(), DType::kF32, {1, n, Sk}, Location::kDevice);
+      Tensor p = Tensor::contiguous(probs.data(), DType::kF32, {1, n, Sk}, Location::kDevice);
+      Tensor ob = out.slice(0, b, 1).slice(1, q0, n);
+      HIPQ_RETURN_IF_ERROR(hip_matmul(ctx, q.slice(0, b, 1).slice(1, q0, n), kb, s, qk));
+      HIPQ_RETURN_IF_ERROR(hip_softmax(ctx, s, p, 1.0f, false));
+      HIPQ_RETURN_IF_ERROR(hip_matmul(ctx, p, vb, ob, MatmulOptions{}));
+    }
+  }
+  return Status::Ok();
+}
+
 Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                      const AttentionOptions& o) {
   HIPQ_RETURN_IF_ERROR(require_device_float(q, "attention", "q"));
@@ -164,6 +208,7 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   if (B == 0 || Sq == 0) return Status::Ok();
 
   const float scale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
+  if (attention_by_gemms_applies(q, k, v, out, o, D)) return attention_by_gemms(ctx, q, k, v, out, scale);
   const float scale_log2 = scale * 1.4426950408889634f;  // softmax in base 2
 #if HIPQ_VENDOR_NVIDIA
   const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;

@@ -12,8 +12,8 @@
 //   S (16 x 64 keys)  = Q (16 x D) . K^T     Q fragments held in registers
 //   O (16 x D)       += P (16 x 64) . V      P re-packed from S's accumulator
 //                                             registers (same row/col layout)
-// V stays row-major in shared memory; its B fragments come from transposing
-// ldmatrix loads. P is rounded to the 16-bit type for the second
+// K and V stay row-major in shared memory; K's B fragments come from
+// ldmatrix loads, V's from transposing ones. P is rounded to the 16-bit type for the second
 // product (as FlashAttention does); everything else stays fp32 until the
 // final store.
 #pragma once
@@ -69,6 +69,18 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#endif
+}
+
+// ldmatrix of four 8x8 16-bit matrices: lane l gives the row address of
+// matrix l / 8, row l % 8; r[i] holds matrix i's (row lane / 4, columns
+// 2 * (lane % 4) and + 1), the B fragment layout of mma m16n8k16 ".col".
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
 #endif
 }
 
@@ -175,31 +187,46 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
     const TC* ks = k_tile(stage);
     const TC* vs = v_tile(stage);
 
-    // S = Q K^T: kKeys / 8 tiles of 8 keys.
+    // S = Q K^T: kKeys / 8 tiles of 8 keys. K's B fragments come from
+    // ldmatrix: one x4 load serves two 8-key tiles at one 16-wide d chunk.
+    const int mi = lane / 8;  // the 8x8 matrix this lane addresses
     float s[kKeys / 8][4];
 #pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) {
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; n += 2) {
 #pragma unroll
       for (int kc = 0; kc < D / 16; ++kc) {
-        uint32_t bf[2];
-        const TC* kr = ks + (n * 8 + g) * kLd + kc * 16 + t2;
-        bf[0] = *reinterpret_cast<const uint32_t*>(kr);
-        bf[1] = *reinterpret_cast<const uint32_t*>(kr + 8);
-        mma16816<TC>(s[n], qf[kc], bf);
+        uint32_t r[4];  // keys +8 * (mi / 2), d +8 * (mi % 2)
+        ldmatrix_x4(r, ks + ((n + mi / 2) * 8 + lane % 8) * kLd + kc * 16 + (mi % 2) * 8);
+        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+        mma16816<TC>(s[n], qf[kc], b0);
+        mma16816<TC>(s[n + 1], qf[kc], b1);
       }
     }
-    // Scale, mask, online softmax per row (a row's scores sit in the 4 lanes of a quad).
+    // Scale, mask, online softmax per row (a row's scores sit in the 4 lanes
+    // of a quad). Only the last tile and causal runs need the mask.
     float mx[2] = {-INFINITY, -INFINITY};
+    if (!a.causal && j0 + kKeys <= a.Sk) {
 #pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) {
+      for (int n = 0; n < kKeys / 8; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = j0 + n * 8 + t2 + (e & 1);
-        const int r = e >> 1;
-        const bool visible = key < a.Sk && (!a.causal || key <= row_q[r] + causal_shift);
-        s[n][e] = visible ? s[n][e] * a.scale_log2 : -INFINITY;
-        mx[r] = fmaxf(mx[r], s[n][e]);
+        for (int e = 0; e < 4; ++e) {
+          s[n][e] *= a.scale_log2;
+          mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = j0 + n * 8 + t2 + (e & 1);
+          const int r = e >> 1;
+          const bool visible = key < a.Sk && (!a.causal || key <= row_q[r] + causal_shift);
+          s[n][e] = visible ? s[n][e] * a.scale_log2 : -INFINITY;
+          mx[r] = fmaxf(mx[r], s[n][e]);
+        }
       }
     }
     float corr[2], m_use[2];
@@ -232,7 +259,7 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
     }
     // O += P V: V's B fragments by transposing ldmatrix from the row-major
     // tile (k = key, n = head dim); one x4 load serves two 8-wide d tiles.
-    const int mi = lane / 8;  // the 8x8 matrix this lane addresses: keys +8 * (mi % 2), d +8 * (mi / 2)
+    // Here matrix mi covers keys +8 * (mi % 2), d +8 * (mi / 2).
 #pragma unroll
     for (int kc = 0; kc < kKeys / 16; ++kc) {
 #pragma unroll

@@ -14,6 +14,7 @@
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -84,6 +85,11 @@ __device__ __forceinline__ float ld(const void* p, int dt, int64_t i) {
   if (dt == kDtF32) return static_cast<const float*>(p)[i];
   if (dt == kDtF16) return __half2float(static_cast<const hipq_f16_t*>(p)[i]);
   return bf16_bits_to_f32(static_cast<const hipq_bf16_t*>(p)[i]);
+}
+
+// One f16 or bf16 element given as its bits (dt: kDtF16 or kDtBF16), as fp32.
+__device__ __forceinline__ float from_16bit(int dt, uint16_t h) {
+  return dt == kDtF16 ? __half2float(__ushort_as_half(h)) : bf16_bits_to_f32(h);
 }
 
 // Rounds once (nearest even) into the storage type.
@@ -175,13 +181,30 @@ __device__ T block_reduce_max(T v, T* scratch) {
 
 // Maps a linear index over `shape` (row-major) to element offsets in up to
 // three tensors with their own strides (0 = broadcast). Passed by value.
+// finish_indexer() merges dims that are contiguous in all three and sets
+// `narrow` when every linear index fits 32 bits, so that offsets() divides in
+// 32 bits (a 64-bit division is a long instruction sequence on GPUs).
 struct Indexer {
   int ndim = 0;
+  bool narrow = false;
   int64_t shape[kMaxDims] = {};
   int64_t stride[3][kMaxDims] = {};
 
   __device__ __forceinline__ void offsets(int64_t i, int64_t& o0, int64_t& o1, int64_t& o2) const {
     o0 = o1 = o2 = 0;
+    if (narrow) {
+      uint32_t j = static_cast<uint32_t>(i);
+      for (int d = ndim - 1; d >= 0; --d) {
+        const uint32_t s = static_cast<uint32_t>(shape[d]);
+        const uint32_t q = j / s;
+        const int64_t c = j - q * s;
+        j = q;
+        o0 += c * stride[0][d];
+        o1 += c * stride[1][d];
+        o2 += c * stride[2][d];
+      }
+      return;
+    }
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t c = i % shape[d];
       i /= shape[d];
@@ -195,6 +218,36 @@ struct Indexer {
 }  // namespace hipq::kernels::dev
 
 namespace hipq::kernels {
+
+// Drops size-1 dims, merges neighbours that are contiguous in all three
+// stride sets (d - 1 steps over exactly one run of d) and sets `narrow`.
+// Keeps at least one dim. The linear index order is unchanged.
+inline void finish_indexer(dev::Indexer& ix) {
+  int64_t numel = 1;
+  for (int d = 0; d < ix.ndim; ++d) numel *= ix.shape[d];
+  if (numel > 1) {
+    int out = 0;
+    for (int d = 0; d < ix.ndim; ++d) {
+      if (ix.shape[d] == 1) continue;
+      bool merge = out > 0;
+      for (int j = 0; j < 3 && merge; ++j) merge = ix.stride[j][out - 1] == ix.stride[j][d] * ix.shape[d];
+      if (merge) {
+        ix.shape[out - 1] *= ix.shape[d];
+        for (int j = 0; j < 3; ++j) ix.stride[j][out - 1] = ix.stride[j][d];
+      } else {
+        ix.shape[out] = ix.shape[d];
+        for (int j = 0; j < 3; ++j) ix.stride[j][out] = ix.stride[j][d];
+        ++out;
+      }
+    }
+    ix.ndim = out;
+  }
+  if (ix.ndim == 0 || numel <= 1) {
+    ix.ndim = 1;
+    ix.shape[0] = numel < 1 ? 1 : numel;
+  }
+  ix.narrow = numel <= INT32_MAX;
+}
 
 // An Indexer over `shape_of`'s shape for up to three tensors of that shape
 // (strides taken from each; a null tensor gets stride 0). When every given
@@ -210,6 +263,7 @@ inline dev::Indexer make_indexer(const Tensor& shape_of, const Tensor* t0, const
     ix.ndim = 1;
     ix.shape[0] = shape_of.numel();
     for (int j = 0; j < 3; ++j) ix.stride[j][0] = ts[j] ? 1 : 0;
+    ix.narrow = ix.shape[0] <= INT32_MAX;
     return ix;
   }
   ix.ndim = shape_of.ndim;
@@ -217,10 +271,7 @@ inline dev::Indexer make_indexer(const Tensor& shape_of, const Tensor* t0, const
     ix.shape[d] = shape_of.shape[d];
     for (int j = 0; j < 3; ++j) ix.stride[j][d] = ts[j] ? ts[j]->stride[d] : 0;
   }
-  if (ix.ndim == 0) {
-    ix.ndim = 1;
-    ix.shape[0] = 1;
-  }
+  finish_indexer(ix);
   return ix;
 }
 

@@ -460,6 +460,7 @@ void add_light(std::vector<ParityCase>& v) {
 
     v.push_back(layer_norm_case(dt, {3, 7, 33}, true));
     v.push_back(layer_norm_case(dt, {5, 31}, false));
+    v.push_back(layer_norm_case(dt, {4, 40}, false));  // 16-bit vector kernel: 5 threads of one warp active
     v.push_back(layer_norm_case(dt, {2, 77, 768}, true));
     v.push_back(layer_norm_case(dt, {1, 256, 640}, true));
 
@@ -494,6 +495,9 @@ void add_light(std::vector<ParityCase>& v) {
     }
     v.push_back(binary_case(dt, BinaryOp::kAdd, {2, 6, 5, 7}, {2, 6, 1, 1}));
     v.push_back(binary_case(dt, BinaryOp::kMul, {2, 6, 5, 7}, {1, 6, 1, 1}));
+    // 8-element vector paths (16-bit types): same shape, and one b value per 32-element row.
+    v.push_back(binary_case(dt, BinaryOp::kAdd, {4, 8, 6, 10}, {4, 8, 6, 10}));
+    v.push_back(binary_case(dt, BinaryOp::kMul, {2, 6, 4, 8}, {2, 6, 1, 1}));
     v.push_back(binary_case(dt, BinaryOp::kAdd, {4, 9, 11}, {9, 1}, true));
 
     v.push_back(scale_case(dt, {3, 4, 5, 6}, 0.18215f, 0.5f, false));
@@ -523,6 +527,11 @@ void add_light(std::vector<ParityCase>& v) {
       v.push_back(copy_case(src, dt, "nchw_to_nhwc_2x3x4x5", {2, 3, 4, 5},
                             [](const Tensor& t) { return t.permute({0, 2, 3, 1}); }, {2, 4, 5, 3}));
     }
+    // The tiled transpose path (tile edges on both sides): NCHW -> tokens and back.
+    v.push_back(copy_case(dt, dt, "nchw_to_tokens_2x40x9x7", {2, 40, 9, 7},
+                          [](const Tensor& t) { return t.permute({0, 2, 3, 1}); }, {2, 9, 7, 40}));
+    v.push_back(copy_case(dt, dt, "tokens_to_nchw_2x63x40", {2, 63, 40},
+                          [](const Tensor& t) { return t.transpose(1, 2); }, {2, 40, 63}));
     v.push_back(copy_case(dt, dt, "transposed_slice_9x11", {11, 12},
                           [](const Tensor& t) { return t.slice(1, 1, 9).transpose(0, 1); }, {9, 11}));
   }
