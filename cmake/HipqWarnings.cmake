@@ -5,10 +5,12 @@ target_compile_options(hipq_warnings INTERFACE
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HIPQ_WERROR}>>:-Werror>)
 
 if(HIPQ_SANITIZE)
-  if(NOT HIPQ_SANITIZE MATCHES "^(address|undefined|thread)$")
-    message(FATAL_ERROR "HIPQ_SANITIZE must be address, undefined or thread (got '${HIPQ_SANITIZE}')")
+  if(NOT HIPQ_SANITIZE MATCHES "^(address|undefined|thread|address,undefined)$")
+    message(FATAL_ERROR "HIPQ_SANITIZE must be address, undefined, address,undefined or thread (got '${HIPQ_SANITIZE}')")
   endif()
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${HIPQ_SANITIZE}> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  # Undefined behaviour aborts (a test fails) instead of printing and going on.
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${HIPQ_SANITIZE}> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>)
   add_link_options(-fsanitize=${HIPQ_SANITIZE})
 endif()
 

@@ -24,7 +24,7 @@ typedef float v8f __attribute__((vector_size(32), aligned(4)));
 
 // C[4 x 16] += A[4 x kb] @ B[kb x 16] with the C tile in eight vector
 // registers for the whole depth block.
-[[maybe_unused]] HIPQ_CPU_HOT void micro_4x16(const float* __restrict a, int64_t lda, const float* __restrict b, int64_t ldb,
+HIPQ_CPU_HOT void micro_4x16(const float* __restrict a, int64_t lda, const float* __restrict b, int64_t ldb,
                              float* __restrict c, int64_t ldc, int64_t kb) {
   v8f c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {};
   const float* a1 = a + lda;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define HIPQ_CPU_F16C 1
 #endif
@@ -42,8 +43,14 @@ __attribute__((target("avx,f16c"))) void f32_to_f16_hw(const float* src, uint16_
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
+// AVX usable (CPU and OS) and CPUID leaf 1 ECX's F16C bit, read directly:
+// clang's __builtin_cpu_supports does not know "f16c".
 bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__builtin_cpu_supports("avx") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    return (ecx & bit_F16C) != 0;
+  }();
   return yes;
 }
 #endif
