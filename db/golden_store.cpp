@@ -1,5 +1,8 @@
 #include "db/golden_store.h"
 
+#include <ctime>
+
+#include "base/fs.h"
 #include "db/statement.h"
 #include "db/transaction.h"
 
@@ -26,7 +29,68 @@ Result<GoldenRecord> read_row(Statement& s) {
   return r;
 }
 
+// "2026-01-01T00:00:00Z" (the provenance's created_at) as epoch seconds.
+std::optional<double> parse_iso_utc(const std::string& s) {
+  std::tm tm{};
+  if (sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+             &tm.tm_sec) != 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
 }  // namespace
+
+nlohmann::json golden_row_json(const GoldenFileFacts& g) {
+  nlohmann::json j;
+  j["provenance"] = g.header.provenance.to_json();
+  j["model"] = g.header.model;
+  j["weights_sha256"] = g.header.weights_sha256;
+  j["settings"] = g.header.settings.to_json();
+  j["latent_shape"] = g.latent_shape;
+  j["has_image"] = g.has_image;
+  return j;
+}
+
+Result<GoldenRecord> GoldenStore::find_by_prefix(const std::string& prefix) {
+  HIPQ_ASSIGN_OR_RETURN(auto keys, keys_with_prefix(prefix));
+  if (keys.empty()) return Status::NotFound("no golden with key " + prefix);
+  if (keys.size() > 1)
+    return Status::InvalidArgument("key prefix " + prefix + " matches " + std::to_string(keys.size()) +
+                                   " goldens; give more characters");
+  HIPQ_ASSIGN_OR_RETURN(auto r, find(keys.front()));
+  if (!r) return Status::NotFound("no golden with key " + keys.front());
+  return *r;
+}
+
+Result<bool> GoldenStore::import_file(const std::filesystem::path& dir, const std::filesystem::path& src,
+                                      const GoldenFileFacts& g, bool replace, double now) {
+  const std::string& key = g.header.key;
+  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(src));
+  HIPQ_ASSIGN_OR_RETURN(auto existing, find(key));
+  if (existing && existing->sha256 == sha) return true;
+  if (existing && !replace)
+    return Status::AlreadyExists("golden " + key + " is already stored (" + existing->path + ", sha256 " +
+                                 existing->sha256 + "); " + src.string() + " differs. Use --replace to overwrite");
+  const std::filesystem::path dest = dir / spec::golden_file_name(key);
+  std::error_code ec;
+  if (!std::filesystem::equivalent(src, dest, ec)) {
+    HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(src));
+    HIPQ_RETURN_IF_ERROR(write_file_atomic(dest, bytes));
+  }
+  GoldenRecord r;
+  r.key = key;
+  r.path = dest.string();
+  r.sha256 = sha;
+  r.provenance = golden_row_json(g);
+  r.pinned = g.pinned;
+  r.reference = g.header.provenance.reference;
+  r.created_at = parse_iso_utc(g.header.provenance.created_at);
+  r.imported_at = now;
+  HIPQ_RETURN_IF_ERROR(put(r, replace));
+  return false;
+}
 
 Status GoldenStore::put(const GoldenRecord& r, bool replace) {
   if (r.reference != "diffusers" && r.reference != "hipq")
@@ -124,8 +188,9 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
                                                                 std::optional<int64_t> batch_id) {
   if (!job_id && !batch_id) return Status::InvalidArgument("promotable_jobs: name a job or a batch");
   static constexpr char kSelect[] =
-      "SELECT j.id, j.batch_id, j.model, j.settings, b.output_root, j.output_dir, r.outputs, r.verdict, "
-      "r.worker_id FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "SELECT j.id, j.batch_id, j.model, b.output_root, j.output_dir, r.outputs, r.verdict, r.worker_id, "
+      "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng "
+      "FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
       "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
   Statement s = db_.prepare(kSelect);
   s.bind_optional_int64(0, job_id);
@@ -140,12 +205,21 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
     p.job_id = s.column_int64(0);
     p.batch_id = s.column_int64(1);
     p.model = s.column_text(2);
-    p.settings = s.column_text(3);
-    p.output_root = s.column_text(4);
-    p.output_dir = s.column_text(5);
-    p.outputs = s.column_text(6);
-    p.verdict = s.column_text(7);
-    p.worker_id = s.column_text(8);
+    p.output_root = s.column_text(3);
+    p.output_dir = s.column_text(4);
+    p.outputs = s.column_text(5);
+    p.verdict = s.column_text(6);
+    p.worker_id = s.column_text(7);
+    p.settings.prompt = s.column_text(8);
+    p.settings.negative_prompt = s.column_text(9);
+    p.settings.seed = static_cast<uint64_t>(s.column_int64(10));
+    p.settings.width = s.column_int(11);
+    p.settings.height = s.column_int(12);
+    p.settings.steps = s.column_int(13);
+    p.settings.guidance = static_cast<float>(s.column_double(14));
+    p.settings.sampler = s.column_text(15);
+    p.settings.precision = s.column_text(16);
+    p.settings.rng = s.column_text(17);
     out.push_back(std::move(p));
   }
   return out;

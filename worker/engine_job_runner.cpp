@@ -9,12 +9,12 @@
 #include "base/fs.h"
 #include "kernels/backend.h"
 
-#include "engine/generation_settings.h"
 #include "engine/golden.h"
-#include "engine/image_io.h"
 #include "engine/image_parameters.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
+#include "proto/settings_codec.h"
+#include "spec/png.h"
 
 namespace hipq::worker {
 namespace {
@@ -34,12 +34,7 @@ std::string image_file_name(const JobAssignment& job) {
                        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
                      });
   std::string out = plain ? name : std::string("b").append(std::to_string(job.batch_id()));
-  uint64_t seed = 0;
-  try {
-    seed = nlohmann::json::parse(job.settings_json()).value("seed", uint64_t{0});
-  } catch (const nlohmann::json::exception&) {
-    // run() rejects such settings before anything is written.
-  }
+  const uint64_t seed = job.settings().seed();
   out.append("-j").append(std::to_string(job.job_id())).append("-s").append(std::to_string(seed)).append(".png");
   return out;
 }
@@ -126,13 +121,7 @@ Status add_output(JobOutcome& out, const std::filesystem::path& root, const std:
 Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
                                         const std::atomic<bool>& cancel) {
   auto start = Clock::now();
-  nlohmann::json settings_json;
-  try {
-    settings_json = nlohmann::json::parse(job.settings_json());
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(std::string("job settings are not JSON: ") + e.what());
-  }
-  HIPQ_ASSIGN_OR_RETURN(engine::GenerationSettings settings, engine::GenerationSettings::from_json(settings_json));
+  const spec::GenerationSettings settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(settings.validate());
   engine::ParityGate gate;
   if (!job.parity_gate_json().empty()) {
@@ -202,7 +191,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     auto path = dir / image_file_name(job);
     engine::ImageProvenance provenance{pipeline->model_spec(), pipeline->weights_sha256(), job.batch_name(),
                                        job.batch_id(),         job.job_id(),              job.attempt()};
-    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb},
+    HIPQ_RETURN_IF_ERROR(spec::write_png(path, spec::RgbImage{out.width, out.height, out.rgb},
                                            engine::png_metadata(settings, provenance)));
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "png"));
   }
@@ -211,12 +200,12 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   // ---- parity
   auto parity_start = Clock::now();
   proto::Parity* parity = outcome.mutable_parity();
-  std::string key = job.golden_key().empty() ? engine::golden_key(pipeline->weights_sha256(), settings)
+  std::string key = job.golden_key().empty() ? spec::golden_key(pipeline->weights_sha256(), settings)
                                              : job.golden_key();
   parity->set_golden_key(key);
   std::optional<engine::Golden> golden;
   if (!job.golden_dir().empty()) {
-    auto found = engine::find_golden_file(job.golden_dir(), key);
+    auto found = spec::find_golden_file(job.golden_dir(), key);
     if (found.ok()) {
       engine::GoldenReadOptions ro;
       ro.allow_unpinned = job.allow_unpinned_golden();

@@ -8,6 +8,7 @@
 
 #include "base/number_format.h"
 #include "coordinator/report/svg_charts.h"
+#include "spec/phases.h"
 
 namespace hipq::coordinator::report {
 
@@ -93,9 +94,9 @@ std::string peak_gib_cell(const json& group) {
 }
 
 std::string phase_title(const std::string& p) {
-  if (p == "step") return "denoising step";
-  if (p == "text_encode") return "text encode";
-  if (p == "total") return "total per image";
+  if (p == spec::kPhaseStep) return "denoising step";
+  if (p == spec::kPhaseTextEncode) return "text encode";
+  if (p == spec::kPhaseTotal) return "total per image";
   return p;
 }
 
@@ -166,7 +167,9 @@ std::string history_section(const json& history, int64_t this_batch) {
   std::vector<std::string> labels;
   std::map<std::string, std::vector<double>> by_phase;
   std::vector<std::string> phases;
-  for (const char* p : {"total", "load", "text_encode", "denoise", "decode", "write", "parity"}) {
+  std::vector<std::string> shown{std::string(spec::kPhaseTotal)};
+  shown.insert(shown.end(), spec::job_phases().begin(), spec::job_phases().end());
+  for (const std::string& p : shown) {
     bool any = false;
     for (const auto& pt : history) any = any || pt["phases"].contains(p);
     if (any) phases.push_back(p);
@@ -246,7 +249,7 @@ Result<std::string> render_html_report(const json& data) {
     size_t skipped = 0;
     for (const auto& s : data["samples"]) {
       const std::string phase = jstr(s["phase"]);
-      if (phase != "denoise" && phase != "step" && phase != "total") continue;
+      if (phase != spec::kPhaseDenoise && phase != spec::kPhaseStep && phase != spec::kPhaseTotal) continue;
       if (s["values"].size() < 2) {  // one value has no distribution to draw
         ++skipped;
         continue;

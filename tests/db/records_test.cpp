@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/spec/sample_settings.h"
+
 namespace hipq::db {
 namespace {
 
@@ -33,6 +35,33 @@ TEST(RecordsTest, TerminalStates) {
   EXPECT_TRUE(is_terminal(JobState::kDead));
   EXPECT_TRUE(is_terminal(JobState::kFailed));
   EXPECT_TRUE(is_terminal(JobState::kCancelled));
+}
+
+TEST(RecordsTest, AJobsColumnsAreItsGenerationSettings) {
+  const spec::GenerationSettings want = spec::testing::every_field_set();
+  JobRecord j;
+  j.prompt = want.prompt;
+  j.negative_prompt = want.negative_prompt;
+  j.seed = want.seed;
+  j.width = want.width;
+  j.height = want.height;
+  j.steps = want.steps;
+  j.guidance = want.guidance;
+  j.sampler = want.sampler;
+  j.precision = want.precision;
+  j.rng = want.rng;
+  EXPECT_EQ(j.generation_settings(), want);
+  EXPECT_TRUE(j.generation_settings().validate().ok());
+}
+
+TEST(RecordsTest, PhaseTimingsSortIntoPipelineOrder) {
+  std::vector<PhaseTimingRecord> p{{"write", 1, {}}, {"other", 2, {}}, {"load", 3, {}}, {"denoise", 4, {}}};
+  sort_phase_timings(p);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0].phase, "load");
+  EXPECT_EQ(p[1].phase, "denoise");
+  EXPECT_EQ(p[2].phase, "write");
+  EXPECT_EQ(p[3].phase, "other");
 }
 
 }  // namespace
