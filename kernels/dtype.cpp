@@ -1,6 +1,7 @@
 #include "kernels/dtype.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace hipq::kernels {
 
@@ -71,28 +72,43 @@ uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | ((absu - 0x38000000u) >> 13));
 }
 
+namespace {
+// Element i of T at `data` through memcpy: tensors from a file (safetensors
+// offsets are byte offsets) need not be aligned to their element size.
+template <typename T>
+T load_at(const void* data, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const unsigned char*>(data) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void store_at(void* data, int64_t i, T v) {
+  std::memcpy(static_cast<unsigned char*>(data) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+}  // namespace
+
 float load_as_f32(const void* data, DType t, int64_t i) {
   switch (t) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kI32: return static_cast<float>(static_cast<const int32_t*>(data)[i]);
-    case DType::kI64: return static_cast<float>(static_cast<const int64_t*>(data)[i]);
-    case DType::kU8: return static_cast<float>(static_cast<const uint8_t*>(data)[i]);
-    case DType::kF64: return static_cast<float>(static_cast<const double*>(data)[i]);
+    case DType::kF32: return load_at<float>(data, i);
+    case DType::kF16: return f16_to_f32(load_at<uint16_t>(data, i));
+    case DType::kBF16: return bf16_to_f32(load_at<uint16_t>(data, i));
+    case DType::kI32: return static_cast<float>(load_at<int32_t>(data, i));
+    case DType::kI64: return static_cast<float>(load_at<int64_t>(data, i));
+    case DType::kU8: return static_cast<float>(load_at<uint8_t>(data, i));
+    case DType::kF64: return static_cast<float>(load_at<double>(data, i));
   }
   return 0.f;
 }
 
 void store_from_f32(void* data, DType t, int64_t i, float v) {
   switch (t) {
-    case DType::kF32: static_cast<float*>(data)[i] = v; return;
-    case DType::kF16: static_cast<uint16_t*>(data)[i] = f32_to_f16(v); return;
-    case DType::kBF16: static_cast<uint16_t*>(data)[i] = f32_to_bf16(v); return;
-    case DType::kI32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); return;
-    case DType::kI64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); return;
-    case DType::kU8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(std::fmin(255.f, std::fmax(0.f, std::nearbyint(v)))); return;
-    case DType::kF64: static_cast<double*>(data)[i] = v; return;
+    case DType::kF32: store_at<float>(data, i, v); return;
+    case DType::kF16: store_at<uint16_t>(data, i, f32_to_f16(v)); return;
+    case DType::kBF16: store_at<uint16_t>(data, i, f32_to_bf16(v)); return;
+    case DType::kI32: store_at<int32_t>(data, i, static_cast<int32_t>(v)); return;
+    case DType::kI64: store_at<int64_t>(data, i, static_cast<int64_t>(v)); return;
+    case DType::kU8: store_at<uint8_t>(data, i, static_cast<uint8_t>(std::fmin(255.f, std::fmax(0.f, std::nearbyint(v))))); return;
+    case DType::kF64: store_at<double>(data, i, static_cast<double>(v)); return;
   }
 }
 

@@ -54,6 +54,7 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
 // Reads element i (linear index into `data` of type t) as float / writes it.
+// `data` need not be aligned to the element size (tensors read from files).
 float load_as_f32(const void* data, DType t, int64_t i);
 void store_from_f32(void* data, DType t, int64_t i, float v);
 

@@ -12,7 +12,9 @@
 #include "db/database.h"
 #include "db/statement.h"
 #include "tests/base/test_strings.h"
+#include "proto/protocol.h"
 #include "tests/coordinator/process_harness.h"
+#include "tests/coordinator/raw_peer.h"
 
 namespace hipq::testing {
 namespace {
@@ -144,6 +146,89 @@ TEST(FaultInjectionTest, CoordinatorSigkillStorm) {
   std::cout << "[ figures  ] coordinator SIGKILL storm: jobs " << kJobs << ", kills " << kills << ", lost "
             << kJobs - t.distinct << ", doubled " << t.results - t.distinct << ", busy refusals counted 0"
             << ", longest resume " << worst_resume << " s\n";
+}
+
+// A raw peer floods the coordinator while real workers run a batch: random
+// bytes, truncated and wrong-version envelopes, hellos in the real workers'
+// names followed by PASS results and non-retryable errors for any job,
+// absurd credit, and frames over the wire limit (ZeroMQ drops that
+// connection; the peer reconnects). Nothing of it may count, nothing may be
+// lost or doubled, and the queue must keep moving.
+TEST(FaultInjectionTest, GarbageOversizeAndForgedFramesWhileWorkersRun) {
+  TempDir tmp;
+  const fs::path db = tmp.path() / "hipq.db";
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  constexpr int kWorkers = 3, kJobs = 200;
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < kWorkers; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:40ms"));
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", storm_manifest(tmp.path(), 20, 10).string(), "--connect", ep}), 0);
+  std::mt19937 rng(17);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  StallMeter stall(db);
+  int64_t garbage = 0, forged = 0, oversize = 0;
+  auto peer = std::make_unique<RawPeer>(ep);
+  const std::string too_big(static_cast<size_t>(proto::kMaxMessageBytes) + 1, 'x');
+  auto start = Clock::now();
+  for (int round = 0; tally(db).done < kJobs && Clock::now() - start < 180s; ++round) {
+    for (int i = 0; i < 40; ++i) {
+      const std::string victim = numbered("w", pick(0, kWorkers - 1));
+      const int64_t job = pick(1, kJobs);
+      switch (pick(0, 4)) {
+        case 0: {
+          std::string bytes(static_cast<size_t>(pick(0, 600)), '\0');
+          for (char& c : bytes) c = static_cast<char>(pick(0, 255));
+          peer->send_bytes(bytes);
+          ++garbage;
+          break;
+        }
+        case 1: {
+          const std::string full = hello(victim).SerializeAsString();
+          peer->send_bytes(full.substr(0, static_cast<size_t>(pick(0, static_cast<int>(full.size()) - 1))));
+          peer->send(hello(victim), proto::kProtocolVersion + 7);
+          garbage += 2;
+          break;
+        }
+        case 2:
+          peer->send(hello(victim, job, 1));
+          peer->send(pass_result(job, 1, "forged.safetensors"));
+          peer->send(fatal_error(job, 1));
+          forged += 3;
+          break;
+        case 3:
+          peer->send(ready(1 << 30));
+          peer->send(heartbeat(job, 1));
+          forged += 2;
+          break;
+        default:
+          peer->send(pass_result(job, pick(1, 3), "forged.safetensors"));
+          ++forged;
+          break;
+      }
+    }
+    if (round % 25 == 24) {
+      peer->send_bytes(too_big);
+      ++oversize;
+      peer = std::make_unique<RawPeer>(ep);
+    }
+    std::this_thread::sleep_for(20ms);
+    stall.sample();
+    ASSERT_TRUE(coord->running()) << coord->err().substr(0, 10000);
+  }
+  ASSERT_TRUE(wait_until([&] { stall.sample(); return tally(db).done == kJobs; }, 60s))
+      << tally(db).done << " done\n" << coord->err().substr(0, 10000);
+  Tally t = tally(db);
+  EXPECT_EQ(t.results, kJobs);
+  EXPECT_EQ(t.distinct, kJobs);
+  EXPECT_EQ(t.done_attempts, kJobs);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"), 0);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results WHERE outputs LIKE '%forged%'"), 0);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM attempts WHERE error LIKE '%forged%'"), 0);
+  EXPECT_TRUE(coord->running());
+  EXPECT_GT(oversize, 0);
+  std::cout << "[ figures  ] garbage, oversize and forged frames: jobs " << kJobs << ", garbage frames " << garbage
+            << ", forged envelopes " << forged << ", oversize frames " << oversize << ", lost " << kJobs - t.distinct
+            << ", doubled " << t.results - t.distinct << ", longest stall " << stall.worst() << " s\n";
 }
 
 }  // namespace

@@ -30,51 +30,6 @@ int64_t query_int(const fs::path& db_path, const std::string& sql) {
   return s.column_int64(0);
 }
 
-proto::Envelope hello(const std::string& worker_id, int64_t running_job = 0, int running_attempt = 0) {
-  proto::Envelope e;
-  auto* h = e.mutable_hello();
-  h->set_worker_id(worker_id);
-  h->set_host("raw");
-  h->set_backend("sleep");
-  h->set_device_name("nothing");
-  h->set_running_job_id(running_job);
-  h->set_running_attempt(running_attempt);
-  return e;
-}
-proto::Envelope ready(int credit) {
-  proto::Envelope e;
-  e.mutable_ready()->set_credit(credit);
-  return e;
-}
-proto::Envelope heartbeat(int64_t job = 0, int attempt = 0) {
-  proto::Envelope e;
-  e.mutable_heartbeat()->set_running_job_id(job);
-  e.mutable_heartbeat()->set_running_attempt(attempt);
-  return e;
-}
-proto::Envelope pass_result(int64_t job, int attempt, const std::string& output_path) {
-  proto::Envelope e;
-  auto* r = e.mutable_result();
-  r->set_job_id(job);
-  r->set_attempt(attempt);
-  r->mutable_parity()->set_verdict("PASS");
-  auto* o = r->add_outputs();
-  o->set_kind("latent");
-  o->set_path(output_path);
-  o->set_sha256(std::string(64, '0'));
-  o->set_bytes(1);
-  return e;
-}
-proto::Envelope fatal_error(int64_t job, int attempt) {
-  proto::Envelope e;
-  e.mutable_error()->set_job_id(job);
-  e.mutable_error()->set_attempt(attempt);
-  e.mutable_error()->set_code("InvalidArgument");
-  e.mutable_error()->set_message("forged");
-  e.mutable_error()->set_retryable(false);
-  return e;
-}
-
 class ForgedPeerTest : public ::testing::Test {
  public:
   fs::path db() const { return tmp.path() / "hipq.db"; }
