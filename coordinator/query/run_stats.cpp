@@ -1,4 +1,4 @@
-#include "coordinator/statistics/run_stats.h"
+#include "coordinator/query/run_stats.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,9 +12,10 @@
 #include "coordinator/statistics/outliers.h"
 #include "db/database.h"
 
-namespace hipq::coordinator::statistics {
+namespace hipq::coordinator::query {
 
 using nlohmann::json;
+using namespace statistics;  // descriptive statistics, outliers, bootstrap
 
 const std::vector<std::string>& known_phases() {
   static const std::vector<std::string> k{"load", "text_encode", "denoise", "step", "decode", "write", "parity",
@@ -503,4 +504,4 @@ json parity_table(const std::vector<db::RunRow>& rows) {
   return out;
 }
 
-}  // namespace hipq::coordinator::statistics
+}  // namespace hipq::coordinator::query
