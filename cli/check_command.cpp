@@ -70,7 +70,7 @@ int run_check(const CheckFlags& f) {
     if (f.list_jobs) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& job : jobs) {
-        list.push_back({{"ordinal", job.ordinal}, {"output_dir", job.output_dir}, {"settings", job.settings},
+        list.push_back({{"ordinal", job.ordinal}, {"output_dir", job.output_dir}, {"settings", job.settings.to_json()},
                         {"tags", job.tags}});
       }
       j["job_list"] = list;

@@ -11,6 +11,8 @@
 
 #include "cli/commands.h"
 #include "cli/query_cli.h"
+#include "spec/generation_settings.h"
+#include "spec/phases.h"
 
 namespace hipq::cli {
 
@@ -94,8 +96,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   add_query_flags(cmd, flags->query);
   add_filter_flags(cmd, flags->filter);
   cmd->add_option("--phase", flags->phase,
-                  "what to compare: total, load, text_encode, denoise, step, decode, write or parity")
-      ->check(CLI::IsMember({"total", "load", "text_encode", "denoise", "step", "decode", "write", "parity"}));
+                  "what to compare: " + spec::join_names(spec::statistics_phases(), ", "))
+      ->check(CLI::IsMember(spec::statistics_phases()));
   cmd->add_option("--runs", flags->warmth, "warm (default), cold or all runs")
       ->check(CLI::IsMember({"warm", "cold", "all"}));
   cmd->add_option("--clock", flags->clock, "host or gpu")->check(CLI::IsMember({"host", "gpu"}));

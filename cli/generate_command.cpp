@@ -15,9 +15,9 @@
 
 #include "base/fs.h"
 #include "cli/commands.h"
-#include "engine/generation_settings.h"
+#include "spec/generation_settings.h"
 #include "engine/golden.h"
-#include "engine/image_io.h"
+#include "spec/png.h"
 #include "engine/image_parameters.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 struct GenerateArgs {
   std::string model;
-  engine::GenerationSettings settings;
+  spec::GenerationSettings settings;
   std::string backend = "auto";
   int device = 0;
   std::string out;
@@ -94,9 +94,9 @@ Status check_flags(const GenerateArgs& a) {
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     return Status::InvalidArgument(fmt::format("{} {}: unknown; known: {}", flag, value, list));
   };
-  HIPQ_RETURN_IF_ERROR(one_of("--sampler", s.sampler, engine::known_samplers()));
-  HIPQ_RETURN_IF_ERROR(one_of("--precision", s.precision, engine::known_precisions()));
-  HIPQ_RETURN_IF_ERROR(one_of("--rng", s.rng, engine::known_rngs()));
+  HIPQ_RETURN_IF_ERROR(one_of("--sampler", s.sampler, spec::known_samplers()));
+  HIPQ_RETURN_IF_ERROR(one_of("--precision", s.precision, spec::known_precisions()));
+  HIPQ_RETURN_IF_ERROR(one_of("--rng", s.rng, spec::known_rngs()));
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -143,9 +143,9 @@ int run_generate(const GenerateArgs& a) {
   if (!a.golden.empty()) {
     fs::path gp = a.golden;
     std::error_code ec;
-    const std::string key = engine::golden_key(weights_sha, a.settings);
+    const std::string key = spec::golden_key(weights_sha, a.settings);
     if (fs::is_directory(gp, ec)) {
-      auto found = engine::find_golden_file(gp, key);
+      auto found = spec::find_golden_file(gp, key);
       if (found.ok()) gp = *found;
       else golden_missing = true;
     } else if (!fs::exists(gp, ec)) {
@@ -201,11 +201,11 @@ int run_generate(const GenerateArgs& a) {
   (void)timer.begin("write");
   if (Status st = engine::write_latent_file(latent_path, out, a.settings, info); !st.ok())
     return fail(kExitFailure, st.message());
-  engine::RgbImage img{out.width, out.height, out.rgb};
+  spec::RgbImage img{out.width, out.height, out.rgb};
   engine::ImageProvenance provenance;
   provenance.model_spec = a.model;
   provenance.weights_sha256 = weights_sha;
-  if (Status st = engine::write_png(image_path, img, engine::png_metadata(a.settings, provenance)); !st.ok())
+  if (Status st = spec::write_png(image_path, img, engine::png_metadata(a.settings, provenance)); !st.ok())
     return fail(kExitFailure, st.message());
   (void)timer.end();
 
@@ -261,10 +261,12 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--height", args->settings.height, "Height in pixels (multiple of 8)")->capture_default_str();
   cmd->add_option("--steps", args->settings.steps, "Denoising steps")->capture_default_str();
   cmd->add_option("--guidance", args->settings.guidance, "Classifier-free guidance scale")->capture_default_str();
-  cmd->add_option("--sampler", args->settings.sampler, "euler | euler_karras | ddim | dpmpp_2m | dpmpp_2m_karras")
+  cmd->add_option("--sampler", args->settings.sampler, spec::join_names(spec::known_samplers(), " | "))
       ->capture_default_str();
-  cmd->add_option("--precision", args->settings.precision, "fp32 | fp16 | bf16")->capture_default_str();
-  cmd->add_option("--rng", args->settings.rng, "Initial noise: torch-cpu | torch-cuda")->capture_default_str();
+  cmd->add_option("--precision", args->settings.precision, spec::join_names(spec::known_precisions(), " | "))
+      ->capture_default_str();
+  cmd->add_option("--rng", args->settings.rng, "Initial noise: " + spec::join_names(spec::known_rngs(), " | "))
+      ->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu | hip | auto (hip when a GPU is there)")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU index for --backend hip")->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory (created when missing)")->required();

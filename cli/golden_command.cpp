@@ -20,7 +20,7 @@
 #include "db/database.h"
 #include "db/golden_store.h"
 #include "engine/golden.h"
-#include "engine/image_io.h"
+#include "spec/png.h"
 #include "engine/parity.h"
 #include "engine/safetensors.h"
 
@@ -118,7 +118,7 @@ Status store_golden(db::GoldenStore& store, const fs::path& dir, const fs::path&
   if (existing && !replace)
     return Status::AlreadyExists("golden " + g.key + " is already stored (" + existing->path + ", sha256 " +
                                  existing->sha256 + "); " + src.string() + " differs. Use --replace to overwrite");
-  const fs::path dest = dir / engine::golden_file_name(g.key);
+  const fs::path dest = dir / spec::golden_file_name(g.key);
   std::error_code ec;
   if (!fs::equivalent(src, dest, ec)) {
     HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(src));
@@ -142,7 +142,7 @@ std::string describe_settings(const nlohmann::json& row) {
   if (prompt.size() > 40) prompt = prompt.substr(0, 37) + "...";
   return fmt::format("seed {} {}x{} {} steps {} g{} \"{}\"", s.value("seed", uint64_t{0}), s.value("width", 0),
                      s.value("height", 0), s.value("steps", 0), s.value("sampler", ""),
-                     engine::format_guidance(s.value("guidance", 0.0f)), prompt);
+                     spec::format_guidance(s.value("guidance", 0.0f)), prompt);
 }
 
 int run_import(const GoldenArgs& a) {
@@ -338,7 +338,7 @@ Result<engine::Golden> golden_from_job(const db::PromotableJob& job) {
   };
   engine::Golden g;
   try {
-    auto s = engine::GenerationSettings::from_json(nlohmann::json::parse(get("settings")));
+    auto s = spec::GenerationSettings::from_json(nlohmann::json::parse(get("settings")));
     if (!s.ok()) return s.status().WithContext(latent_path.string());
     g.settings = *s;
     std::string sched = get("scheduler_config");
@@ -353,7 +353,7 @@ Result<engine::Golden> golden_from_job(const db::PromotableJob& job) {
   g.latent_shape = latent.shape;
   std::error_code ec;
   if (!png_path.empty() && fs::exists(png_path, ec)) {
-    HIPQ_ASSIGN_OR_RETURN(engine::RgbImage img, engine::read_png(png_path));
+    HIPQ_ASSIGN_OR_RETURN(spec::RgbImage img, spec::read_png(png_path));
     g.image = std::move(img.rgb);
     g.image_width = img.width;
     g.image_height = img.height;
@@ -385,8 +385,8 @@ int run_promote(const GoldenArgs& a) {
     auto g = golden_from_job(job);
     Status st = g.status();
     if (st.ok()) {
-      g->key = engine::golden_key(g->weights_sha256, g->settings);
-      const fs::path dest = dir / engine::golden_file_name(g->key);
+      g->key = spec::golden_key(g->weights_sha256, g->settings);
+      const fs::path dest = dir / spec::golden_file_name(g->key);
       auto existing = store.find(g->key);
       if (existing.ok() && existing->has_value() && !a.replace) {
         st = Status::AlreadyExists("golden " + g->key + " exists (" + (*existing)->path + "); --replace to overwrite");

@@ -27,6 +27,7 @@
 #include "db/database.h"
 #include "db/job_store.h"
 #include "kernels/backend.h"
+#include "spec/phases.h"
 #include "worker/job_runner.h"
 #include "worker/worker.h"
 
@@ -104,14 +105,14 @@ Status print_results(const std::string& db_path, int64_t batch_id, std::ostream&
     out << "\nphase timings (host ms)\n";
     snprintf(buf, sizeof buf, "%-12s %5s %10s %10s %10s %10s\n", "phase", "n", "mean", "p50", "p90", "max");
     out << buf;
-    for (const char* phase : {"load", "text_encode", "denoise", "decode", "write", "parity"}) {
+    for (const std::string& phase : spec::job_phases()) {
       auto it = phase_ms.find(phase);
       if (it == phase_ms.end()) continue;
       const auto& v = it->second;
       double mean = 0;
       for (double x : v) mean += x;
       mean /= static_cast<double>(v.size());
-      snprintf(buf, sizeof buf, "%-12s %5zu %10.1f %10.1f %10.1f %10.1f\n", phase, v.size(), mean,
+      snprintf(buf, sizeof buf, "%-12s %5zu %10.1f %10.1f %10.1f %10.1f\n", phase.c_str(), v.size(), mean,
                percentile(v, 0.5), percentile(v, 0.9), *std::max_element(v.begin(), v.end()));
       out << buf;
     }

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/query_cli.h"
+#include "spec/phases.h"
 
 namespace hipq::cli {
 
@@ -10,7 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-const char* kPhases[] = {"load", "text_encode", "denoise", "decode", "write", "parity"};
 
 std::string short_text(const std::string& s, size_t n) {
   if (s.size() <= n) return s;
@@ -29,9 +29,9 @@ void print_runs(const json& runs, const std::string& format) {
                                     "width", "height", "steps", "guidance", "sampler", "precision", "attempts",
                                     "worker", "host", "gpu", "arch", "build", "backend", "warm", "cosine", "max_abs",
                                     "rel_l2", "psnr", "peak_memory_bytes", "time", "total_ms"};
-    for (const char* p : kPhases) {
-      header.push_back(std::string(p) + "_host_ms");
-      header.push_back(std::string(p) + "_gpu_ms");
+    for (const std::string& p : spec::job_phases()) {
+      header.push_back(p + "_host_ms");
+      header.push_back(p + "_gpu_ms");
     }
     header.push_back("error");
     std::cout << csv_line(header);
@@ -48,7 +48,7 @@ void print_runs(const json& runs, const std::string& format) {
                                  fmt_text(r["backend"]), fmt_text(r["warm"]),    fmt_text(r["cosine"]),
                                  fmt_text(r["max_abs"]), fmt_text(r["rel_l2"]),  fmt_text(r["psnr"]),
                                  fmt_text(r["peak_memory_bytes"]), fmt_time(r["time"]), fmt_text(r["total_ms"])};
-      for (const char* p : kPhases) {
+      for (const std::string& p : spec::job_phases()) {
         const json ph = r["phases"].contains(p) ? r["phases"][p] : json::object();
         f.push_back(ph.contains("host_ms") ? fmt_text(ph["host_ms"]) : "");
         f.push_back(ph.contains("gpu_ms") && !ph["gpu_ms"].is_null() ? fmt_text(ph["gpu_ms"]) : "");

@@ -546,13 +546,13 @@ class Parser {
       if (auto x = get_number(d["guidance"].value, "defaults.guidance", 0.0, 100.0, p_)) out.guidance = *x;
     }
     if (d.count("sampler")) {
-      if (auto x = get_choice(d["sampler"].value, "defaults.sampler", manifest_samplers(), p_)) out.sampler = *x;
+      if (auto x = get_choice(d["sampler"].value, "defaults.sampler", spec::known_samplers(), p_)) out.sampler = *x;
     }
     if (d.count("precision")) {
-      if (auto x = get_choice(d["precision"].value, "defaults.precision", manifest_precisions(), p_)) out.precision = *x;
+      if (auto x = get_choice(d["precision"].value, "defaults.precision", spec::known_precisions(), p_)) out.precision = *x;
     }
     if (d.count("rng")) {
-      if (auto x = get_choice(d["rng"].value, "defaults.rng", manifest_rngs(), p_)) out.rng = *x;
+      if (auto x = get_choice(d["rng"].value, "defaults.rng", spec::known_rngs(), p_)) out.rng = *x;
     }
     if (d.count("seeds")) {
       if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_)) out.seeds = *x;
@@ -849,18 +849,6 @@ const std::vector<std::string>& manifest_synthetic_models() {
   return v;
 }
 
-const std::vector<std::string>& manifest_samplers() {
-  static const std::vector<std::string> k = {"euler", "euler_karras", "ddim", "dpmpp_2m", "dpmpp_2m_karras"};
-  return k;
-}
-const std::vector<std::string>& manifest_precisions() {
-  static const std::vector<std::string> k = {"fp32", "fp16", "bf16"};
-  return k;
-}
-const std::vector<std::string>& manifest_rngs() {
-  static const std::vector<std::string> k = {"torch-cpu", "torch-cuda"};
-  return k;
-}
 const std::vector<std::string>& manifest_gate_keys() {
   static const std::vector<std::string> k = {"cosine_min", "max_abs_max", "rel_l2_max", "psnr_min"};
   return k;
@@ -945,11 +933,16 @@ std::vector<JobSpec> Manifest::expand_jobs() const {
         j.tags = p.tags;
         j.seed = seed;
         j.repeat = r;
-        j.settings = {{"prompt", j.prompt},         {"negative_prompt", j.negative_prompt},
-                      {"seed", seed},               {"width", defaults.width},
-                      {"height", defaults.height},  {"steps", defaults.steps},
-                      {"guidance", guidance},       {"sampler", defaults.sampler},
-                      {"precision", defaults.precision}, {"rng", defaults.rng}};
+        j.settings.prompt = j.prompt;
+        j.settings.negative_prompt = j.negative_prompt;
+        j.settings.seed = seed;
+        j.settings.width = defaults.width;
+        j.settings.height = defaults.height;
+        j.settings.steps = defaults.steps;
+        j.settings.guidance = static_cast<float>(guidance);
+        j.settings.sampler = defaults.sampler;
+        j.settings.precision = defaults.precision;
+        j.settings.rng = defaults.rng;
         j.output_dir = render_layout(parts, batch_name, j);
         jobs.push_back(std::move(j));
       }
@@ -986,7 +979,7 @@ db::NewBatch Manifest::to_new_batch() const {
     n.guidance = guidance;
     n.sampler = defaults.sampler;
     n.precision = defaults.precision;
-    n.settings_json = j.settings.dump();
+    n.settings_json = j.settings.to_json().dump();
     n.output_dir = std::move(j.output_dir);
     b.jobs.push_back(std::move(n));
   }

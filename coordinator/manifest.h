@@ -27,9 +27,8 @@
 // prompt files) are relative to the manifest file's directory and returned
 // absolute and normalised.
 //
-// The coordinator never links the engine, so the accepted samplers,
-// precisions, rngs and parity-gate keys are listed here as well; they match
-// engine/generation_settings.h and engine/parity.h.
+// The accepted samplers, precisions and rngs are spec/generation_settings.h's
+// (the engine's own list); the parity-gate keys match engine/parity.h.
 // Thread safety: plain values and pure functions (they read files).
 #pragma once
 
@@ -45,6 +44,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "db/records.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::coordinator {
 
@@ -109,9 +109,9 @@ struct JobSpec {
   std::vector<std::string> tags;
   uint64_t seed = 0;
   int repeat = 0;
-  // engine::GenerationSettings JSON (prompt, negative_prompt, seed, width,
-  // height, steps, guidance, sampler, precision, rng).
-  nlohmann::json settings;
+  // prompt, negative_prompt, seed, width, height, steps, guidance (as its
+  // 6-digit text reads back), sampler, precision, rng.
+  spec::GenerationSettings settings;
   std::string output_dir;                  // relative to outputs.root, confined to it
 };
 
@@ -157,12 +157,8 @@ Status check_path_components(const std::filesystem::path& path);
 // resolved. InvalidArgument naming both paths when it does not.
 Status check_confined(const std::filesystem::path& root, std::string_view relative);
 
-// Values accepted by the manifest (same lists as the engine's).
-const std::vector<std::string>& manifest_samplers();
 // Names after "synthetic:" (engine/synthetic_weights.h synthetic_model_names()).
 const std::vector<std::string>& manifest_synthetic_models();
-const std::vector<std::string>& manifest_precisions();
-const std::vector<std::string>& manifest_rngs();
 const std::vector<std::string>& manifest_gate_keys();
 
 }  // namespace hipq::coordinator

@@ -955,11 +955,8 @@ Result<ResultRecord> JobStore::get_result(int64_t job_id) {
 }
 
 Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t attempt_id) {
-  // phase_timings is WITHOUT ROWID: order by the pipeline's phase order.
-  static constexpr char kSelectPhaseTimings[] =
-      "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ? ORDER BY "
-      "CASE phase WHEN 'load' THEN 0 WHEN 'text_encode' THEN 1 WHEN 'denoise' THEN 2 WHEN 'decode' THEN 3 "
-      "WHEN 'write' THEN 4 WHEN 'parity' THEN 5 ELSE 6 END, phase";
+  // In the one phase order (sort_phase_timings), not the key's.
+  static constexpr char kSelectPhaseTimings[] = "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ?";
   Statement s = db_.prepare_cached(kSelectPhaseTimings);
   s.bind_int64(0, attempt_id);
   std::vector<PhaseTimingRecord> out;
@@ -968,6 +965,7 @@ Result<std::vector<PhaseTimingRecord>> JobStore::list_phase_timings(int64_t atte
     if (!row) break;
     out.push_back({s.column_text(0), s.column_double(1), s.column_optional_double(2)});
   }
+  sort_phase_timings(out);
   return out;
 }
 

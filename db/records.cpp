@@ -1,8 +1,11 @@
 #include "db/records.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
+
+#include "spec/phases.h"
 
 namespace hipq::db {
 namespace {
@@ -52,5 +55,11 @@ Result<AttemptState> parse_attempt_state(std::string_view name) {
 }
 
 bool is_terminal(JobState s) { return s != JobState::kQueued && s != JobState::kLeased; }
+
+void sort_phase_timings(std::vector<PhaseTimingRecord>& phases) {
+  std::stable_sort(phases.begin(), phases.end(), [](const PhaseTimingRecord& a, const PhaseTimingRecord& b) {
+    return spec::phase_before(a.phase, b.phase);
+  });
+}
 
 }  // namespace hipq::db

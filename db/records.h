@@ -146,6 +146,10 @@ struct PhaseTimingRecord {
   std::optional<double> gpu_ms;           // null where no GPU events were taken
 };
 
+// Sorts phase rows into the one phase order (spec/phases.h: pipeline order,
+// then any other name alphabetically); every reader of phase_timings uses it.
+void sort_phase_timings(std::vector<PhaseTimingRecord>& phases);
+
 struct StepTimingRecord {
   int step = 0;                           // 0-based denoising step
   double host_ms = 0;

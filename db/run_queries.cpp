@@ -47,7 +47,7 @@ LIMIT ?15
 )sql";
 
 constexpr char kSelectPhases[] =
-    "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ? ORDER BY phase";
+    "SELECT phase, host_ms, gpu_ms FROM phase_timings WHERE attempt_id = ?";
 constexpr char kSelectSteps[] =
     "SELECT step, host_ms, gpu_ms FROM step_timings WHERE attempt_id = ? ORDER BY step";
 
@@ -161,6 +161,7 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
         if (!prow) break;
         r.phases.push_back({phases.column_text(0), phases.column_double(1), phases.column_optional_double(2)});
       }
+      sort_phase_timings(r.phases);
     }
     rows.push_back(std::move(r));
   }

@@ -97,7 +97,7 @@ struct RunRow {
   std::optional<int64_t> peak_memory_bytes;
   std::string outputs_json = "[]";
   double time = 0;  // the run time filters compare (see header)
-  std::vector<PhaseTimingRecord> phases;  // of the attempt shown, ordered by phase name
+  std::vector<PhaseTimingRecord> phases;  // of the attempt shown, in the one phase order (spec/phases.h)
 };
 
 Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter);

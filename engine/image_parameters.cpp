@@ -42,13 +42,11 @@ std::string build_string() {
 }  // namespace
 
 std::string a1111_sampler_name(const std::string& sampler) {
-  if (sampler == "euler" || sampler == "euler_karras") return "Euler";
-  if (sampler == "ddim") return "DDIM";
-  if (sampler == "dpmpp_2m" || sampler == "dpmpp_2m_karras") return "DPM++ 2M";
-  return "";
+  const spec::SamplerName* known = spec::find_sampler(sampler);
+  return known ? known->a1111 : std::string();
 }
 
-std::string a1111_parameters(const GenerationSettings& s, const ImageProvenance& p) {
+std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProvenance& p) {
   // Prompt lines first; a prompt that itself spans lines keeps them (the web
   // UI does the same), the negative prompt is the line starting "Negative prompt: ".
   std::string out = s.prompt + "\n";
@@ -57,7 +55,7 @@ std::string a1111_parameters(const GenerationSettings& s, const ImageProvenance&
   f.push_back("Steps: " + std::to_string(s.steps));
   std::string sampler = a1111_sampler_name(s.sampler);
   f.push_back("Sampler: " + field_value(sampler.empty() ? s.sampler : sampler));
-  if (s.sampler.size() > 7 && s.sampler.compare(s.sampler.size() - 7, 7, "_karras") == 0)
+  if (const spec::SamplerName* known = spec::find_sampler(s.sampler); known && known->karras)
     f.push_back("Schedule type: Karras");
   char cfg[32];
   std::snprintf(cfg, sizeof cfg, "%g", static_cast<double>(s.guidance));
@@ -80,7 +78,7 @@ std::string a1111_parameters(const GenerationSettings& s, const ImageProvenance&
   return out + line;
 }
 
-std::vector<PngText> png_metadata(const GenerationSettings& s, const ImageProvenance& p) {
+std::vector<spec::PngText> png_metadata(const spec::GenerationSettings& s, const ImageProvenance& p) {
   nlohmann::json j;
   j["format"] = "hipq-image/1";
   j["settings"] = s.to_json();

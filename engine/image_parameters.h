@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/generation_settings.h"
-#include "engine/image_io.h"
+#include "spec/generation_settings.h"
+#include "spec/png.h"
 
 namespace hipq::engine {
 
@@ -35,9 +35,9 @@ struct ImageProvenance {
 // "Euler", "DPM++ 2M", ... as the web UI names the sampler; "" for an unknown one.
 std::string a1111_sampler_name(const std::string& sampler);
 // The "parameters" text shown above.
-std::string a1111_parameters(const GenerationSettings& settings, const ImageProvenance& provenance);
+std::string a1111_parameters(const spec::GenerationSettings& settings, const ImageProvenance& provenance);
 // "parameters", "hipq" (settings, model, weights_sha256, batch, job, build as
 // JSON) and "Software" chunks, in that order.
-std::vector<PngText> png_metadata(const GenerationSettings& settings, const ImageProvenance& provenance);
+std::vector<spec::PngText> png_metadata(const spec::GenerationSettings& settings, const ImageProvenance& provenance);
 
 }  // namespace hipq::engine

@@ -5,7 +5,7 @@
 
 #include "base/build_info.h"
 #include "base/fs.h"
-#include "engine/image_io.h"
+#include "engine/decoded_image.h"
 #include "engine/model_files.h"
 #include "engine/models/clip_text.h"
 #include "engine/models/device_tensor.h"
@@ -17,6 +17,7 @@
 #include "engine/scheduler.h"
 #include "engine/tokenizer.h"
 #include "engine/unet_step.h"
+#include "spec/phases.h"
 
 namespace hipq::engine {
 
@@ -77,14 +78,14 @@ struct Pipeline::Impl {
     DeviceTensor pooled;  // [N, P] (SDXL)
     int batch = 1;
   };
-  Result<TextConditioning> encode_text(const GenerationSettings& s, bool cfg);
+  Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg);
   // SDXL micro-conditioning (original size, crop top-left, target size) per row.
-  std::vector<float> time_ids(const GenerationSettings& s, int batch) const;
+  std::vector<float> time_ids(const spec::GenerationSettings& s, int batch) const;
   // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w].
   Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw);
 };
 
-std::vector<float> Pipeline::Impl::time_ids(const GenerationSettings& s, int batch) const {
+std::vector<float> Pipeline::Impl::time_ids(const spec::GenerationSettings& s, int batch) const {
   std::vector<float> ids;
   if (family != "sdxl") return ids;
   const std::vector<float> one = {static_cast<float>(s.height), static_cast<float>(s.width), 0.f, 0.f,
@@ -108,7 +109,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   kernels::Backend& be = *backend;
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(precision));
   PhaseTimer timer(&be);
-  HIPQ_RETURN_IF_ERROR(timer.begin("load"));
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
   auto host_start = std::chrono::steady_clock::now();
   // Free the old precision's weights before the new ones arrive.
   enc1.model.reset();
@@ -177,7 +178,7 @@ Result<std::vector<int32_t>> Pipeline::Impl::token_ids(const std::string& text, 
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
-Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const GenerationSettings& s, bool cfg) {
+Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec::GenerationSettings& s, bool cfg) {
   kernels::Backend& be = *backend;
   TextConditioning out;
   // diffusers' SDXL pipelines zero the negative conditioning when no negative
@@ -296,7 +297,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
-Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const ProgressFn& progress,
+Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
                                             const std::atomic<bool>* cancel) {
   HIPQ_RETURN_IF_ERROR(s.validate());
   Impl& im = *impl_;
@@ -324,7 +325,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   const int64_t lc = im.unet->config().in_channels;
   const int64_t latent_numel = lc * lh * lw;
 
-  HIPQ_RETURN_IF_ERROR(timer.begin("text_encode"));
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg));
   HIPQ_RETURN_IF_ERROR(timer.end());
 
@@ -353,7 +354,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     if (cancelled())
       return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
                                std::to_string(step.count));
-    HIPQ_RETURN_IF_ERROR(step_timer.begin("step"));
+    HIPQ_RETURN_IF_ERROR(step_timer.begin(std::string(spec::kPhaseStep)));
     std::vector<float> input(model_input.size() * batch);
     for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
     HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, unet_step->run(input, step.timestep));
@@ -371,7 +372,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     return Status::Ok();
   };
 
-  HIPQ_RETURN_IF_ERROR(timer.begin("denoise"));
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
   auto latent = sample(schedule, im.scheduler, std::move(noise), denoise);
   unet_step.reset();
   if (!latent.ok()) return latent.status();
@@ -380,7 +381,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   out.latent_shape = {1, lc, lh, lw};
   if (cancelled()) return Status::Cancelled("generation cancelled before decoding");
 
-  HIPQ_RETURN_IF_ERROR(timer.begin("decode"));
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDecode)));
   {
     const VaeConfig& vc = im.vae->config();
     std::vector<float> scaled(out.latent.size());
@@ -389,7 +390,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
     HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, im.run_vae(scaled, lh, lw));
-    RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
+    spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
     out.rgb = std::move(rgb.rgb);
     out.width = s.width;
     out.height = s.height;
@@ -403,7 +404,7 @@ Result<GenerationOutput> Pipeline::generate(const GenerationSettings& s, const P
   return out;
 }
 
-Result<Pipeline::PromptEmbeddings> Pipeline::encode_prompt(const GenerationSettings& s) {
+Result<Pipeline::PromptEmbeddings> Pipeline::encode_prompt(const spec::GenerationSettings& s) {
   HIPQ_RETURN_IF_ERROR(s.validate());
   Impl& im = *impl_;
   if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
@@ -418,7 +419,7 @@ Result<Pipeline::PromptEmbeddings> Pipeline::encode_prompt(const GenerationSetti
   return e;
 }
 
-Result<std::vector<float>> Pipeline::unet_output(const GenerationSettings& s, const std::vector<float>& model_input,
+Result<std::vector<float>> Pipeline::unet_output(const spec::GenerationSettings& s, const std::vector<float>& model_input,
                                                  float timestep) {
   HIPQ_RETURN_IF_ERROR(s.validate());
   Impl& im = *impl_;
@@ -453,7 +454,7 @@ double Pipeline::load_ms() const { return impl_->load_ms; }
 // ---- outputs -------------------------------------------------------------------
 
 Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
-                         const GenerationSettings& settings, const OutputInfo& info) {
+                         const spec::GenerationSettings& settings, const OutputInfo& info) {
   std::map<std::string, std::string> meta;
   meta["format"] = "hipq-latent/1";
   meta["settings"] = settings.to_json().dump();
@@ -467,7 +468,7 @@ Status write_latent_file(const std::filesystem::path& path, const GenerationOutp
   return write_safetensors(path, {{"latent", HostTensor::from_f32(out.latent, out.latent_shape)}}, meta);
 }
 
-nlohmann::json timings_json(const GenerationOutput& out, const GenerationSettings& settings, const OutputInfo& info) {
+nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationSettings& settings, const OutputInfo& info) {
   auto list = [](const std::vector<PhaseTiming>& v) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& p : v) a.push_back({{"phase", p.phase}, {"host_ms", p.host_ms}, {"gpu_ms", p.gpu_ms}});

@@ -38,9 +38,9 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "engine/generation_settings.h"
 #include "engine/phase_timer.h"
 #include "kernels/backend.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::engine {
 
@@ -87,7 +87,7 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // `progress` and `cancel` may be null.
-  Result<GenerationOutput> generate(const GenerationSettings& settings, const ProgressFn& progress = {},
+  Result<GenerationOutput> generate(const spec::GenerationSettings& settings, const ProgressFn& progress = {},
                                     const std::atomic<bool>* cancel = nullptr);
 
   // ---- stages, for per-stage parity checks (the code generate() runs) ------
@@ -98,10 +98,10 @@ class Pipeline {
     std::vector<float> pooled;          // SDXL text_embeds [B, P]; empty otherwise
     std::vector<int64_t> pooled_shape;
   };
-  Result<PromptEmbeddings> encode_prompt(const GenerationSettings& settings);
+  Result<PromptEmbeddings> encode_prompt(const spec::GenerationSettings& settings);
   // The raw UNet output [B, 4, H/8, W/8] for a model input of the same shape
   // (B = 2 with guidance > 1, else 1), conditioned on settings' prompts.
-  Result<std::vector<float>> unet_output(const GenerationSettings& settings, const std::vector<float>& model_input,
+  Result<std::vector<float>> unet_output(const spec::GenerationSettings& settings, const std::vector<float>& model_input,
                                          float timestep);
   // VAE decoder output [1, 3, 8h, 8w] (values ~[-1, 1]) of a latent already
   // divided by the scaling factor.
@@ -145,10 +145,10 @@ struct OutputInfo {
 // "weights_sha256", "scheduler_config", "backend", "device", "hipq_version",
 // "build_sha". Atomic write, parents created.
 Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
-                         const GenerationSettings& settings, const OutputInfo& info);
+                         const spec::GenerationSettings& settings, const OutputInfo& info);
 // timings.json: {"phases":[{phase,host_ms,gpu_ms}...],"steps":[...],
 // "peak_memory_bytes":N,"warm":bool,"settings":{...},"model":...}.
-nlohmann::json timings_json(const GenerationOutput& out, const GenerationSettings& settings,
+nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationSettings& settings,
                             const OutputInfo& info);
 
 }  // namespace hipq::engine

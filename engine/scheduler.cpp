@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "spec/generation_settings.h"
+
 namespace hipq::engine {
 namespace {
 
@@ -221,8 +223,8 @@ Result<SamplerKind> parse_sampler_kind(std::string_view name) {
   if (name == "ddim") return SamplerKind::kDdim;
   if (name == "dpmpp_2m") return SamplerKind::kDpmpp2m;
   if (name == "dpmpp_2m_karras") return SamplerKind::kDpmpp2mKarras;
-  return Status::InvalidArgument("unknown sampler '" + std::string(name) +
-                                 "' (expected euler, euler_karras, ddim, dpmpp_2m, dpmpp_2m_karras)");
+  return Status::InvalidArgument("unknown sampler '" + std::string(name) + "' (expected " +
+                                 spec::join_names(spec::known_samplers()) + ")");
 }
 
 std::string_view sampler_kind_name(SamplerKind kind) {

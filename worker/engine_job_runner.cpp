@@ -9,9 +9,9 @@
 #include "base/fs.h"
 #include "kernels/backend.h"
 
-#include "engine/generation_settings.h"
+#include "spec/generation_settings.h"
 #include "engine/golden.h"
-#include "engine/image_io.h"
+#include "spec/png.h"
 #include "engine/image_parameters.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
@@ -132,7 +132,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(std::string("job settings are not JSON: ") + e.what());
   }
-  HIPQ_ASSIGN_OR_RETURN(engine::GenerationSettings settings, engine::GenerationSettings::from_json(settings_json));
+  HIPQ_ASSIGN_OR_RETURN(spec::GenerationSettings settings, spec::GenerationSettings::from_json(settings_json));
   HIPQ_RETURN_IF_ERROR(settings.validate());
   engine::ParityGate gate;
   if (!job.parity_gate_json().empty()) {
@@ -202,7 +202,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     auto path = dir / image_file_name(job);
     engine::ImageProvenance provenance{pipeline->model_spec(), pipeline->weights_sha256(), job.batch_name(),
                                        job.batch_id(),         job.job_id(),              job.attempt()};
-    HIPQ_RETURN_IF_ERROR(engine::write_png(path, engine::RgbImage{out.width, out.height, out.rgb},
+    HIPQ_RETURN_IF_ERROR(spec::write_png(path, spec::RgbImage{out.width, out.height, out.rgb},
                                            engine::png_metadata(settings, provenance)));
     HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "png"));
   }
@@ -211,12 +211,12 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   // ---- parity
   auto parity_start = Clock::now();
   proto::Parity* parity = outcome.mutable_parity();
-  std::string key = job.golden_key().empty() ? engine::golden_key(pipeline->weights_sha256(), settings)
+  std::string key = job.golden_key().empty() ? spec::golden_key(pipeline->weights_sha256(), settings)
                                              : job.golden_key();
   parity->set_golden_key(key);
   std::optional<engine::Golden> golden;
   if (!job.golden_dir().empty()) {
-    auto found = engine::find_golden_file(job.golden_dir(), key);
+    auto found = spec::find_golden_file(job.golden_dir(), key);
     if (found.ok()) {
       engine::GoldenReadOptions ro;
       ro.allow_unpinned = job.allow_unpinned_golden();

@@ -11,17 +11,15 @@
 #include "coordinator/statistics/descriptive.h"
 #include "coordinator/statistics/outliers.h"
 #include "db/database.h"
+#include "spec/generation_settings.h"
+#include "spec/phases.h"
 
 namespace hipq::coordinator::query {
 
 using nlohmann::json;
 using namespace statistics;  // descriptive statistics, outliers, bootstrap
 
-const std::vector<std::string>& known_phases() {
-  static const std::vector<std::string> k{"load", "text_encode", "denoise", "step", "decode", "write", "parity",
-                                          "total"};
-  return k;
-}
+const std::vector<std::string>& known_phases() { return spec::statistics_phases(); }
 
 const std::vector<std::string>& known_dimensions() {
   static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler",
@@ -32,8 +30,7 @@ const std::vector<std::string>& known_dimensions() {
 Status check_phase_name(const std::string& phase) {
   const auto& k = known_phases();
   if (std::find(k.begin(), k.end(), phase) != k.end()) return Status::Ok();
-  return Status::InvalidArgument("unknown phase \"" + phase +
-                                 "\"; known: load, text_encode, denoise, step, decode, write, parity, total");
+  return Status::InvalidArgument("unknown phase \"" + phase + "\"; known: " + spec::join_names(k));
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "base/number_format.h"
 #include "coordinator/report/svg_charts.h"
+#include "spec/phases.h"
 
 namespace hipq::coordinator::report {
 
@@ -166,7 +167,9 @@ std::string history_section(const json& history, int64_t this_batch) {
   std::vector<std::string> labels;
   std::map<std::string, std::vector<double>> by_phase;
   std::vector<std::string> phases;
-  for (const char* p : {"total", "load", "text_encode", "denoise", "decode", "write", "parity"}) {
+  std::vector<std::string> shown{std::string(spec::kPhaseTotal)};
+  shown.insert(shown.end(), spec::job_phases().begin(), spec::job_phases().end());
+  for (const std::string& p : shown) {
     bool any = false;
     for (const auto& pt : history) any = any || pt["phases"].contains(p);
     if (any) phases.push_back(p);

@@ -1,58 +1,14 @@
 #include "coordinator/report/thumbnail.h"
 
-#include <png.h>
-
 #include <algorithm>
-#include <cstring>
 
 namespace hipq::coordinator::report {
 
-Result<RgbImage> read_png_rgb(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Status::NotFound("image " + path.string() + " does not exist");
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) {
-    return Status::Corruption("image " + path.string() + " is not a readable PNG: " + image.message);
-  }
-  image.format = PNG_FORMAT_RGB;
-  RgbImage out;
-  out.width = static_cast<int>(image.width);
-  out.height = static_cast<int>(image.height);
-  out.rgb.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, out.rgb.data(), 0, nullptr)) {
-    std::string msg = image.message;
-    png_image_free(&image);
-    return Status::Corruption("image " + path.string() + ": " + msg);
-  }
-  return out;
-}
-
-Result<std::string> encode_png(const RgbImage& img) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(img.width);
-  image.height = static_cast<png_uint_32>(img.height);
-  image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&image, nullptr, &size, 0, img.rgb.data(), 0, nullptr)) {
-    return Status::Internal(std::string("PNG encode (size pass): ") + image.message);
-  }
-  std::string bytes(size, '\0');
-  if (!png_image_write_to_memory(&image, bytes.data(), &size, 0, img.rgb.data(), 0, nullptr)) {
-    return Status::Internal(std::string("PNG encode: ") + image.message);
-  }
-  bytes.resize(size);
-  return bytes;
-}
-
-RgbImage downscale(const RgbImage& in, int max_side) {
+spec::RgbImage downscale(const spec::RgbImage& in, int max_side) {
   const int longer = std::max(in.width, in.height);
   if (longer <= max_side || longer == 0) return in;
   const double scale = static_cast<double>(max_side) / longer;
-  RgbImage out;
+  spec::RgbImage out;
   out.width = std::max(1, static_cast<int>(in.width * scale + 0.5));
   out.height = std::max(1, static_cast<int>(in.height * scale + 0.5));
   out.rgb.resize(static_cast<size_t>(out.width) * out.height * 3);
@@ -99,8 +55,10 @@ std::string base64_encode(const std::string& bytes) {
 
 Result<std::string> png_thumbnail_data_uri(const std::filesystem::path& path, int max_side) {
   if (max_side < 1) return Status::InvalidArgument("thumbnail size must be at least 1 pixel");
-  HIPQ_ASSIGN_OR_RETURN(RgbImage img, read_png_rgb(path));
-  HIPQ_ASSIGN_OR_RETURN(std::string png, encode_png(downscale(img, max_side)));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::NotFound("image " + path.string() + " does not exist");
+  HIPQ_ASSIGN_OR_RETURN(spec::RgbImage img, spec::read_png(path));
+  HIPQ_ASSIGN_OR_RETURN(std::string png, spec::encode_png(downscale(img, max_side)));
   return "data:image/png;base64," + base64_encode(png);
 }
 

@@ -2,10 +2,11 @@
 // kept) so its longer side is at most `max_side` pixels, and returns it as a
 // "data:image/png;base64,…" URI that the report embeds (no network fetch).
 //
+// PNG reading and encoding are spec/png.h (the one codec).
 // Errors: NotFound when the file does not exist; Corruption when libpng
 // cannot read it (the message names the path and libpng's reason);
 // InvalidArgument for max_side < 1.
-// Thread safety: reentrant (libpng's simplified API, no shared state).
+// Thread safety: reentrant.
 #pragma once
 
 #include <cstdint>
@@ -14,18 +15,12 @@
 #include <vector>
 
 #include "base/result.h"
+#include "spec/png.h"
 
 namespace hipq::coordinator::report {
 
-struct RgbImage {
-  int width = 0, height = 0;
-  std::vector<uint8_t> rgb;  // width * height * 3, row-major
-};
-
-Result<RgbImage> read_png_rgb(const std::filesystem::path& path);
-Result<std::string> encode_png(const RgbImage& image);
 // Box-filter downscale so max(width, height) <= max_side (never upscales).
-RgbImage downscale(const RgbImage& image, int max_side);
+spec::RgbImage downscale(const spec::RgbImage& image, int max_side);
 std::string base64_encode(const std::string& bytes);
 Result<std::string> png_thumbnail_data_uri(const std::filesystem::path& path, int max_side);
 

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fs.h"
-#include "engine/image_io.h"
+#include "spec/png.h"
 #include "engine/safetensors.h"
-#include "tests/engine/png_text.h"
+#include "tests/spec/png_text.h"
 
 namespace hipq::cli {
 namespace {
@@ -71,7 +71,7 @@ TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
   EXPECT_EQ(settings["prompt"], "a red fox sleeping in the snow");
   EXPECT_EQ((*latent)->metadata().at("model"), "synthetic:tiny-sdxl");
   EXPECT_EQ((*latent)->metadata().at("weights_sha256").size(), 64u);
-  auto png = engine::read_png(dir / "image.png");
+  auto png = spec::read_png(dir / "image.png");
   ASSERT_TRUE(png.ok());
   EXPECT_EQ(png->width, 64);
   EXPECT_EQ(png->height, 64);

@@ -127,7 +127,7 @@ TEST_F(GoldenCommandTest, UnpinnedOnlyWithTheFlagAndMarkedEverywhere) {
   auto g = engine::read_golden(fs::directory_iterator(goldens("tiny"))->path());
   ASSERT_TRUE(g.ok());
   engine::Golden stripped = *g;
-  stripped.provenance = engine::GoldenProvenance{};
+  stripped.provenance = spec::GoldenProvenance{};
   stripped.provenance.reference = "diffusers";
   auto path = dir_ / "in" / "no-provenance.safetensors";
   ASSERT_TRUE(engine::write_golden(path, stripped).ok());

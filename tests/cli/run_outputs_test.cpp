@@ -17,7 +17,7 @@
 #include "base/fs.h"
 #include "db/database.h"
 #include "db/job_store.h"
-#include "tests/engine/png_text.h"
+#include "tests/spec/png_text.h"
 
 namespace hipq::cli {
 namespace {

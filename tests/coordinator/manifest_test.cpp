@@ -122,7 +122,7 @@ TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   EXPECT_EQ(jobs[13].tags, (std::vector<std::string>{"style:oil"}));
   EXPECT_EQ(jobs[0].output_dir, "sweep-1/p000/s10-r0");
   EXPECT_EQ(jobs[13].output_dir, "sweep-1/p002/s12-r1");
-  const nlohmann::json& s = jobs[6].settings;
+  const nlohmann::json s = jobs[6].settings.to_json();
   EXPECT_EQ(s["prompt"], "second prompt");
   EXPECT_EQ(s["seed"], 99);
   EXPECT_EQ(s["width"], 512);

@@ -8,6 +8,8 @@
 namespace hipq::engine {
 namespace {
 
+using spec::GenerationSettings;
+
 GenerationSettings settings() {
   GenerationSettings s;
   s.prompt = "a watercolor painting of a lighthouse at dawn";

@@ -15,6 +15,8 @@
 namespace hipq::engine {
 namespace {
 
+using spec::GenerationSettings;
+
 namespace fs = std::filesystem;
 
 // Stated bounds (max abs error, CPU backend fp32 vs diffusers fp32 on an H200).

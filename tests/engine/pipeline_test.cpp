@@ -13,13 +13,20 @@
 #include <map>
 
 #include "engine/golden.h"
-#include "engine/image_io.h"
+#include "engine/decoded_image.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
 #include "engine/synthetic.h"
 
 namespace hipq::engine {
 namespace {
+
+using spec::GenerationSettings;
+using spec::find_golden_file;
+using spec::golden_file_name;
+using spec::golden_key;
+using spec::RgbImage;
+using spec::read_png;
 
 namespace fs = std::filesystem;
 

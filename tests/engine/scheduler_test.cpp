@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "base/fs.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::engine {
 namespace {
@@ -144,6 +145,19 @@ TEST(SchedulerConfig, FromJsonReadsFieldsAndRejectsBadOnes) {
   EXPECT_NE(bad2.status().message().find("steps_offset"), std::string::npos);
   auto bad3 = SchedulerConfig::from_json(nlohmann::json::parse(R"({"beta_start":0.5,"beta_end":0.1})"));
   EXPECT_FALSE(bad3.ok());
+}
+
+// spec/generation_settings.h is the one list of samplers (hipq submit checks
+// manifests against it): the engine implements every one of them.
+TEST(Scheduler, EverySamplerOfTheSharedListIsImplemented) {
+  for (const std::string& name : spec::known_samplers()) {
+    auto kind = parse_sampler_kind(name);
+    ASSERT_TRUE(kind.ok()) << name << ": " << kind.status().ToString();
+    EXPECT_EQ(sampler_kind_name(*kind), name);
+  }
+  auto unknown = parse_sampler_kind("heun");
+  EXPECT_NE(unknown.status().message().find(spec::join_names(spec::known_samplers())), std::string::npos)
+      << unknown.status().message();
 }
 
 TEST(Scheduler, RejectsBadStepCounts) {

@@ -11,7 +11,8 @@
 #include <optional>
 
 #include "engine/export.h"
-#include "engine/image_io.h"
+#include "spec/png.h"
+#include "engine/decoded_image.h"
 #include "engine/model_files.h"
 #include "engine/pipeline.h"
 #include "engine/synthetic.h"
@@ -19,6 +20,10 @@
 
 namespace hipq::engine {
 namespace {
+
+using spec::GenerationSettings;
+using spec::encode_png;
+using spec::read_png;
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden keys, computed exactly as hipq's C++ does (engine/golden.h).
+"""Golden keys, computed exactly as hipq's C++ does (spec/golden_format.h).
 
 The key of a golden is the lower-case hex sha256 of a canonical JSON text of
 everything that determines the output: the weights' sha256 and the generation

@@ -54,7 +54,7 @@ void write_outputs(db::testing::RunHistory& h) {
   for (int64_t job : h.done_jobs) {
     auto j = store.get_job(job);
     ASSERT_TRUE(j.ok());
-    RgbImage img;
+    spec::RgbImage img;
     img.width = img.height = 96;
     img.rgb.resize(96 * 96 * 3);
     for (int y = 0; y < 96; ++y) {
@@ -65,7 +65,7 @@ void write_outputs(db::testing::RunHistory& h) {
         p[2] = static_cast<uint8_t>(((x + y) + j->seed * 40) % 256);
       }
     }
-    auto png = encode_png(img);
+    auto png = spec::encode_png(img);
     ASSERT_TRUE(png.ok());
     const auto path = std::filesystem::path(h.dir) / "out" / j->output_dir / "image.png";
     ASSERT_TRUE(write_file_atomic(path, *png).ok());
@@ -124,7 +124,7 @@ TEST(ReportChromiumTest, RendersOfflineWithEverySectionAndNoConsoleErrors) {
                                  shot.string() + " file://" + page.string() + " > /dev/null 2>> " +
                                  log_path.string();
   ASSERT_EQ(std::system(screenshot.c_str()), 0) << screenshot << "\n" << slurp(log_path);
-  auto png = read_png_rgb(shot);
+  auto png = spec::read_png(shot);
   ASSERT_TRUE(png.ok()) << png.status().ToString();
   EXPECT_EQ(png->width, 1400);
   EXPECT_EQ(png->height, 2000);

@@ -9,8 +9,8 @@
 namespace hipq::coordinator::report {
 namespace {
 
-RgbImage gradient(int w, int h) {
-  RgbImage img;
+spec::RgbImage gradient(int w, int h) {
+  spec::RgbImage img;
   img.width = w;
   img.height = h;
   img.rgb.resize(static_cast<size_t>(w) * h * 3);
@@ -41,17 +41,17 @@ TEST(ThumbnailTest, Base64MatchesRfc4648Vectors) {
 }
 
 TEST(ThumbnailTest, PngRoundTripsAndDownscalesKeepingAspect) {
-  const RgbImage img = gradient(256, 128);
-  auto png = encode_png(img);
+  const spec::RgbImage img = gradient(256, 128);
+  auto png = spec::encode_png(img);
   ASSERT_TRUE(png.ok());
   const auto path = temp_file("g.png");
   { std::ofstream(path, std::ios::binary) << *png; }
-  auto back = read_png_rgb(path);
+  auto back = spec::read_png(path);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->width, 256);
   EXPECT_EQ(back->height, 128);
   EXPECT_EQ(back->rgb, img.rgb);
-  const RgbImage small = downscale(img, 64);
+  const spec::RgbImage small = downscale(img, 64);
   EXPECT_EQ(small.width, 64);
   EXPECT_EQ(small.height, 32);
   // Box filter: the top-left output pixel averages the top-left 4×4 block.

@@ -1,17 +1,17 @@
-#include "engine/image_io.h"
+#include "spec/png.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "base/fs.h"
-#include "tests/engine/png_text.h"
+#include "tests/spec/png_text.h"
 
-namespace hipq::engine {
+namespace hipq::spec {
 namespace {
 
 std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::path(::testing::TempDir()) / ("hipq_image_io_" + name);
+  auto d = std::filesystem::path(::testing::TempDir()) / ("hipq_png_" + name);
   std::filesystem::remove_all(d);
   return d;
 }
@@ -25,7 +25,7 @@ RgbImage gradient(int w, int h) {
   return img;
 }
 
-TEST(ImageIoTest, PngRoundTripIsLossless) {
+TEST(PngTest, PngRoundTripIsLossless) {
   RgbImage img = gradient(24, 16);
   auto dir = temp_dir("round");
   auto path = dir / "nested" / "image.png";
@@ -37,7 +37,7 @@ TEST(ImageIoTest, PngRoundTripIsLossless) {
   EXPECT_EQ(back->rgb, img.rgb);
 }
 
-TEST(ImageIoTest, WrongBufferSizeIsRejectedWithSizes) {
+TEST(PngTest, WrongBufferSizeIsRejectedWithSizes) {
   RgbImage img = gradient(4, 4);
   img.rgb.pop_back();
   auto r = encode_png(img);
@@ -46,7 +46,7 @@ TEST(ImageIoTest, WrongBufferSizeIsRejectedWithSizes) {
   EXPECT_NE(r.status().message().find("4x4"), std::string::npos);
 }
 
-TEST(ImageIoTest, DamagedPngIsCorruptionNamingTheFile) {
+TEST(PngTest, DamagedPngIsCorruptionNamingTheFile) {
   auto bytes = encode_png(gradient(8, 8));
   ASSERT_TRUE(bytes.ok());
   auto dir = temp_dir("damaged");
@@ -60,28 +60,7 @@ TEST(ImageIoTest, DamagedPngIsCorruptionNamingTheFile) {
   EXPECT_EQ(read_png(path).status().code(), StatusCode::kCorruption);
 }
 
-TEST(ImageIoTest, DecodedToRgb8MatchesDiffusersRounding) {
-  // 1x5 image, channels planar: values chosen for clamp and round-half-even.
-  const int w = 5, h = 1;
-  std::vector<float> chw(3 * w * h, 0.0f);
-  float r[5] = {-2.0f, -1.0f, 0.0f, 1.0f, 3.0f};
-  for (int i = 0; i < 5; ++i) chw[i] = r[i];
-  // (x/2+0.5)*255 for x = 0 is exactly 127.5 -> 128 (half to even);
-  // x = -0.5 -> 63.75 -> 64; x = 0.5 -> 191.25 -> 191.
-  chw[w + 0] = -0.5f;
-  chw[w + 1] = 0.5f;
-  RgbImage img = rgb8_from_decoded(chw.data(), w, h);
-  EXPECT_EQ(img.rgb[0 * 3 + 0], 0);
-  EXPECT_EQ(img.rgb[1 * 3 + 0], 0);
-  EXPECT_EQ(img.rgb[2 * 3 + 0], 128);
-  EXPECT_EQ(img.rgb[3 * 3 + 0], 255);
-  EXPECT_EQ(img.rgb[4 * 3 + 0], 255);
-  EXPECT_EQ(img.rgb[0 * 3 + 1], 64);
-  EXPECT_EQ(img.rgb[1 * 3 + 1], 191);
-  EXPECT_EQ(img.rgb[0 * 3 + 2], 128);
-}
-
-TEST(ImageIoTest, TextChunksAreReadByLibpngAsTextAndInternationalText) {
+TEST(PngTest, TextChunksAreReadByLibpngAsTextAndInternationalText) {
   RgbImage img = gradient(8, 4);
   const std::string utf8 = "ein Fuchs im Schnee \xe2\x9d\x84\nNegative prompt: Nebel";
   auto bytes = encode_png(img, {{"parameters", "a cat\nSteps: 4, Seed: 1"}, {"hipq", utf8}});
@@ -100,7 +79,7 @@ TEST(ImageIoTest, TextChunksAreReadByLibpngAsTextAndInternationalText) {
   EXPECT_LT(bytes->find("tEXtparameters"), bytes->find("IDAT"));
 }
 
-TEST(ImageIoTest, NulInTextIsDroppedAndBadKeysAreRefused) {
+TEST(PngTest, NulInTextIsDroppedAndBadKeysAreRefused) {
   RgbImage img = gradient(4, 4);
   auto bytes = encode_png(img, {{"parameters", std::string("a\0b", 3)}});
   ASSERT_TRUE(bytes.ok());
@@ -115,4 +94,4 @@ TEST(ImageIoTest, NulInTextIsDroppedAndBadKeysAreRefused) {
 }
 
 }  // namespace
-}  // namespace hipq::engine
+}  // namespace hipq::spec

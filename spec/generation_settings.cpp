@@ -1,9 +1,9 @@
-#include "engine/generation_settings.h"
+#include "spec/generation_settings.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace hipq::engine {
+namespace hipq::spec {
 namespace {
 
 std::string type_of(const nlohmann::json& v) { return v.type_name(); }
@@ -17,16 +17,33 @@ bool contains(const std::vector<std::string>& list, const std::string& s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
-std::string join(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
+std::string join(const std::vector<std::string>& list) { return join_names(list); }
 
 }  // namespace
 
+const std::vector<SamplerName>& sampler_names() {
+  static const std::vector<SamplerName> k = {
+      {"euler", "Euler", false},
+      {"euler_karras", "Euler", true},
+      {"ddim", "DDIM", false},
+      {"dpmpp_2m", "DPM++ 2M", false},
+      {"dpmpp_2m_karras", "DPM++ 2M", true},
+  };
+  return k;
+}
+
+const SamplerName* find_sampler(std::string_view name) {
+  for (const SamplerName& s : sampler_names())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
 const std::vector<std::string>& known_samplers() {
-  static const std::vector<std::string> k = {"euler", "euler_karras", "ddim", "dpmpp_2m", "dpmpp_2m_karras"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const SamplerName& s : sampler_names()) names.push_back(s.name);
+    return names;
+  }();
   return k;
 }
 const std::vector<std::string>& known_precisions() {
@@ -42,6 +59,15 @@ std::string format_guidance(float guidance) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(guidance));
   return buf;
+}
+
+std::string join_names(const std::vector<std::string>& names, std::string_view separator) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out.append(separator);
+    out.append(n);
+  }
+  return out;
 }
 
 nlohmann::json GenerationSettings::to_json() const {
@@ -123,4 +149,4 @@ Status GenerationSettings::validate() const {
   return Status::Ok();
 }
 
-}  // namespace hipq::engine
+}  // namespace hipq::spec

@@ -1,10 +1,16 @@
 // GenerationSettings: everything a user chooses for one image (prompt, seed,
 // size, steps, guidance, sampler, precision, RNG kind), as one value that
-// travels from manifest to worker to golden file.
+// travels from manifest to database to wire to worker to golden file.
+//
+// The sampler / precision / rng names below are the one table of them: the
+// manifest (hipq submit), the CLI flags, the engine and the image metadata all
+// read it, so a new sampler is added here (and in the engine's scheduler).
 //
 // The model is not part of it (a Pipeline is loaded for one model). JSON form
-// (to_json/from_json) is the one stored in jobs.settings, latent metadata and
-// golden metadata; field names are those of this struct. from_json fills
+// (to_json/from_json) is the one written into latent metadata, golden metadata
+// and timings files; field names are those of this struct. The wire carries it
+// as the GenerationSettings protobuf message (proto/settings_codec.h), the
+// database as columns of the jobs row (docs/schema.md). from_json fills
 // absent fields with the defaults below and rejects unknown types/values with
 // InvalidArgument naming the field. validate() checks the combination before
 // any work (size a multiple of 8, steps >= 1, known sampler / precision / rng).
@@ -21,7 +27,7 @@
 #include "base/result.h"
 #include "base/status.h"
 
-namespace hipq::engine {
+namespace hipq::spec {
 
 struct GenerationSettings {
   std::string prompt;
@@ -45,7 +51,20 @@ struct GenerationSettings {
   bool operator==(const GenerationSettings&) const = default;
 };
 
-// Names accepted by validate(), for help texts.
+// One sampler hipq implements: its name in settings, the name AUTOMATIC1111's
+// web UI gives it (PNG "parameters" text) and whether its schedule is Karras'.
+struct SamplerName {
+  std::string name;      // "dpmpp_2m_karras"
+  std::string a1111;     // "DPM++ 2M"
+  bool karras = false;
+};
+// Every sampler, in help-text order. The engine maps each to its
+// implementation (engine/scheduler.h parse_sampler_kind; a test checks all).
+const std::vector<SamplerName>& sampler_names();
+// nullptr for a name not in sampler_names().
+const SamplerName* find_sampler(std::string_view name);
+
+// Names accepted by validate(), for help texts and manifest checks.
 const std::vector<std::string>& known_samplers();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_rngs();
@@ -54,4 +73,7 @@ const std::vector<std::string>& known_rngs();
 // float ("5", "7.5"), so C++ and Python print the same text.
 std::string format_guidance(float guidance);
 
-}  // namespace hipq::engine
+// "a, b, c": a name list for messages and help texts.
+std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ");
+
+}  // namespace hipq::spec

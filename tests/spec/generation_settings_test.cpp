@@ -1,8 +1,8 @@
-#include "engine/generation_settings.h"
+#include "spec/generation_settings.h"
 
 #include <gtest/gtest.h>
 
-namespace hipq::engine {
+namespace hipq::spec {
 namespace {
 
 TEST(GenerationSettingsTest, JsonRoundTripKeepsEveryField) {
@@ -59,7 +59,9 @@ TEST(GenerationSettingsTest, ValidateRejectsImpossibleSettings) {
   EXPECT_NE(msg(s).find("steps 0"), std::string::npos);
   s = ok;
   s.sampler = "heun";
-  EXPECT_NE(msg(s).find("unknown sampler \"heun\""), std::string::npos);
+  EXPECT_NE(msg(s).find("unknown sampler \"heun\"; known: euler, euler_karras, ddim, dpmpp_2m, dpmpp_2m_karras"),
+            std::string::npos)
+      << msg(s);
   s = ok;
   s.precision = "int8";
   EXPECT_NE(msg(s).find("unknown precision"), std::string::npos);
@@ -71,6 +73,20 @@ TEST(GenerationSettingsTest, ValidateRejectsImpossibleSettings) {
   EXPECT_FALSE(s.validate().ok());
 }
 
+TEST(GenerationSettingsTest, SamplerTableIsTheListOfKnownSamplers) {
+  ASSERT_EQ(sampler_names().size(), known_samplers().size());
+  for (size_t i = 0; i < known_samplers().size(); ++i) {
+    EXPECT_EQ(sampler_names()[i].name, known_samplers()[i]);
+    const SamplerName* found = find_sampler(known_samplers()[i]);
+    ASSERT_NE(found, nullptr);
+    EXPECT_FALSE(found->a1111.empty()) << found->name;
+    EXPECT_EQ(found->karras, found->name.find("karras") != std::string::npos) << found->name;
+  }
+  EXPECT_EQ(find_sampler("heun"), nullptr);
+  EXPECT_EQ(join_names({"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(join_names({}), "");
+}
+
 TEST(GenerationSettingsTest, GuidanceTextIsShortestSixDigits) {
   EXPECT_EQ(format_guidance(5.0f), "5");
   EXPECT_EQ(format_guidance(7.5f), "7.5");
@@ -79,4 +95,4 @@ TEST(GenerationSettingsTest, GuidanceTextIsShortestSixDigits) {
 }
 
 }  // namespace
-}  // namespace hipq::engine
+}  // namespace hipq::spec

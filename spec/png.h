@@ -1,4 +1,5 @@
-// PNG files for decoded images (libpng): 8-bit RGB, no interlace.
+// PNG files (libpng): 8-bit RGB, no interlace. The one PNG codec of hipq:
+// the engine writes decoded images with it, the report its thumbnails.
 //
 // write_png encodes in memory and writes through write_file_atomic (parents
 // created, never a half-written file). Text chunks (PngText) go right after
@@ -19,7 +20,7 @@
 #include "base/result.h"
 #include "base/status.h"
 
-namespace hipq::engine {
+namespace hipq::spec {
 
 struct RgbImage {
   int width = 0;
@@ -40,8 +41,4 @@ Status write_png(const std::filesystem::path& path, const RgbImage& image, const
 Result<RgbImage> decode_png(std::string_view bytes, const std::string& label = "png data");
 Result<RgbImage> read_png(const std::filesystem::path& path);
 
-// VAE output [3, H, W] (values in [-1, 1], NCHW, batch 1) to RGB8 as diffusers
-// does: (x / 2 + 0.5).clamp(0, 1), then numpy_to_pil's (x * 255).round().
-RgbImage rgb8_from_decoded(const float* chw, int width, int height);
-
-}  // namespace hipq::engine
+}  // namespace hipq::spec

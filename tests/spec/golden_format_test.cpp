@@ -1,0 +1,176 @@
+#include "spec/golden_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "base/fs.h"
+
+namespace hipq::spec {
+namespace {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::path(::testing::TempDir()) / ("hipq_golden_format_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+GenerationSettings sample_settings() {
+  GenerationSettings s;
+  s.prompt = "a lighthouse at dusk";
+  s.negative_prompt = "";
+  s.seed = 42;
+  s.width = 64;
+  s.height = 48;
+  s.steps = 3;
+  s.guidance = 5.0f;
+  return s;
+}
+
+GoldenHeader sample_header() {
+  GoldenHeader h;
+  h.model = "synthetic:tiny-sdxl";
+  h.weights_sha256 = std::string(64, 'a');
+  h.settings = sample_settings();
+  h.key = golden_key(h.weights_sha256, h.settings);
+  h.content_sha256 = std::string(64, 'c');
+  h.provenance.reference = "diffusers";
+  h.provenance.reference_version = "0.31.0";
+  h.provenance.torch_version = "2.5.1";
+  h.provenance.device = "cpu";
+  h.provenance.precision = "fp32";
+  h.provenance.created_at = "2026-01-01T00:00:00Z";
+  return h;
+}
+
+TEST(GoldenFormatTest, SameInputsGiveTheSameKeyAndEveryChangeANewOne) {
+  const std::string w(64, 'b');
+  GenerationSettings base = sample_settings();
+  const std::string k = golden_key(w, base);
+  EXPECT_EQ(k.size(), 64u);
+  EXPECT_EQ(golden_key(w, sample_settings()), k);
+  std::vector<std::pair<std::string, GenerationSettings>> variants;
+  auto vary = [&](const char* what, auto fn) {
+    GenerationSettings s = base;
+    fn(s);
+    variants.emplace_back(what, s);
+  };
+  vary("prompt", [](auto& s) { s.prompt += "."; });
+  vary("negative", [](auto& s) { s.negative_prompt = "blurry"; });
+  vary("seed", [](auto& s) { s.seed = 43; });
+  vary("width", [](auto& s) { s.width = 72; });
+  vary("height", [](auto& s) { s.height = 56; });
+  vary("steps", [](auto& s) { s.steps = 4; });
+  vary("guidance", [](auto& s) { s.guidance = 5.5f; });
+  vary("sampler", [](auto& s) { s.sampler = "ddim"; });
+  vary("rng", [](auto& s) { s.rng = "torch-cuda"; });
+  std::set<std::string> keys = {k};
+  for (const auto& [what, s] : variants) {
+    std::string vk = golden_key(w, s);
+    EXPECT_NE(vk, k) << what;
+    keys.insert(vk);
+  }
+  EXPECT_EQ(keys.size(), variants.size() + 1);
+  EXPECT_NE(golden_key(std::string(64, 'c'), base), k) << "weights";
+  GenerationSettings fp16 = base;
+  fp16.precision = "fp16";
+  // The reference draws fp16/bf16 noise from the same seed: another image, another key.
+  EXPECT_NE(golden_key(w, fp16), k) << "fp16 is part of the key";
+  GenerationSettings bf16 = base;
+  bf16.precision = "bf16";
+  EXPECT_NE(golden_key(w, bf16), golden_key(w, fp16));
+  EXPECT_EQ(golden_key_material(w, base).find("precision"), std::string::npos) << "fp32 keys are unchanged";
+}
+
+TEST(GoldenFormatTest, KeyMaterialIsTheDocumentedCanonicalJson) {
+  GenerationSettings s = sample_settings();
+  s.prompt = "caf\xC3\xA9 \"q\"\n";
+  s.guidance = 7.1f;
+  EXPECT_EQ(golden_key_material("abc", s),
+            "{\"guidance\":\"7.1\",\"height\":48,\"key_version\":1,\"negative_prompt\":\"\","
+            "\"prompt\":\"caf\xC3\xA9 \\\"q\\\"\\n\",\"rng\":\"torch-cpu\",\"sampler\":\"euler\",\"seed\":42,"
+            "\"steps\":3,\"weights_sha256\":\"abc\",\"width\":64}");
+}
+
+// tools/golden/golden_key.py must compute the same key for the same inputs.
+TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "HIPQ_SOURCE_DIR not set";
+  if (std::system("python3 -c 'import json, hashlib' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  auto dir = temp_dir("python");
+  std::vector<GenerationSettings> cases;
+  cases.push_back(sample_settings());
+  GenerationSettings u = sample_settings();
+  u.prompt = "\xE6\x9D\xB1\xE4\xBA\xAC, tab\t, ctrl\x01, quote \" backslash \\ / end";
+  u.negative_prompt = "low quality";
+  u.seed = 18446744073709551615ull;
+  u.guidance = 7.1f;
+  u.sampler = "dpmpp_2m_karras";
+  u.rng = "torch-cuda";
+  cases.push_back(u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto settings_path = dir / ("s" + std::to_string(i) + ".json");
+    auto out_path = dir / ("k" + std::to_string(i) + ".txt");
+    ASSERT_TRUE(write_file_atomic(settings_path, cases[i].to_json().dump()).ok());
+    std::string cmd = "python3 \"" + std::string(src) + "/tools/golden/golden_key.py\" w0 \"$(cat '" +
+                      settings_path.string() + "')\" > '" + out_path.string() + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto text = read_file(out_path);
+    ASSERT_TRUE(text.ok());
+    std::string expected = golden_key_material("w0", cases[i]) + "\n" + golden_key("w0", cases[i]) + "\n";
+    EXPECT_EQ(*text, expected) << "case " << i;
+  }
+}
+
+TEST(GoldenFormatTest, MetadataRoundTripsAndIsChecked) {
+  const GoldenHeader h = sample_header();
+  auto meta = golden_metadata(h);
+  EXPECT_EQ(meta.at("format"), kGoldenFormat);
+  EXPECT_EQ(meta.at("key_material"), golden_key_material(h.weights_sha256, h.settings));
+  auto back = read_golden_metadata(meta, "g.safetensors");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->key, h.key);
+  EXPECT_EQ(back->settings, h.settings);
+  EXPECT_EQ(back->provenance.torch_version, "2.5.1");
+  auto pinned = check_golden_header(*back, "g.safetensors", false);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+  EXPECT_TRUE(*pinned);
+
+  meta["format"] = "something-else/1";
+  auto not_golden = read_golden_metadata(meta, "g.safetensors");
+  EXPECT_EQ(not_golden.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(not_golden.status().message().find("g.safetensors: not a hipq golden"), std::string::npos);
+}
+
+TEST(GoldenFormatTest, HeaderChecksNameTheFile) {
+  GoldenHeader wrong_key = sample_header();
+  wrong_key.key = std::string(64, '0');
+  auto k = check_golden_header(wrong_key, "x.safetensors", true);
+  EXPECT_EQ(k.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(k.status().message().find("x.safetensors: key"), std::string::npos);
+
+  GoldenHeader unpinned = sample_header();
+  unpinned.provenance = GoldenProvenance{};
+  auto refused = check_golden_header(unpinned, "x.safetensors", false);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("missing: reference, reference_version"), std::string::npos);
+  auto accepted = check_golden_header(unpinned, "x.safetensors", true);
+  ASSERT_TRUE(accepted.ok());
+  EXPECT_FALSE(*accepted);
+}
+
+TEST(GoldenFormatTest, FindGoldenFileLooksForTheKeyedName) {
+  auto dir = temp_dir("find");
+  const std::string key(64, 'f');
+  EXPECT_EQ(find_golden_file(dir, key).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(write_file_atomic(dir / golden_file_name(key), "x").ok());
+  auto found = find_golden_file(dir, key);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->filename().string(), key + ".safetensors");
+}
+
+}  // namespace
+}  // namespace hipq::spec
