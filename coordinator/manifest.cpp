@@ -55,11 +55,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::string join(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
+std::string join(const std::vector<std::string>& list) { return spec::join_names(list); }
 
 // "; did you mean 'seeds'?" or "" when nothing is close.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& known) {
@@ -979,7 +975,7 @@ db::NewBatch Manifest::to_new_batch() const {
     n.guidance = guidance;
     n.sampler = defaults.sampler;
     n.precision = defaults.precision;
-    n.settings_json = j.settings.to_json().dump();
+    n.rng = defaults.rng;
     n.output_dir = std::move(j.output_dir);
     b.jobs.push_back(std::move(n));
   }

@@ -320,6 +320,8 @@ void Server::flush_outbox() {
 void Server::on_message(const std::string& routing_id, const std::string& user_id, const std::string& bytes) {
   auto decoded = proto::decode(bytes);
   if (!decoded.ok()) {
+    // A peer of another protocol version is told why, in its own version.
+    if (auto refusal = proto::version_refusal(bytes)) outbox_.emplace_back(routing_id, std::move(*refusal));
     drop(decoded.status().ToString());
     return;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "proto/settings_codec.h"
+
 namespace hipq::coordinator {
 
 proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings) {
@@ -14,7 +16,7 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   a.set_batch_id(batch.id);
   a.set_batch_name(batch.name);
   a.set_model(job.model);
-  a.set_settings_json(job.settings_json);
+  *a.mutable_settings() = proto::to_proto(job.generation_settings());
   a.set_output_root(batch.output_root);
   a.set_output_dir(job.output_dir);
   for (const auto& s : batch.save) a.add_save(s);

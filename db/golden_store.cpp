@@ -124,8 +124,9 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
                                                                 std::optional<int64_t> batch_id) {
   if (!job_id && !batch_id) return Status::InvalidArgument("promotable_jobs: name a job or a batch");
   static constexpr char kSelect[] =
-      "SELECT j.id, j.batch_id, j.model, j.settings, b.output_root, j.output_dir, r.outputs, r.verdict, "
-      "r.worker_id FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "SELECT j.id, j.batch_id, j.model, b.output_root, j.output_dir, r.outputs, r.verdict, r.worker_id, "
+      "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng "
+      "FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
       "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
   Statement s = db_.prepare(kSelect);
   s.bind_optional_int64(0, job_id);
@@ -140,12 +141,21 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
     p.job_id = s.column_int64(0);
     p.batch_id = s.column_int64(1);
     p.model = s.column_text(2);
-    p.settings = s.column_text(3);
-    p.output_root = s.column_text(4);
-    p.output_dir = s.column_text(5);
-    p.outputs = s.column_text(6);
-    p.verdict = s.column_text(7);
-    p.worker_id = s.column_text(8);
+    p.output_root = s.column_text(3);
+    p.output_dir = s.column_text(4);
+    p.outputs = s.column_text(5);
+    p.verdict = s.column_text(6);
+    p.worker_id = s.column_text(7);
+    p.settings.prompt = s.column_text(8);
+    p.settings.negative_prompt = s.column_text(9);
+    p.settings.seed = static_cast<uint64_t>(s.column_int64(10));
+    p.settings.width = s.column_int(11);
+    p.settings.height = s.column_int(12);
+    p.settings.steps = s.column_int(13);
+    p.settings.guidance = static_cast<float>(s.column_double(14));
+    p.settings.sampler = s.column_text(15);
+    p.settings.precision = s.column_text(16);
+    p.settings.rng = s.column_text(17);
     out.push_back(std::move(p));
   }
   return out;

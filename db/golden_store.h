@@ -24,6 +24,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "db/database.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::db {
 
@@ -43,7 +44,7 @@ struct PromotableJob {
   int64_t job_id = 0;
   int64_t batch_id = 0;
   std::string model;
-  std::string settings;        // jobs.settings JSON text
+  spec::GenerationSettings settings;  // the job's settings columns
   std::string output_root;     // the batch's absolute output root
   std::string output_dir;      // relative to output_root
   std::string outputs;         // results.outputs JSON text

@@ -56,6 +56,21 @@ Result<AttemptState> parse_attempt_state(std::string_view name) {
 
 bool is_terminal(JobState s) { return s != JobState::kQueued && s != JobState::kLeased; }
 
+spec::GenerationSettings JobRecord::generation_settings() const {
+  spec::GenerationSettings s;
+  s.prompt = prompt;
+  s.negative_prompt = negative_prompt;
+  s.seed = seed;
+  s.width = width;
+  s.height = height;
+  s.steps = steps;
+  s.guidance = static_cast<float>(guidance);
+  s.sampler = sampler;
+  s.precision = precision;
+  s.rng = rng;
+  return s;
+}
+
 void sort_phase_timings(std::vector<PhaseTimingRecord>& phases) {
   std::stable_sort(phases.begin(), phases.end(), [](const PhaseTimingRecord& a, const PhaseTimingRecord& b) {
     return spec::phase_before(a.phase, b.phase);

@@ -3,8 +3,10 @@
 // Values only; no SQL here. Times are seconds since the Unix epoch (REAL).
 // Seeds are uint64 in C++ and stored bit-for-bit in SQLite's signed INTEGER
 // (a seed >= 2^63 reads back unchanged through these structs; raw SQL sees
-// it negative). JSON columns travel as their text (std::string) so db/ does
-// not interpret settings or parity gates.
+// it negative). A job's generation settings are its columns (prompt ...
+// rng; generation_settings() assembles spec::GenerationSettings); other JSON
+// columns travel as their text (std::string) so db/ does not interpret
+// parity gates.
 // Thread safety: plain values.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::db {
 
@@ -53,7 +56,7 @@ struct NewJob {
   double guidance = 0;
   std::string sampler;
   std::string precision;
-  std::string settings_json;        // engine::GenerationSettings::to_json() text
+  std::string rng = "torch-cpu";
   std::optional<std::string> golden_key;  // when the submitter knows it
   std::string output_dir;           // relative to the batch's output_root
 };
@@ -116,7 +119,7 @@ struct JobRecord {
   double guidance = 0;
   std::string sampler;
   std::string precision;
-  std::string settings_json;
+  std::string rng = "torch-cpu";
   std::optional<std::string> golden_key;
   std::string output_dir;
   int priority = 0;
@@ -127,6 +130,10 @@ struct JobRecord {
   std::optional<std::string> verdict;     // "PASS" | "FAIL" | "NO_GOLDEN" | "NON_FINITE" once done
   double created_at = 0;
   double updated_at = 0;
+
+  // prompt, negative_prompt, seed, width, height, steps, guidance, sampler,
+  // precision, rng as one value (what the wire carries to the worker).
+  spec::GenerationSettings generation_settings() const;
 };
 
 struct AttemptRecord {

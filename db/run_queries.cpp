@@ -101,7 +101,6 @@ Result<std::vector<std::string>> parse_tags(const std::string& text, int64_t job
 Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
   Statement s = db.prepare(kSelectRuns);
   bind_filter(s, filter);
-  Statement phases = db.prepare(kSelectPhases);
   std::vector<RunRow> rows;
   while (true) {
     HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -154,22 +153,29 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
     r.outputs_json = s.column_optional_text(c++).value_or("[]");
     r.time = s.column_double(c++);
     if (r.attempt_id) {
-      phases.reset();
-      phases.bind_int64(0, *r.attempt_id);
-      while (true) {
-        HIPQ_ASSIGN_OR_RETURN(bool prow, phases.step());
-        if (!prow) break;
-        r.phases.push_back({phases.column_text(0), phases.column_double(1), phases.column_optional_double(2)});
-      }
-      sort_phase_timings(r.phases);
+      HIPQ_ASSIGN_OR_RETURN(r.phases, query_phase_timings(db, *r.attempt_id));
     }
     rows.push_back(std::move(r));
   }
   return rows;
 }
 
+Result<std::vector<PhaseTimingRecord>> query_phase_timings(Database& db, int64_t attempt_id) {
+  Statement s = db.prepare_cached(kSelectPhases);
+  s.bind_int64(0, attempt_id);
+  std::vector<PhaseTimingRecord> out;
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    out.push_back({s.column_text(0), s.column_double(1), s.column_optional_double(2)});
+  }
+  // phase_timings is keyed (attempt, phase): read in the one phase order instead.
+  sort_phase_timings(out);
+  return out;
+}
+
 Result<std::vector<StepTimingRecord>> query_step_timings(Database& db, int64_t attempt_id) {
-  Statement s = db.prepare(kSelectSteps);
+  Statement s = db.prepare_cached(kSelectSteps);
   s.bind_int64(0, attempt_id);
   std::vector<StepTimingRecord> out;
   while (true) {

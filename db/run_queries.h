@@ -102,6 +102,8 @@ struct RunRow {
 
 Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter);
 
+// Phase timings of one attempt, in the one phase order (spec/phases.h).
+Result<std::vector<PhaseTimingRecord>> query_phase_timings(Database& db, int64_t attempt_id);
 // Step timings of one attempt, ordered by step.
 Result<std::vector<StepTimingRecord>> query_step_timings(Database& db, int64_t attempt_id);
 

@@ -158,6 +158,16 @@ CREATE INDEX jobs_queued_by_model ON jobs(priority, model, id) WHERE state = 'qu
 CREATE INDEX jobs_by_batch_state ON jobs(batch_id, state);
 )sql";
 
+// Version 3: the generation settings are stored once, as columns. The rng,
+// until now only inside the settings JSON, gets its column; the JSON copy
+// (settings) goes. A job whose JSON names no rng ran with the default.
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE jobs ADD COLUMN rng TEXT NOT NULL DEFAULT 'torch-cpu';
+UPDATE jobs SET rng = json_extract(settings, '$.rng')
+  WHERE json_valid(settings) AND json_type(settings, '$.rng') = 'text';
+ALTER TABLE jobs DROP COLUMN settings;
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -167,6 +177,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, "create tables", kSchemaV1},
     {2, "jobs.priority and dispatch indexes", kSchemaV2},
+    {3, "settings stored once: jobs.rng, jobs.settings dropped", kSchemaV3},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

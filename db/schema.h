@@ -11,6 +11,8 @@
 //       step_timings, workers, goldens; history indexes.
 //   2 — jobs.priority (copied from the batch, so dispatch is one index walk)
 //       and the dispatch index jobs(state, priority, model, id).
+//   3 — the generation settings stored once: jobs.rng added (filled from the
+//       settings JSON), the JSON copy jobs.settings dropped.
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -26,7 +28,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 2;
+inline constexpr int kLatestSchemaVersion = 3;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

@@ -76,6 +76,34 @@ Result<Envelope> decode(std::string_view bytes) {
   return envelope;
 }
 
+std::optional<std::string> version_refusal(std::string_view bytes) {
+  Envelope in;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || in.version() == kProtocolVersion ||
+      in.version() == 0) {
+    return std::nullopt;
+  }
+  switch (in.body_case()) {
+    case Envelope::kHello:
+    case Envelope::kSubmit:
+    case Envelope::kStatus:
+    case Envelope::kCancelRequest:
+    case Envelope::kWorkers:
+    case Envelope::kDrainRequest:
+    case Envelope::kQuery: break;
+    default: return std::nullopt;
+  }
+  Envelope out;
+  out.set_version(in.version());
+  out.set_request_id(in.request_id());
+  ErrorReply* err = out.mutable_error_reply();
+  err->set_code("FailedPrecondition");
+  err->set_message("refused: this peer speaks hipq protocol version " + std::to_string(in.version()) +
+                   ", the coordinator speaks version " + std::to_string(kProtocolVersion) +
+                   " (docs/protocol.md, \"Versions\"); run the same hipq release on every box");
+  return out.SerializeAsString();
+}
+
 Status validate(const Envelope& e) {
   switch (e.body_case()) {
     case Envelope::kHello:
@@ -87,6 +115,7 @@ Status validate(const Envelope& e) {
       HIPQ_RETURN_IF_ERROR(check_id("assignment", "job_id", e.assignment().job_id()));
       HIPQ_RETURN_IF_ERROR(check_attempt("assignment", e.assignment().attempt()));
       if (e.assignment().model().empty()) return field_error("assignment", "model", "must not be empty");
+      if (!e.assignment().has_settings()) return field_error("assignment", "settings", "must be present");
       return check_len("assignment", "output_dir", e.assignment().output_dir(), kMaxPathBytes);
     case Envelope::kHeartbeat:
       if (e.heartbeat().running_job_id() < 0) return field_error("heartbeat", "running_job_id", "must be >= 0");

@@ -2,11 +2,13 @@
 // through before a handler sees it.
 //
 // decode() never throws: a frame that does not parse, carries another
-// protocol version, has no body, or fails validate() comes back as
+// protocol version ("protocol version 1, this build speaks 2"; see
+// version_refusal), has no body, or fails validate() comes back as
 // Corruption / InvalidArgument naming what was wrong; the caller counts and
 // drops it (a bad message is never fatal). Thread safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,13 @@ namespace hipq::proto {
 // Serialises with version = kProtocolVersion filled in.
 std::string encode(Envelope envelope);
 Result<Envelope> decode(std::string_view bytes);
+
+// For a frame that parses as an Envelope of another protocol version and
+// opens a conversation (hello, or a client request): the bytes of the answer
+// that tells that peer why it is refused, written in the peer's own version
+// so an older peer can read it (an ErrorReply with code FailedPrecondition,
+// the request id echoed). nullopt for anything else (drop it as before).
+std::optional<std::string> version_refusal(std::string_view bytes);
 
 // Field-level checks per body type (ids positive, counts sane, strings
 // bounded). InvalidArgument naming the message and the field.

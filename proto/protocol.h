@@ -7,8 +7,10 @@
 
 namespace hipq::proto {
 
-// Envelope.version; bump on an incompatible change.
-inline constexpr uint32_t kProtocolVersion = 1;
+// Envelope.version; bump on an incompatible change (docs/protocol.md,
+// "Versions"). 2: JobAssignment carries typed GenerationSettings (field 15)
+// instead of the settings_json string (field 5).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).

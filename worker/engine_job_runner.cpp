@@ -12,6 +12,7 @@
 #include "engine/job.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
+#include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
 
 namespace hipq::worker {
@@ -32,12 +33,7 @@ std::string image_file_name(const JobAssignment& job) {
                        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
                      });
   std::string out = plain ? name : std::string("b").append(std::to_string(job.batch_id()));
-  uint64_t seed = 0;
-  try {
-    seed = nlohmann::json::parse(job.settings_json()).value("seed", uint64_t{0});
-  } catch (const nlohmann::json::exception&) {
-    // run() rejects such settings before anything is written.
-  }
+  const uint64_t seed = job.settings().seed();
   out.append("-j").append(std::to_string(job.job_id())).append("-s").append(std::to_string(seed)).append(".png");
   return out;
 }
@@ -121,14 +117,8 @@ Status job_error(const engine::JobResult& r, const std::string& model) {
 Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
                                         const std::atomic<bool>& cancel) {
   auto start = Clock::now();
-  nlohmann::json settings_json;
-  try {
-    settings_json = nlohmann::json::parse(job.settings_json());
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(std::string("job settings are not JSON: ") + e.what());
-  }
   engine::JobSpec job_spec;
-  HIPQ_ASSIGN_OR_RETURN(job_spec.settings, spec::GenerationSettings::from_json(settings_json));
+  job_spec.settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(job_spec.settings.validate());
   if (!job.parity_gate_json().empty()) {
     try {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <thread>
 
-#include <nlohmann/json.hpp>
+#include "spec/phases.h"
 
 namespace hipq::worker {
 
@@ -58,15 +58,8 @@ std::vector<std::string> SleepEngine::loaded_models() const {
 Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& progress,
                                     const std::atomic<bool>& cancel) {
   auto start = std::chrono::steady_clock::now();
-  std::string prompt;
-  int steps = 1;
-  try {
-    auto settings = nlohmann::json::parse(job.settings_json().empty() ? "{}" : job.settings_json());
-    prompt = settings.value("prompt", "");
-    steps = std::max(1, settings.value("steps", 1));
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(std::string("job settings are not JSON: ") + e.what());
-  }
+  const std::string& prompt = job.settings().prompt();
+  const int steps = std::max(1, job.settings().steps());
   if (prompt.find("[fail]") != std::string::npos) {
     return Status::InvalidArgument("sleep test double: prompt asks to fail ([fail])");
   }
@@ -84,7 +77,7 @@ Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& prog
     for (int i = 0; i < slices; ++i) {
       if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
       std::this_thread::sleep_until(start + duration_ * (i + 1) / slices);
-      progress.progress(i + 1, slices, "denoise");
+      progress.progress(i + 1, slices, spec::kPhaseDenoise);
     }
   }
   if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
@@ -95,7 +88,7 @@ Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& prog
   out.mutable_parity()->set_verdict("NO_GOLDEN");
   out.mutable_parity()->set_reason("sleep test double: nothing to compare");
   auto* t = out.add_phases();
-  t->set_phase("denoise");
+  t->set_phase(std::string(spec::kPhaseDenoise));
   t->set_host_ms(ms);
   out.set_warm(warm);
   out.set_wall_ms(ms);

@@ -201,14 +201,13 @@ TEST_F(GoldenCommandTest, PromoteAFinishedRun) {
   {
     auto d = db::Database::open_and_migrate(db_);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
-    std::string settings = nlohmann::json::parse(*read_file(root / "job-1" / "timings.json"))["settings"].dump();
     std::string sql =
         "INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'm', 'm.yaml', 'x', 0);"
         "INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)"
         "  VALUES (3, 1, 'b', 'done', 1, '" + root.string() + "', 1, 0);"
         "INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,"
-        "  precision, settings, output_dir, state, created_at, updated_at) VALUES (1, 3, 0, 'synthetic:tiny-sd15',"
-        "  'a kite', 11, 64, 64, 2, 5, 'euler', 'fp32', '" + settings + "', 'job-1', 'done', 0, 0);"
+        "  precision, rng, output_dir, state, created_at, updated_at) VALUES (1, 3, 0, 'synthetic:tiny-sd15',"
+        "  'a kite', 11, 64, 64, 2, 5, 'euler', 'fp32', 'torch-cpu', 'job-1', 'done', 0, 0);"
         "INSERT INTO attempts (id, job_id, attempt, worker_id, started_at, state) VALUES (1, 1, 1, 'w0', 0, 'done');"
         "INSERT INTO results (job_id, attempt_id, worker_id, verdict, outputs, recorded_at) VALUES (1, 1, 'w0',"
         "  'NO_GOLDEN', '[{\"kind\":\"latent\",\"path\":\"job-1/latent.safetensors\"},"

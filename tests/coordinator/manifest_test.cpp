@@ -93,6 +93,26 @@ prompts:
     tags: {style: oil}
 )yaml";
 
+// The manifest accepts exactly the samplers of spec/generation_settings.h (the
+// engine's list): a sampler added there is accepted by hipq check / submit.
+TEST(ManifestTest, EverySharedSamplerIsAcceptedAndAnUnknownOneListsThem) {
+  ManifestDir dir;
+  for (const std::string& sampler : spec::known_samplers()) {
+    auto m = parse_manifest(dir.write(sampler + ".yaml", std::string("model: synthetic:tiny-sdxl\ndefaults:\n  sampler: ") +
+                                                             sampler + "\nprompts:\n  - a cat\n"));
+    ASSERT_TRUE(m.ok()) << sampler << ": " << m.status().ToString();
+    EXPECT_EQ(m->expand_jobs().front().settings.sampler, sampler);
+  }
+  auto bad = parse_manifest(dir.write("heun.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  sampler: heun\n"
+                                                   "prompts:\n  - a cat\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("heun.yaml:3:12: defaults.sampler: unknown value 'heun'"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("(known: " + spec::join_names(spec::known_samplers()) + ")"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   ManifestDir dir;
   dir.write("weights/model.safetensors", "x");
@@ -151,7 +171,8 @@ TEST(ManifestTest, NewBatchCarriesEverythingAndInsertsIntoTheJobStore) {
   EXPECT_EQ(b.jobs[6].model, m->model);
   EXPECT_EQ(b.jobs[6].seed, 99u);
   EXPECT_EQ(b.jobs[6].width, 512);
-  EXPECT_EQ(nlohmann::json::parse(b.jobs[6].settings_json)["prompt"], "second prompt");
+  EXPECT_EQ(b.jobs[6].prompt, "second prompt");
+  EXPECT_EQ(b.jobs[6].rng, "torch-cuda");
 
   auto database = db::Database::open_in_memory();
   ASSERT_TRUE(database.ok());

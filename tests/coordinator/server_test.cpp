@@ -84,6 +84,37 @@ class ServerTest : public ::testing::Test {
   std::thread thread;
 };
 
+// A peer of protocol version 1 (settings as a JSON string) is told why it is
+// refused, in an envelope of its own version that it can decode.
+TEST_F(ServerTest, AnOlderProtocolVersionIsAnsweredWithARefusalInItsVersion) {
+  auto s = dealer();
+  proto::Envelope old;
+  old.set_version(1);
+  old.set_request_id(5);
+  old.mutable_submit()->set_manifest_text("model: synthetic:tiny-sdxl\n");
+  std::string bytes = old.SerializeAsString();  // not through encode(): keeps version 1
+  s.send(zmq::buffer(bytes), zmq::send_flags::none);
+  std::optional<proto::Envelope> refusal;
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
+  while (!refusal && std::chrono::steady_clock::now() < end) {
+    zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(50));
+    auto f = proto::recv_frame(s);
+    if (!f.ok() || !f->has_value()) continue;
+    proto::Envelope e;
+    if (e.ParseFromString(**f) && e.has_error_reply()) refusal = e;
+  }
+  ASSERT_TRUE(refusal.has_value()) << "no answer to a version-1 submit";
+  EXPECT_EQ(refusal->version(), 1u);
+  EXPECT_EQ(refusal->request_id(), 5u);
+  EXPECT_EQ(refusal->error_reply().code(), "FailedPrecondition");
+  EXPECT_NE(refusal->error_reply().message().find("protocol version 1, the coordinator speaks version " +
+                                                  std::to_string(proto::kProtocolVersion)),
+            std::string::npos)
+      << refusal->error_reply().message();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM batches"), 0) << "nothing queued from the old peer";
+}
+
 TEST_F(ServerTest, GarbageAndWrongVersionsAreDroppedAndTheServerKeepsAnswering) {
   auto s = dealer();
   s.send(zmq::str_buffer("\xff\xff not protobuf"), zmq::send_flags::none);

@@ -9,7 +9,15 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   db::LeasedJob l;
   l.job.id = 7;
   l.job.model = "synthetic:tiny-sdxl";
-  l.job.settings_json = R"({"seed":3})";
+  l.job.seed = 3;
+  l.job.prompt = "a cat";
+  l.job.width = 64;
+  l.job.height = 48;
+  l.job.steps = 2;
+  l.job.guidance = 7.5;
+  l.job.sampler = "ddim";
+  l.job.precision = "bf16";
+  l.job.rng = "torch-cuda";
   l.job.output_dir = "b/00-s3";
   l.batch.id = 2;
   l.batch.output_root = "/out";
@@ -26,6 +34,14 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   EXPECT_EQ(a.output_dir(), "b/00-s3");
   EXPECT_EQ(a.golden_dir(), "/db/goldens");
   EXPECT_EQ(a.save_size(), 2);
+  // The settings travel typed, field for field.
+  EXPECT_EQ(a.settings().seed(), 3u);
+  EXPECT_EQ(a.settings().prompt(), "a cat");
+  EXPECT_EQ(a.settings().height(), 48);
+  EXPECT_FLOAT_EQ(a.settings().guidance(), 7.5f);
+  EXPECT_EQ(a.settings().sampler(), "ddim");
+  EXPECT_EQ(a.settings().precision(), "bf16");
+  EXPECT_EQ(a.settings().rng(), "torch-cuda");
   l.batch.golden_source = "/elsewhere";
   EXPECT_EQ(make_assignment(l, s).golden_dir(), "/elsewhere");
   l.batch.golden_source = "";

@@ -107,10 +107,10 @@ TEST(GoldenStoreTest, PromotableJobsAreDoneJobsWithResults) {
     INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)
       VALUES (7, 1, 'b', 'done', 3, '/out', 3, 0);
     INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
-                      precision, settings, output_dir, state, created_at, updated_at)
-      VALUES (1, 7, 0, 'synthetic:tiny-sdxl', 'p', 1, 64, 64, 2, 5, 'euler', 'fp32', '{"seed":1}', 'job-1', 'done', 0, 0),
-             (2, 7, 1, 'synthetic:tiny-sdxl', 'p', 2, 64, 64, 2, 5, 'euler', 'fp32', '{"seed":2}', 'job-2', 'done', 0, 0),
-             (3, 7, 2, 'synthetic:tiny-sdxl', 'p', 3, 64, 64, 2, 5, 'euler', 'fp32', '{"seed":3}', 'job-3', 'failed', 0, 0);
+                      precision, rng, output_dir, state, created_at, updated_at)
+      VALUES (1, 7, 0, 'synthetic:tiny-sdxl', 'p', 1, 64, 64, 2, 5, 'euler', 'fp32', 'torch-cuda', 'job-1', 'done', 0, 0),
+             (2, 7, 1, 'synthetic:tiny-sdxl', 'p', 2, 64, 64, 2, 5, 'euler', 'fp32', 'torch-cpu', 'job-2', 'done', 0, 0),
+             (3, 7, 2, 'synthetic:tiny-sdxl', 'p', 3, 64, 64, 2, 5, 'euler', 'fp32', 'torch-cpu', 'job-3', 'failed', 0, 0);
     INSERT INTO attempts (id, job_id, attempt, worker_id, started_at, state) VALUES (11, 1, 1, 'w', 0, 'done'),
              (12, 2, 1, 'w', 0, 'done');
     INSERT INTO results (job_id, attempt_id, worker_id, verdict, outputs, recorded_at)
@@ -124,7 +124,10 @@ TEST(GoldenStoreTest, PromotableJobsAreDoneJobsWithResults) {
   EXPECT_EQ((*batch)[0].job_id, 1);
   EXPECT_EQ((*batch)[0].output_root, "/out");
   EXPECT_EQ((*batch)[0].output_dir, "job-1");
-  EXPECT_EQ((*batch)[0].settings, "{\"seed\":1}");
+  EXPECT_EQ((*batch)[0].settings.seed, 1u);
+  EXPECT_EQ((*batch)[0].settings.width, 64);
+  EXPECT_EQ((*batch)[0].settings.rng, "torch-cuda");
+  EXPECT_TRUE((*batch)[0].settings.validate().ok());
   EXPECT_EQ((*batch)[1].verdict, "PASS");
   auto one = store.promotable_jobs(2, std::nullopt);
   ASSERT_TRUE(one.ok());

@@ -92,7 +92,6 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
         j.guidance = 5.0;
         j.sampler = "euler";
         j.precision = "fp32";
-        j.settings_json = "{}";
         j.output_dir = "job" + std::to_string(j.ordinal);
         batch.jobs.push_back(j);
       }

@@ -36,6 +36,10 @@ TEST_F(RunQueriesTest, NoFilterListsEveryJobWithItsAttemptWorkerAndPhases) {
   EXPECT_EQ(first.build_sha, "abc1234");
   EXPECT_FALSE(first.warm);  // the first job of worker a loads the model
   EXPECT_EQ(first.phases.size(), 6u);
+  // The one phase order (spec/phases.h), as the job store reads them too.
+  std::vector<std::string> order;
+  for (const auto& p : first.phases) order.push_back(p.phase);
+  EXPECT_EQ(order, (std::vector<std::string>{"load", "text_encode", "denoise", "decode", "write", "parity"}));
   EXPECT_EQ(first.tags, std::vector<std::string>{"animals"});
   EXPECT_EQ(first.manifest_path, "examples/history.yaml");
   ASSERT_TRUE(first.attempt_id.has_value());
@@ -117,7 +121,6 @@ TEST_F(RunQueriesTest, SeedsAboveInt64MaxRoundTrip) {
   j.steps = 1;
   j.sampler = "euler";
   j.precision = "fp32";
-  j.settings_json = "{}";
   j.output_dir = "j";
   b.jobs.push_back(j);
   ASSERT_TRUE(store.insert_batch(b, testing::RunHistory::kStart).ok());

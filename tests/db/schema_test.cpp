@@ -101,7 +101,7 @@ TEST(SchemaTest, VersionOneDataSurvivesMigrationToTwo) {
   ASSERT_TRUE(db.ok());
   ASSERT_EQ(*schema_version(**db), 1);
   ASSERT_TRUE(migrate(**db).ok());
-  EXPECT_EQ(*schema_version(**db), 2);
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
 
   Statement s(**db, "SELECT id, prompt, state, priority FROM jobs ORDER BY id");
   std::vector<std::tuple<int64_t, std::string, std::string, int>> rows;
@@ -122,6 +122,72 @@ TEST(SchemaTest, VersionOneDataSurvivesMigrationToTwo) {
   ASSERT_TRUE(leased->has_value());
   EXPECT_EQ((*leased)->job.id, 3);
   EXPECT_EQ((*leased)->job.priority, 7);
+}
+
+// A database written by a version-2 hipq (settings both as columns and as the
+// jobs.settings JSON) migrates to version 3: the rng moves from the JSON into
+// its column, the JSON copy goes, and the jobs read back with their settings.
+TEST(SchemaTest, VersionTwoSettingsAreStoredOnceAfterMigrationToThree) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v2.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 2).ok());
+    // The rows exactly as version 2's job store wrote them.
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, priority, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'sweep', 2, 'active', 3, '/out', 3, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, negative_prompt, seed, width, height, steps, guidance,
+                        sampler, precision, settings, output_dir, priority, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', 'blurry', -1, 512, 768, 20, 7.1, 'dpmpp_2m_karras', 'bf16',
+                '{"prompt":"a cat","negative_prompt":"blurry","seed":18446744073709551615,"width":512,"height":768,'
+                || '"steps":20,"guidance":7.1,"sampler":"dpmpp_2m_karras","precision":"bf16","rng":"torch-cuda"}',
+                'o/0', 2, 'queued', 10, 10),
+               (2, 1, 1, 'm', 'a dog', '', 2, 64, 64, 4, 5.0, 'euler', 'fp32', '{"prompt":"a dog","seed":2}',
+                'o/1', 2, 'queued', 10, 10),
+               (3, 1, 2, 'm', 'a cow', '', 3, 64, 64, 4, 5.0, 'ddim', 'fp16', 'not json', 'o/2', 2, 'queued', 10, 10);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(*schema_version(**db), 2);
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), 3);
+  Statement gone(**db, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'settings'");
+  ASSERT_TRUE(*gone.step());
+  EXPECT_EQ(gone.column_int(0), 0) << "the JSON copy of the settings is dropped";
+
+  JobStore store(**db);
+  auto jobs = store.list_jobs(1);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 3u);
+  spec::GenerationSettings first = (*jobs)[0].generation_settings();
+  EXPECT_EQ(first.prompt, "a cat");
+  EXPECT_EQ(first.negative_prompt, "blurry");
+  EXPECT_EQ(first.seed, 18446744073709551615ull);
+  EXPECT_EQ(first.width, 512);
+  EXPECT_EQ(first.height, 768);
+  EXPECT_EQ(first.steps, 20);
+  EXPECT_FLOAT_EQ(first.guidance, 7.1f);
+  EXPECT_EQ(first.sampler, "dpmpp_2m_karras");
+  EXPECT_EQ(first.precision, "bf16");
+  EXPECT_EQ(first.rng, "torch-cuda") << "the rng lived only in the JSON";
+  EXPECT_TRUE(first.validate().ok());
+  EXPECT_EQ((*jobs)[1].generation_settings().rng, "torch-cpu") << "no rng in the JSON: the default";
+  EXPECT_EQ((*jobs)[2].generation_settings().rng, "torch-cpu") << "unreadable JSON: the default";
+  EXPECT_EQ((*jobs)[2].generation_settings().sampler, "ddim");
+
+  // And a new batch goes in and reads back with its rng.
+  NewBatch b = testing::make_batch(1);
+  b.jobs[0].rng = "torch-cuda";
+  auto id = store.insert_batch(b, 20);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto added = store.list_jobs(*id);
+  ASSERT_TRUE(added.ok());
+  ASSERT_EQ(added->size(), 1u);
+  EXPECT_EQ((*added)[0].generation_settings().rng, "torch-cuda");
 }
 
 TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {

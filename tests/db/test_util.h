@@ -50,7 +50,6 @@ inline NewJob make_job(int64_t ordinal, std::string model = "synthetic:tiny-sdxl
   j.guidance = 5.0;
   j.sampler = "euler";
   j.precision = "fp32";
-  j.settings_json = R"({"prompt":"p","seed":0})";
   j.output_dir = "b/" + std::to_string(ordinal);
   return j;
 }

@@ -8,10 +8,13 @@
 #include <fstream>
 
 #include "base/fs.h"
+#include "tests/spec/sample_settings.h"
 #include "engine/safetensors.h"
 
 namespace hipq::engine {
 namespace {
+
+using spec::testing::sample_settings;
 
 using spec::GenerationSettings;
 using spec::GoldenProvenance;
@@ -24,18 +27,6 @@ std::filesystem::path temp_dir(const std::string& name) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
-}
-
-GenerationSettings sample_settings() {
-  GenerationSettings s;
-  s.prompt = "a lighthouse at dusk";
-  s.negative_prompt = "";
-  s.seed = 42;
-  s.width = 64;
-  s.height = 48;
-  s.steps = 3;
-  s.guidance = 5.0f;
-  return s;
 }
 
 GoldenProvenance full_provenance() {

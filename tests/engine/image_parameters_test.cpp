@@ -90,7 +90,7 @@ TEST(ImageParametersTest, SamplerNamesAreTheWebUis) {
   EXPECT_EQ(a1111_sampler_name("ddim"), "DDIM");
   EXPECT_EQ(a1111_sampler_name("dpmpp_2m"), "DPM++ 2M");
   EXPECT_EQ(a1111_sampler_name("lms"), "");
-  for (const auto& s : known_samplers()) EXPECT_FALSE(a1111_sampler_name(s).empty()) << s;
+  for (const auto& s : spec::known_samplers()) EXPECT_FALSE(a1111_sampler_name(s).empty()) << s;
 }
 
 }  // namespace

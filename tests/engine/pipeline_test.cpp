@@ -27,6 +27,7 @@ using spec::golden_file_name;
 using spec::golden_key;
 using spec::RgbImage;
 using spec::read_png;
+using spec::format_guidance;
 
 namespace fs = std::filesystem;
 

@@ -7,27 +7,18 @@
 #include <set>
 
 #include "base/fs.h"
+#include "tests/spec/sample_settings.h"
 
 namespace hipq::spec {
 namespace {
+
+using testing::sample_settings;
 
 std::filesystem::path temp_dir(const std::string& name) {
   auto d = std::filesystem::path(::testing::TempDir()) / ("hipq_golden_format_" + name);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
-}
-
-GenerationSettings sample_settings() {
-  GenerationSettings s;
-  s.prompt = "a lighthouse at dusk";
-  s.negative_prompt = "";
-  s.seed = 42;
-  s.width = 64;
-  s.height = 48;
-  s.steps = 3;
-  s.guidance = 5.0f;
-  return s;
 }
 
 GoldenHeader sample_header() {

@@ -10,7 +10,8 @@ JobAssignment assignment(const std::string& batch_name) {
   a.set_job_id(17);
   a.set_batch_id(3);
   a.set_batch_name(batch_name);
-  a.set_settings_json(R"({"prompt": "a cat", "seed": 42})");
+  a.mutable_settings()->set_prompt("a cat");
+  a.mutable_settings()->set_seed(42);
   return a;
 }
 

@@ -23,7 +23,8 @@ JobAssignment job(const std::string& prompt, int steps = 4) {
   a.set_job_id(3);
   a.set_attempt(1);
   a.set_model("synthetic:tiny-sdxl");
-  a.set_settings_json("{\"prompt\":\"" + prompt + "\",\"steps\":" + std::to_string(steps) + "}");
+  a.mutable_settings()->set_prompt(prompt);
+  a.mutable_settings()->set_steps(steps);
   return a;
 }
 

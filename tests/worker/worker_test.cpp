@@ -91,7 +91,8 @@ TEST(Worker, ResendsAnUnacknowledgedResultUntilItIsAcknowledged) {
   a->set_job_id(7);
   a->set_attempt(1);
   a->set_model("synthetic:tiny-sdxl");
-  a->set_settings_json(R"({"prompt":"a red fox","steps":1})");
+  a->mutable_settings()->set_prompt("a red fox");
+  a->mutable_settings()->set_steps(1);
   coord.send(assignment);
 
   auto first = coord.expect(proto::Envelope::kResult, 3000ms);

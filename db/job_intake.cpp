@@ -1,0 +1,153 @@
+// JobStore intake (db/job_store.h, "intake"): a batch, its manifest and its jobs
+// go in whole or not at all.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fs.h"
+#include "db/database.h"
+#include "db/job_rows.h"
+#include "db/job_store.h"
+#include "db/statement.h"
+#include "db/transaction.h"
+
+namespace hipq::db {
+
+// ---- intake -------------------------------------------------------------------
+
+Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
+  if (batch.jobs.empty()) return Status::InvalidArgument("batch '" + batch.name + "' has no jobs");
+  if (batch.max_attempts < 1) {
+    return Status::InvalidArgument("batch '" + batch.name + "': max_attempts must be >= 1, got " +
+                                   std::to_string(batch.max_attempts));
+  }
+  if (!std::filesystem::path(batch.output_root).is_absolute()) {
+    return Status::InvalidArgument("batch '" + batch.name + "': output root '" + batch.output_root +
+                                   "' must be an absolute path");
+  }
+  std::set<int64_t> ordinals;
+  for (const auto& job : batch.jobs) {
+    if (has_dotdot_or_absolute(job.output_dir)) {
+      return Status::InvalidArgument("batch '" + batch.name + "' job " + std::to_string(job.ordinal) +
+                                     ": output dir '" + job.output_dir +
+                                     "' must be a relative path inside the output root (no '..')");
+    }
+    if (!ordinals.insert(job.ordinal).second) {
+      return Status::InvalidArgument("batch '" + batch.name + "': job ordinal " + std::to_string(job.ordinal) +
+                                     " appears twice");
+    }
+  }
+
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  std::string sha = sha256_hex(batch.manifest_text);
+  {
+    static constexpr char kInsertManifest[] =
+        "INSERT INTO manifests (sha256, path, text, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING";
+    Statement m = db_.prepare_cached(kInsertManifest);
+    m.bind_text(0, sha);
+    m.bind_text(1, batch.manifest_path);
+    m.bind_text(2, batch.manifest_text);
+    m.bind_double(3, now);
+    HIPQ_RETURN_IF_ERROR(m.run());
+  }
+  int64_t manifest_id = 0;
+  {
+    static constexpr char kSelectManifestIdBySha[] = "SELECT id FROM manifests WHERE sha256 = ?";
+    Statement m = db_.prepare_cached(kSelectManifestIdBySha);
+    m.bind_text(0, sha);
+    HIPQ_ASSIGN_OR_RETURN(bool row, m.step());
+    if (!row) return Status::Internal("manifest " + sha + " vanished inside its own transaction");
+    manifest_id = m.column_int64(0);
+  }
+  int64_t batch_id = 0;
+  {
+    static constexpr char kInsertBatch[] =
+        "INSERT INTO batches (manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, "
+        "parity_gate, allow_unpinned, job_count, created_at) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)";
+    Statement b = db_.prepare_cached(kInsertBatch);
+    b.bind_int64(0, manifest_id);
+    b.bind_text(1, batch.name);
+    b.bind_int(2, batch.priority);
+    b.bind_int(3, batch.max_attempts);
+    b.bind_text(4, batch.output_root);
+    b.bind_text(5, to_json_array(batch.save));
+    b.bind_text(6, batch.golden_source);
+    b.bind_text(7, batch.parity_gate_json.empty() ? "{}" : batch.parity_gate_json);
+    b.bind_bool(8, batch.allow_unpinned);
+    b.bind_int64(9, static_cast<int64_t>(batch.jobs.size()));
+    b.bind_double(10, now);
+    HIPQ_RETURN_IF_ERROR(b.run());
+    batch_id = db_.last_insert_rowid();
+  }
+  // Folders with "{batch_id}" resolved.
+  std::vector<std::string> dirs;
+  dirs.reserve(batch.jobs.size());
+  for (const auto& job : batch.jobs) dirs.push_back(resolve_batch_id(job.output_dir, batch_id));
+  static constexpr char kInsertJob[] =
+      "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
+      "steps, guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
+  Statement s = db_.prepare_cached(kInsertJob);
+  for (size_t i = 0; i < batch.jobs.size(); ++i) {
+    const NewJob& job = batch.jobs[i];
+    s.reset();
+    s.bind_int64(0, batch_id);
+    s.bind_int64(1, job.ordinal);
+    s.bind_text(2, job.model);
+    s.bind_text(3, job.prompt);
+    s.bind_text(4, job.negative_prompt);
+    s.bind_text(5, to_json_array(job.tags));
+    s.bind_int64(6, static_cast<int64_t>(job.seed));
+    s.bind_int(7, job.repeat_index);
+    s.bind_int(8, job.width);
+    s.bind_int(9, job.height);
+    s.bind_int(10, job.steps);
+    s.bind_double(11, job.guidance);
+    s.bind_text(12, job.sampler);
+    s.bind_text(13, job.precision);
+    s.bind_text(14, job.rng);
+    s.bind_optional_text(15, job.golden_key);
+    s.bind_text(16, dirs[i]);
+    s.bind_int(17, batch.priority);
+    s.bind_double(18, now);
+    s.bind_double(19, now);
+    HIPQ_RETURN_IF_ERROR(s.run());
+  }
+  HIPQ_RETURN_IF_ERROR(txn.commit());
+  return batch_id;
+}
+
+Status JobStore::check_folders_free(const NewBatch& batch) {
+  static constexpr char kSelectFoldersUnderRoot[] =
+      "SELECT j.output_dir, j.batch_id, b.name FROM jobs j JOIN batches b ON b.id = j.batch_id "
+      "WHERE b.output_root = ? ORDER BY j.id";
+  std::unordered_map<std::string, std::pair<int64_t, std::string>> used;
+  Statement u = db_.prepare_cached(kSelectFoldersUnderRoot);
+  u.bind_text(0, batch.output_root);
+  while (true) {
+    HIPQ_ASSIGN_OR_RETURN(bool row, u.step());
+    if (!row) break;
+    used.emplace(u.column_text(0), std::make_pair(u.column_int64(1), u.column_text(2)));
+  }
+  if (used.empty()) return Status::Ok();
+  for (const auto& job : batch.jobs) {
+    // A folder with the new batch's id in it is the new batch's own.
+    if (job.output_dir.find("{batch_id}") != std::string::npos) continue;
+    auto it = used.find(job.output_dir);
+    if (it == used.end()) continue;
+    return Status::AlreadyExists("batch '" + batch.name + "': job folder '" +
+                                 (std::filesystem::path(batch.output_root) / job.output_dir).string() +
+                                 "' belongs to batch " + std::to_string(it->second.first) + " \"" +
+                                 it->second.second + "\"; its files would be overwritten. Put {batch_id} in "
+                                 "outputs.layout (the default layout has it) or choose another outputs.directory");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hipq::db

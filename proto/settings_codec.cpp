@@ -1,0 +1,35 @@
+#include "proto/settings_codec.h"
+
+namespace hipq::proto {
+
+GenerationSettings to_proto(const spec::GenerationSettings& s) {
+  GenerationSettings p;
+  p.set_prompt(s.prompt);
+  p.set_negative_prompt(s.negative_prompt);
+  p.set_seed(s.seed);
+  p.set_width(s.width);
+  p.set_height(s.height);
+  p.set_steps(s.steps);
+  p.set_guidance(s.guidance);
+  p.set_sampler(s.sampler);
+  p.set_precision(s.precision);
+  p.set_rng(s.rng);
+  return p;
+}
+
+spec::GenerationSettings from_proto(const GenerationSettings& p) {
+  spec::GenerationSettings s;
+  s.prompt = p.prompt();
+  s.negative_prompt = p.negative_prompt();
+  s.seed = p.seed();
+  s.width = p.width();
+  s.height = p.height();
+  s.steps = p.steps();
+  s.guidance = p.guidance();
+  s.sampler = p.sampler();
+  s.precision = p.precision();
+  s.rng = p.rng();
+  return s;
+}
+
+}  // namespace hipq::proto

@@ -1,0 +1,83 @@
+#include "proto/settings_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "proto/codec.h"
+
+namespace hipq::proto {
+namespace {
+
+spec::GenerationSettings unusual() {
+  spec::GenerationSettings s;
+  s.prompt = "caf\xC3\xA9 \"q\"\nline two";
+  s.negative_prompt = "blurry";
+  s.seed = 18446744073709551615ull;
+  s.width = 768;
+  s.height = 512;
+  s.steps = 4;
+  s.guidance = 7.1f;
+  s.sampler = "dpmpp_2m_karras";
+  s.precision = "bf16";
+  s.rng = "torch-cuda";
+  return s;
+}
+
+TEST(SettingsCodec, EveryFieldRoundTripsThroughAnEncodedAssignment) {
+  Envelope e;
+  JobAssignment* a = e.mutable_assignment();
+  a->set_job_id(7);
+  a->set_attempt(1);
+  a->set_model("synthetic:tiny-sdxl");
+  *a->mutable_settings() = to_proto(unusual());
+  auto d = decode(encode(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(from_proto(d->assignment().settings()), unusual());
+  EXPECT_EQ(from_proto(GenerationSettings{}).seed, 0u);
+}
+
+TEST(SettingsCodec, AnAssignmentWithoutSettingsIsRefused) {
+  Envelope e;
+  JobAssignment* a = e.mutable_assignment();
+  a->set_job_id(7);
+  a->set_attempt(1);
+  a->set_model("synthetic:tiny-sdxl");
+  auto d = decode(encode(e));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("assignment.settings: must be present"), std::string::npos)
+      << d.status().message();
+}
+
+// A peer of protocol version 1 (settings as a JSON string) is answered in its
+// own version, so it can read why it is refused.
+TEST(SettingsCodec, AnOlderPeerGetsARefusalItCanRead) {
+  Envelope old;
+  old.set_version(1);
+  old.set_request_id(9);
+  old.mutable_status();
+  auto refusal = version_refusal(old.SerializeAsString());
+  ASSERT_TRUE(refusal.has_value());
+  Envelope back;
+  ASSERT_TRUE(back.ParseFromString(*refusal));
+  EXPECT_EQ(back.version(), 1u);
+  EXPECT_EQ(back.request_id(), 9u);
+  ASSERT_TRUE(back.has_error_reply());
+  EXPECT_EQ(back.error_reply().code(), "FailedPrecondition");
+  EXPECT_NE(back.error_reply().message().find("protocol version 1"), std::string::npos);
+  EXPECT_NE(back.error_reply().message().find("version " + std::to_string(kProtocolVersion)), std::string::npos);
+
+  Envelope hello;
+  hello.set_version(1);
+  hello.mutable_hello()->set_worker_id("w");
+  EXPECT_TRUE(version_refusal(hello.SerializeAsString()).has_value());
+  Envelope heartbeat;
+  heartbeat.set_version(1);
+  heartbeat.mutable_heartbeat();
+  EXPECT_FALSE(version_refusal(heartbeat.SerializeAsString()).has_value()) << "only conversation openers";
+  Envelope current;
+  current.mutable_status();
+  EXPECT_FALSE(version_refusal(encode(current)).has_value());
+  EXPECT_FALSE(version_refusal("\xff\xff garbage").has_value());
+}
+
+}  // namespace
+}  // namespace hipq::proto
