@@ -54,16 +54,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::optional<double> parse_iso_utc(const std::string& s) {
-  std::tm tm{};
-  if (sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-             &tm.tm_sec) != 6)
-    return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<double>(timegm(&tm));
-}
-
 std::string iso_utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -79,16 +69,11 @@ Result<std::unique_ptr<db::Database>> open_db(const GoldenArgs& a) {
   return d;
 }
 
-nlohmann::json row_json(const engine::Golden& g) {
-  nlohmann::json j;
-  j["provenance"] = g.provenance.to_json();
-  j["model"] = g.model;
-  j["weights_sha256"] = g.weights_sha256;
-  j["settings"] = g.settings.to_json();
-  j["latent_shape"] = g.latent_shape;
-  j["has_image"] = g.has_image();
-  return j;
+db::GoldenFileFacts facts_of(const engine::Golden& g) {
+  return {static_cast<const spec::GoldenHeader&>(g), g.latent_shape, g.has_image(), g.pinned};
 }
+
+nlohmann::json row_json(const engine::Golden& g) { return db::golden_row_json(facts_of(g)); }
 
 // Files named, directories expanded to their *.safetensors (sorted).
 std::vector<fs::path> expand(const std::vector<std::string>& paths) {
@@ -106,34 +91,6 @@ std::vector<fs::path> expand(const std::vector<std::string>& paths) {
     }
   }
   return out;
-}
-
-// Stores one validated golden: copies the file into the store and records it.
-Status store_golden(db::GoldenStore& store, const fs::path& dir, const fs::path& src, const engine::Golden& g,
-                    bool replace, bool* unchanged) {
-  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(src));
-  HIPQ_ASSIGN_OR_RETURN(auto existing, store.find(g.key));
-  *unchanged = existing && existing->sha256 == sha;
-  if (*unchanged) return Status::Ok();
-  if (existing && !replace)
-    return Status::AlreadyExists("golden " + g.key + " is already stored (" + existing->path + ", sha256 " +
-                                 existing->sha256 + "); " + src.string() + " differs. Use --replace to overwrite");
-  const fs::path dest = dir / spec::golden_file_name(g.key);
-  std::error_code ec;
-  if (!fs::equivalent(src, dest, ec)) {
-    HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(src));
-    HIPQ_RETURN_IF_ERROR(write_file_atomic(dest, bytes));
-  }
-  db::GoldenRecord r;
-  r.key = g.key;
-  r.path = dest.string();
-  r.sha256 = sha;
-  r.provenance = row_json(g);
-  r.pinned = g.pinned;
-  r.reference = g.provenance.reference;
-  r.created_at = parse_iso_utc(g.provenance.created_at);
-  r.imported_at = now_seconds();
-  return store.put(r, replace);
 }
 
 std::string describe_settings(const nlohmann::json& row) {
@@ -167,12 +124,13 @@ int run_import(const GoldenArgs& a) {
       ++failed;
       continue;
     }
-    bool unchanged = false;
-    if (Status st = store_golden(store, dir, f, *g, a.replace, &unchanged); !st.ok()) {
-      fmt::print(stderr, "refused {}: {}\n", f.string(), st.message());
+    auto kept = store.import_file(dir, f, facts_of(*g), a.replace, now_seconds());
+    if (!kept.ok()) {
+      fmt::print(stderr, "refused {}: {}\n", f.string(), kept.status().message());
       ++failed;
       continue;
     }
+    const bool unchanged = *kept;
     unchanged ? ++same : ++imported;
     fmt::print("{} {}  {} {}  {}{}\n", unchanged ? "unchanged" : "imported ", g->key.substr(0, 16),
                g->provenance.reference, g->provenance.reference_version,
@@ -200,21 +158,11 @@ int run_list(const GoldenArgs& a) {
   return kExitOk;
 }
 
-Result<db::GoldenRecord> find_by_prefix(db::GoldenStore& store, const std::string& key) {
-  HIPQ_ASSIGN_OR_RETURN(auto keys, store.keys_with_prefix(key));
-  if (keys.empty()) return Status::NotFound("no golden with key " + key);
-  if (keys.size() > 1)
-    return Status::InvalidArgument("key prefix " + key + " matches " + std::to_string(keys.size()) +
-                                   " goldens; give more characters");
-  HIPQ_ASSIGN_OR_RETURN(auto r, store.find(keys.front()));
-  return *r;
-}
-
 int run_show(const GoldenArgs& a) {
   auto dbr = open_db(a);
   if (!dbr.ok()) return spdlog::error("golden show: {}", dbr.status().message()), kExitFailure;
   db::GoldenStore store(**dbr);
-  auto r = find_by_prefix(store, a.key);
+  auto r = store.find_by_prefix(a.key);
   if (!r.ok()) return spdlog::error("golden show: {}", r.status().message()), kExitFailure;
   nlohmann::json j = r->provenance;
   j["key"] = r->key;
@@ -392,10 +340,10 @@ int run_promote(const GoldenArgs& a) {
         st = Status::AlreadyExists("golden " + g->key + " exists (" + (*existing)->path + "); --replace to overwrite");
       } else {
         st = engine::write_golden(dest, *g);
-        bool unchanged = false;
         if (st.ok()) {
           auto back = engine::read_golden(dest);
-          st = back.ok() ? store_golden(store, dir, dest, *back, true, &unchanged) : back.status();
+          st = back.ok() ? store.import_file(dir, dest, facts_of(*back), true, now_seconds()).status()
+                         : back.status();
         }
       }
     }

@@ -60,14 +60,15 @@ struct SourceLocation {
   int column = 0;  // 1-based
 };
 
+// The settings' defaults are spec::GenerationSettings' own.
 struct ManifestDefaults {
-  int width = 1024;
-  int height = 1024;
-  int steps = 30;
-  double guidance = 5.0;
-  std::string sampler = "euler";
-  std::string precision = "fp32";
-  std::string rng = "torch-cpu";
+  int width = spec::GenerationSettings{}.width;
+  int height = spec::GenerationSettings{}.height;
+  int steps = spec::GenerationSettings{}.steps;
+  double guidance = spec::GenerationSettings{}.guidance;
+  std::string sampler = spec::GenerationSettings{}.sampler;
+  std::string precision = spec::GenerationSettings{}.precision;
+  std::string rng = spec::GenerationSettings{}.rng;
   std::vector<uint64_t> seeds{0};
   int repeats = 1;
   std::string negative_prompt;

@@ -1,5 +1,8 @@
 #include "db/golden_store.h"
 
+#include <ctime>
+
+#include "base/fs.h"
 #include "db/statement.h"
 #include "db/transaction.h"
 
@@ -26,7 +29,68 @@ Result<GoldenRecord> read_row(Statement& s) {
   return r;
 }
 
+// "2026-01-01T00:00:00Z" (the provenance's created_at) as epoch seconds.
+std::optional<double> parse_iso_utc(const std::string& s) {
+  std::tm tm{};
+  if (sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+             &tm.tm_sec) != 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
 }  // namespace
+
+nlohmann::json golden_row_json(const GoldenFileFacts& g) {
+  nlohmann::json j;
+  j["provenance"] = g.header.provenance.to_json();
+  j["model"] = g.header.model;
+  j["weights_sha256"] = g.header.weights_sha256;
+  j["settings"] = g.header.settings.to_json();
+  j["latent_shape"] = g.latent_shape;
+  j["has_image"] = g.has_image;
+  return j;
+}
+
+Result<GoldenRecord> GoldenStore::find_by_prefix(const std::string& prefix) {
+  HIPQ_ASSIGN_OR_RETURN(auto keys, keys_with_prefix(prefix));
+  if (keys.empty()) return Status::NotFound("no golden with key " + prefix);
+  if (keys.size() > 1)
+    return Status::InvalidArgument("key prefix " + prefix + " matches " + std::to_string(keys.size()) +
+                                   " goldens; give more characters");
+  HIPQ_ASSIGN_OR_RETURN(auto r, find(keys.front()));
+  if (!r) return Status::NotFound("no golden with key " + keys.front());
+  return *r;
+}
+
+Result<bool> GoldenStore::import_file(const std::filesystem::path& dir, const std::filesystem::path& src,
+                                      const GoldenFileFacts& g, bool replace, double now) {
+  const std::string& key = g.header.key;
+  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(src));
+  HIPQ_ASSIGN_OR_RETURN(auto existing, find(key));
+  if (existing && existing->sha256 == sha) return true;
+  if (existing && !replace)
+    return Status::AlreadyExists("golden " + key + " is already stored (" + existing->path + ", sha256 " +
+                                 existing->sha256 + "); " + src.string() + " differs. Use --replace to overwrite");
+  const std::filesystem::path dest = dir / spec::golden_file_name(key);
+  std::error_code ec;
+  if (!std::filesystem::equivalent(src, dest, ec)) {
+    HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(src));
+    HIPQ_RETURN_IF_ERROR(write_file_atomic(dest, bytes));
+  }
+  GoldenRecord r;
+  r.key = key;
+  r.path = dest.string();
+  r.sha256 = sha;
+  r.provenance = golden_row_json(g);
+  r.pinned = g.pinned;
+  r.reference = g.header.provenance.reference;
+  r.created_at = parse_iso_utc(g.header.provenance.created_at);
+  r.imported_at = now;
+  HIPQ_RETURN_IF_ERROR(put(r, replace));
+  return false;
+}
 
 Status GoldenStore::put(const GoldenRecord& r, bool replace) {
   if (r.reference != "diffusers" && r.reference != "hipq")

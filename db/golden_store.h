@@ -1,8 +1,10 @@
 // GoldenStore: the goldens table — which golden files exist, where, with
 // what hash and provenance — and the queries `hipq golden` needs.
 //
-// The store knows rows, not file formats: callers (cli/golden_command.cpp)
-// validate golden files with engine/golden.h and hand the facts over. A row
+// The store knows rows and files, not tensors: callers (cli/golden_command.cpp)
+// validate golden files with engine/golden.h and hand the facts over
+// (GoldenFileFacts: the spec/golden_format.h header and the latent's shape);
+// import_file copies the file into the store folder and records it. A row
 // is keyed by the golden key (docs/golden-format.md); `path` is where the file
 // is kept (absolute), `sha256` the whole file's hash (for `hipq golden
 // verify`), `provenance` the JSON from the file, `pinned` false for goldens
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "base/status.h"
 #include "db/database.h"
 #include "spec/generation_settings.h"
+#include "spec/golden_format.h"
 
 namespace hipq::db {
 
@@ -52,6 +56,17 @@ struct PromotableJob {
   std::string worker_id;
 };
 
+// What the store records of a validated golden file.
+struct GoldenFileFacts {
+  spec::GoldenHeader header;
+  std::vector<int64_t> latent_shape;
+  bool has_image = false;
+  bool pinned = true;
+};
+// The row's provenance column: {"provenance", "model", "weights_sha256",
+// "settings", "latent_shape", "has_image"} (docs/golden-format.md).
+nlohmann::json golden_row_json(const GoldenFileFacts& golden);
+
 class GoldenStore {
  public:
   explicit GoldenStore(Database& db) : db_(db) {}
@@ -61,6 +76,16 @@ class GoldenStore {
   // both files, unless `replace`.
   Status put(const GoldenRecord& record, bool replace = false);
   Result<std::optional<GoldenRecord>> find(const std::string& key);
+  // The golden whose key starts with `prefix`: NotFound when none does,
+  // InvalidArgument when several do ("give more characters").
+  Result<GoldenRecord> find_by_prefix(const std::string& prefix);
+  // Keeps the validated golden file `src` in the store folder `dir` as
+  // spec::golden_file_name(key) (copied atomically unless `src` is that file)
+  // and records its row, imported_at = now. Returns true when the key was
+  // already stored with the same file bytes (nothing written). AlreadyExists
+  // naming both files when it is stored with other bytes, unless `replace`.
+  Result<bool> import_file(const std::filesystem::path& dir, const std::filesystem::path& src,
+                           const GoldenFileFacts& golden, bool replace, double now);
   // Every golden, ordered by key.
   Result<std::vector<GoldenRecord>> list();
   // Keys that start with `prefix` (for `hipq golden show` with a short key).

@@ -94,9 +94,9 @@ std::string peak_gib_cell(const json& group) {
 }
 
 std::string phase_title(const std::string& p) {
-  if (p == "step") return "denoising step";
-  if (p == "text_encode") return "text encode";
-  if (p == "total") return "total per image";
+  if (p == spec::kPhaseStep) return "denoising step";
+  if (p == spec::kPhaseTextEncode) return "text encode";
+  if (p == spec::kPhaseTotal) return "total per image";
   return p;
 }
 
@@ -249,7 +249,7 @@ Result<std::string> render_html_report(const json& data) {
     size_t skipped = 0;
     for (const auto& s : data["samples"]) {
       const std::string phase = jstr(s["phase"]);
-      if (phase != "denoise" && phase != "step" && phase != "total") continue;
+      if (phase != spec::kPhaseDenoise && phase != spec::kPhaseStep && phase != spec::kPhaseTotal) continue;
       if (s["values"].size() < 2) {  // one value has no distribution to draw
         ++skipped;
         continue;

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/fs.h"
 #include "db/schema.h"
 #include "db/statement.h"
+#include "tests/db/test_util.h"
 
 namespace hipq::db {
 namespace {
@@ -25,6 +27,59 @@ GoldenRecord record(const std::string& key, const std::string& sha) {
   r.created_at = 1700000000.5;
   r.imported_at = 1700000100.0;
   return r;
+}
+
+GoldenFileFacts facts(const std::string& key) {
+  GoldenFileFacts f;
+  f.header.key = key;
+  f.header.model = "synthetic:tiny-sdxl";
+  f.header.weights_sha256 = std::string(64, 'a');
+  f.header.settings.prompt = "a kite";
+  f.header.settings.seed = 11;
+  f.header.provenance.reference = "hipq";
+  f.header.provenance.created_at = "2026-01-02T03:04:05Z";
+  f.latent_shape = {1, 4, 8, 8};
+  f.has_image = true;
+  return f;
+}
+
+TEST(GoldenStoreTest, ImportFileKeepsTheFileUnderItsKeyAndRecordsIt) {
+  auto db = fresh_db();
+  GoldenStore store(*db);
+  testing::TempDir tmp;
+  const auto dir = tmp.path() / "goldens";
+  const auto src = tmp.path() / "incoming.safetensors";
+  ASSERT_TRUE(write_file_atomic(src, "golden bytes").ok());
+  const std::string key(64, 'k');
+  auto first = store.import_file(dir, src, facts(key), false, 1000.0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(*first) << "new";
+  const auto kept = dir / spec::golden_file_name(key);
+  EXPECT_EQ(*read_file(kept), "golden bytes");
+  auto row = store.find_by_prefix(key.substr(0, 8));
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  EXPECT_EQ(row->path, kept.string());
+  EXPECT_EQ(row->sha256, sha256_hex("golden bytes"));
+  EXPECT_EQ(row->reference, "hipq");
+  EXPECT_DOUBLE_EQ(*row->created_at, 1767323045.0);
+  EXPECT_DOUBLE_EQ(row->imported_at, 1000.0);
+  EXPECT_EQ(row->provenance["settings"]["prompt"], "a kite");
+  EXPECT_EQ(row->provenance["latent_shape"], nlohmann::json({1, 4, 8, 8}));
+  EXPECT_EQ(row->provenance["has_image"], true);
+
+  auto again = store.import_file(dir, src, facts(key), false, 2000.0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(*again) << "same bytes: unchanged";
+  ASSERT_TRUE(write_file_atomic(src, "other bytes").ok());
+  auto clash = store.import_file(dir, src, facts(key), false, 3000.0);
+  EXPECT_EQ(clash.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(clash.status().message().find("--replace"), std::string::npos);
+  ASSERT_TRUE(store.import_file(dir, src, facts(key), true, 3000.0).ok());
+  EXPECT_EQ(*read_file(kept), "other bytes");
+
+  EXPECT_EQ(store.find_by_prefix("zz").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store.import_file(dir, src, facts(std::string(63, 'k') + "x"), false, 4000.0).ok());
+  EXPECT_EQ(store.find_by_prefix("kkkk").status().code(), StatusCode::kInvalidArgument) << "two keys match";
 }
 
 TEST(GoldenStoreTest, PutFindListRemove) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/spec/sample_settings.h"
+
 namespace hipq::db {
 namespace {
 
@@ -36,29 +38,20 @@ TEST(RecordsTest, TerminalStates) {
 }
 
 TEST(RecordsTest, AJobsColumnsAreItsGenerationSettings) {
+  const spec::GenerationSettings want = spec::testing::every_field_set();
   JobRecord j;
-  j.prompt = "a cat";
-  j.negative_prompt = "blurry";
-  j.seed = 18446744073709551615ull;
-  j.width = 512;
-  j.height = 768;
-  j.steps = 20;
-  j.guidance = 7.1;
-  j.sampler = "dpmpp_2m";
-  j.precision = "fp16";
-  j.rng = "torch-cuda";
-  spec::GenerationSettings s = j.generation_settings();
-  EXPECT_EQ(s.prompt, "a cat");
-  EXPECT_EQ(s.negative_prompt, "blurry");
-  EXPECT_EQ(s.seed, 18446744073709551615ull);
-  EXPECT_EQ(s.width, 512);
-  EXPECT_EQ(s.height, 768);
-  EXPECT_EQ(s.steps, 20);
-  EXPECT_FLOAT_EQ(s.guidance, 7.1f);
-  EXPECT_EQ(s.sampler, "dpmpp_2m");
-  EXPECT_EQ(s.precision, "fp16");
-  EXPECT_EQ(s.rng, "torch-cuda");
-  EXPECT_TRUE(s.validate().ok());
+  j.prompt = want.prompt;
+  j.negative_prompt = want.negative_prompt;
+  j.seed = want.seed;
+  j.width = want.width;
+  j.height = want.height;
+  j.steps = want.steps;
+  j.guidance = want.guidance;
+  j.sampler = want.sampler;
+  j.precision = want.precision;
+  j.rng = want.rng;
+  EXPECT_EQ(j.generation_settings(), want);
+  EXPECT_TRUE(j.generation_settings().validate().ok());
 }
 
 TEST(RecordsTest, PhaseTimingsSortIntoPipelineOrder) {

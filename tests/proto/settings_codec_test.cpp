@@ -3,44 +3,34 @@
 #include <gtest/gtest.h>
 
 #include "proto/codec.h"
+#include "tests/spec/sample_settings.h"
 
 namespace hipq::proto {
 namespace {
 
-spec::GenerationSettings unusual() {
-  spec::GenerationSettings s;
-  s.prompt = "caf\xC3\xA9 \"q\"\nline two";
-  s.negative_prompt = "blurry";
-  s.seed = 18446744073709551615ull;
-  s.width = 768;
-  s.height = 512;
-  s.steps = 4;
-  s.guidance = 7.1f;
-  s.sampler = "dpmpp_2m_karras";
-  s.precision = "bf16";
-  s.rng = "torch-cuda";
-  return s;
-}
+using spec::testing::every_field_set;
 
-TEST(SettingsCodec, EveryFieldRoundTripsThroughAnEncodedAssignment) {
-  Envelope e;
+// An assignment valid but for what a test leaves out.
+JobAssignment* assignment_in(Envelope& e) {
   JobAssignment* a = e.mutable_assignment();
   a->set_job_id(7);
   a->set_attempt(1);
   a->set_model("synthetic:tiny-sdxl");
-  *a->mutable_settings() = to_proto(unusual());
+  return a;
+}
+
+TEST(SettingsCodec, EveryFieldRoundTripsThroughAnEncodedAssignment) {
+  Envelope e;
+  *assignment_in(e)->mutable_settings() = to_proto(every_field_set());
   auto d = decode(encode(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(from_proto(d->assignment().settings()), unusual());
+  EXPECT_EQ(from_proto(d->assignment().settings()), every_field_set());
   EXPECT_EQ(from_proto(GenerationSettings{}).seed, 0u);
 }
 
 TEST(SettingsCodec, AnAssignmentWithoutSettingsIsRefused) {
   Envelope e;
-  JobAssignment* a = e.mutable_assignment();
-  a->set_job_id(7);
-  a->set_attempt(1);
-  a->set_model("synthetic:tiny-sdxl");
+  assignment_in(e);
   auto d = decode(encode(e));
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("assignment.settings: must be present"), std::string::npos)

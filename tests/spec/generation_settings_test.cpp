@@ -2,21 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/spec/sample_settings.h"
+
 namespace hipq::spec {
 namespace {
 
 TEST(GenerationSettingsTest, JsonRoundTripKeepsEveryField) {
-  GenerationSettings s;
-  s.prompt = "a red fox, \"quoted\"\nnew line";
-  s.negative_prompt = "blurry";
-  s.seed = 18446744073709551615ull;
-  s.width = 768;
-  s.height = 512;
-  s.steps = 4;
-  s.guidance = 7.1f;
-  s.sampler = "dpmpp_2m";
-  s.precision = "bf16";
-  s.rng = "torch-cuda";
+  const GenerationSettings s = testing::every_field_set();
   auto back = GenerationSettings::from_json(nlohmann::json::parse(s.to_json().dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, s);

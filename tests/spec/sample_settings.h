@@ -1,5 +1,7 @@
-// Small generation settings the golden tests share (engine and spec): 64x48,
-// 3 steps, the defaults otherwise.
+// Generation settings the tests share: sample_settings() small (64x48, 3
+// steps, the defaults otherwise) for the golden tests, every_field_set() with
+// no field at its default (quotes, a newline, the largest seed) for the round
+// trips through JSON, the wire and the database.
 #pragma once
 
 #include "spec/generation_settings.h"
@@ -15,6 +17,21 @@ inline GenerationSettings sample_settings() {
   s.height = 48;
   s.steps = 3;
   s.guidance = 5.0f;
+  return s;
+}
+
+inline GenerationSettings every_field_set() {
+  GenerationSettings s;
+  s.prompt = "a red fox, \"quoted\"\nnew line";
+  s.negative_prompt = "blurry";
+  s.seed = 18446744073709551615ull;
+  s.width = 768;
+  s.height = 512;
+  s.steps = 4;
+  s.guidance = 7.1f;
+  s.sampler = "dpmpp_2m_karras";
+  s.precision = "bf16";
+  s.rng = "torch-cuda";
   return s;
 }
 
