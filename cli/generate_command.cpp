@@ -15,15 +15,12 @@
 
 #include "base/fs.h"
 #include "cli/commands.h"
-#include "spec/generation_settings.h"
-#include "engine/golden.h"
-#include "spec/png.h"
-#include "engine/image_parameters.h"
+#include "engine/job.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
-#include "engine/phase_timer.h"
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::cli {
 namespace {
@@ -135,33 +132,32 @@ int run_generate(const GenerateArgs& a) {
   auto model = engine::open_model(a.model);
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
   for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
-  const std::string weights_sha = model->weights_sha256;
 
-  // The golden, when named, is read (and its hash checked) before device work.
-  std::optional<engine::Golden> golden;
-  bool golden_missing = false;
-  if (!a.golden.empty()) {
-    fs::path gp = a.golden;
+  engine::JobSpec job;
+  job.settings = a.settings;
+  job.model_spec = a.model;
+  job.output_dir = out_dir;
+  job.check_parity = !a.golden.empty();
+  job.gate = gate.value_or(engine::ParityGate{});
+  if (job.check_parity) {
+    // The golden is read (and its hash checked) before device work.
+    const fs::path gp = a.golden;
     std::error_code ec;
-    const std::string key = spec::golden_key(weights_sha, a.settings);
     if (fs::is_directory(gp, ec)) {
-      auto found = spec::find_golden_file(gp, key);
-      if (found.ok()) gp = *found;
-      else golden_missing = true;
+      job.golden.dir = gp;
     } else if (!fs::exists(gp, ec)) {
       return fail(kExitFailure, "--golden " + gp.string() + ": no such file or directory");
+    } else {
+      job.golden.file = gp;
     }
-    if (!golden_missing) {
-      engine::GoldenReadOptions ro;
-      ro.allow_unpinned = a.allow_unpinned;
-      auto g = engine::read_golden(gp, ro);
-      if (!g.ok()) return fail(kExitFailure, "--golden: " + g.status().message());
-      if (g->key != key) {
-        spdlog::warn("golden {} was made for other inputs (key {}), this run's key is {}: comparing anyway",
-                     gp.string(), g->key, key);
-      }
-      golden = std::move(g).value();
+    job.golden.allow_unpinned = a.allow_unpinned;
+    auto found = engine::look_up_golden(job.golden, model->weights_sha256, a.settings);
+    if (!found.ok()) return fail(kExitFailure, "--golden: " + found.status().message());
+    if (found->golden && found->golden->key != found->key) {
+      spdlog::warn("golden {} was made for other inputs (key {}), this run's key is {}: comparing anyway",
+                   found->path.string(), found->golden->key, found->key);
     }
+    job.golden_found = std::move(found).value();
   }
 
   const std::string backend_name = resolve_backend(a.backend);
@@ -175,62 +171,35 @@ int run_generate(const GenerateArgs& a) {
                be.info().device_name, a.device, a.settings.width, a.settings.height, a.settings.steps,
                a.settings.sampler, a.settings.precision, a.settings.seed);
 
-  engine::LoadOptions lo;
-  lo.precision = a.settings.precision;
-  auto pipeline = engine::Pipeline::load(*model, be, lo);
-  if (!pipeline.ok()) return fail(kExitFailure, "loading " + a.model + ": " + pipeline.status().message());
-
-  std::signal(SIGINT, on_sigint);
   Progress progress(!a.no_progress);
-  auto result = (*pipeline)->generate(a.settings, std::ref(progress), &g_cancel);
+  job.progress = std::ref(progress);
+  job.cancel = &g_cancel;
+  std::unique_ptr<engine::Pipeline> pipeline;
+  std::signal(SIGINT, on_sigint);
+  engine::JobResult r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
+    engine::LoadOptions lo;
+    lo.precision = a.settings.precision;
+    HIPQ_ASSIGN_OR_RETURN(pipeline, engine::Pipeline::load(*model, be, lo));
+    *loaded_now = true;
+    return pipeline.get();
+  });
   std::signal(SIGINT, SIG_DFL);
-  if (!result.ok()) return fail(kExitFailure, result.status().message());
-  engine::GenerationOutput& out = *result;
-
-  engine::OutputInfo info;
-  info.model_spec = a.model;
-  info.weights_sha256 = weights_sha;
-  info.scheduler_config = (*pipeline)->scheduler_config();
-  info.backend = backend_name;
-  info.device_name = be.info().device_name;
-
-  engine::PhaseTimer timer(nullptr);
+  if (!r.status.ok()) {
+    switch (r.failed_step) {
+      case engine::JobStep::kLoad: return fail(kExitFailure, "loading " + a.model + ": " + r.status.message());
+      case engine::JobStep::kGolden: return fail(kExitFailure, "--golden: " + r.status.message());
+      case engine::JobStep::kParity: return fail(kExitFailure, "parity: " + r.status.message());
+      default: return fail(kExitFailure, r.status.message());
+    }
+  }
+  const engine::GenerationOutput& out = r.output;
+  const std::optional<engine::ParityResult>& parity = r.parity;
   const fs::path latent_path = out_dir / "latent.safetensors";
   const fs::path image_path = out_dir / "image.png";
   const fs::path timings_path = out_dir / "timings.json";
-  (void)timer.begin("write");
-  if (Status st = engine::write_latent_file(latent_path, out, a.settings, info); !st.ok())
-    return fail(kExitFailure, st.message());
-  spec::RgbImage img{out.width, out.height, out.rgb};
-  engine::ImageProvenance provenance;
-  provenance.model_spec = a.model;
-  provenance.weights_sha256 = weights_sha;
-  if (Status st = spec::write_png(image_path, img, engine::png_metadata(a.settings, provenance)); !st.ok())
-    return fail(kExitFailure, st.message());
-  (void)timer.end();
-
-  std::optional<engine::ParityResult> parity;
-  if (!a.golden.empty()) {
-    (void)timer.begin("parity");
-    auto r = engine::check_parity(out, golden ? &*golden : nullptr, gate.value_or(engine::ParityGate{}));
-    (void)timer.end();
-    if (!r.ok()) return fail(kExitFailure, "parity: " + r.status().message());
-    parity = *r;
-  }
-  auto extra = timer.finish();
-  if (extra.ok()) out.phases.insert(out.phases.end(), extra->begin(), extra->end());
-
-  nlohmann::json timings = engine::timings_json(out, a.settings, info);
-  if (parity) {
-    timings["parity"] = parity->to_json();
-    timings["parity"]["golden"] = golden ? nlohmann::json(golden->key) : nlohmann::json(nullptr);
-    timings["parity"]["gate"] = gate.value_or(engine::ParityGate{}).to_json();
-  }
-  if (Status st = write_file_atomic(timings_path, timings.dump(2) + "\n"); !st.ok())
-    return fail(kExitFailure, st.message());
 
   fmt::print("wrote {}\n      {}\n      {}\n", latent_path.string(), image_path.string(), timings_path.string());
-  for (const auto& p : out.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
+  for (const auto& p : r.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
   fmt::print("  peak device memory {:.1f} MiB, warm {}\n", out.peak_memory_bytes / 1048576.0, out.warm);
   if (parity) {
     fmt::print("parity: {}", engine::verdict_name(parity->verdict));

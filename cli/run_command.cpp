@@ -29,12 +29,11 @@
 #include "kernels/backend.h"
 #include "spec/phases.h"
 #include "worker/job_runner.h"
+#include "worker/job_runner_factory.h"
 #include "worker/worker.h"
 
 namespace hipq::cli {
 
-Result<std::unique_ptr<worker::JobRunner>> make_job_runner(const std::string& engine, const std::string& backend,
-                                                           int device);
 std::string default_backend();
 
 namespace {
@@ -240,7 +239,7 @@ int run_embedded(const RunArgs& a) {
   }
   std::vector<std::unique_ptr<worker::JobRunner>> runners;
   for (int d : devices) {
-    auto r = make_job_runner(a.engine, backend, backend == "hip" ? d : 0);
+    auto r = worker::make_job_runner(a.engine, backend, backend == "hip" ? d : 0);
     if (!r.ok()) {
       spdlog::error("worker for {} device {}: {}", backend, d, r.status().ToString());
       return kExitFailure;

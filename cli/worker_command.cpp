@@ -10,8 +10,7 @@
 #include "cli/commands.h"
 #include "cli/queue_options.h"
 #include "kernels/backend.h"
-#include "worker/engine_job_runner.h"
-#include "worker/sleep_engine.h"
+#include "worker/job_runner_factory.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
 
@@ -46,20 +45,6 @@ std::string self_exe() {
 }
 
 }  // namespace
-
-Result<std::unique_ptr<worker::JobRunner>> make_job_runner(const std::string& engine, const std::string& backend,
-                                                           int device) {
-  if (engine.rfind("sleep", 0) == 0) {
-    HIPQ_ASSIGN_OR_RETURN(auto duration, worker::SleepEngine::parse_spec(engine));
-    spdlog::warn("worker uses the SleepEngine TEST DOUBLE ({}): no images are generated", engine);
-    return std::unique_ptr<worker::JobRunner>(new worker::SleepEngine(duration, device));
-  }
-  if (engine != "engine") {
-    return Status::InvalidArgument("--engine \"" + engine + "\": want engine (the real pipeline) or sleep:DURATION");
-  }
-  HIPQ_ASSIGN_OR_RETURN(auto runner, worker::EngineJobRunner::create(backend, device));
-  return std::unique_ptr<worker::JobRunner>(std::move(runner));
-}
 
 std::string default_backend() { return kernels::gpu_device_count() > 0 ? "hip" : "cpu"; }
 
@@ -107,7 +92,7 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
     spdlog::error("{}", keys.status().ToString());
     return kExitUsage;
   }
-  auto runner = make_job_runner(a.engine, backend, a.device);
+  auto runner = worker::make_job_runner(a.engine, backend, a.device);
   if (!runner.ok()) {
     spdlog::error("worker for {} device {}: {}", backend, a.device, runner.status().ToString());
     return runner.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;

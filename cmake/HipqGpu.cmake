@@ -5,7 +5,7 @@
 #           find Debian's multiarch hip-lang package; the block below points it
 #           there (a private ROCm root in the build tree) without touching /usr.
 #  nvidia : the same .hip sources compiled as CUDA by nvcc, through the
-#           project's own HIP compatibility header (compat/nvidia), because
+#           project's own HIP compatibility header (kernels/hip/vendors/nvidia), because
 #           Debian's hip/nvidia_detail headers do not compile against CUDA 13.
 #
 # Defines:
@@ -91,7 +91,7 @@ function(hipq_gpu_sources target)
   set_source_files_properties(${ARGN} PROPERTIES LANGUAGE ${HIPQ_GPU_LANGUAGE})
   target_sources(${target} PRIVATE ${ARGN})
   if(HIPQ_GPU STREQUAL "nvidia")
-    target_include_directories(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${PROJECT_SOURCE_DIR}/compat/nvidia>)
+    target_include_directories(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${PROJECT_SOURCE_DIR}/kernels/hip/vendors/nvidia>)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
   endif()
 endfunction()
@@ -100,7 +100,7 @@ endfunction()
 function(hipq_gpu_host_includes target)
   if(HIPQ_GPU STREQUAL "nvidia")
     find_package(CUDAToolkit REQUIRED)
-    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/compat/nvidia)
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/kernels/hip/vendors/nvidia)
     target_link_libraries(${target} PRIVATE CUDA::cudart_static)
   elseif(HIPQ_GPU STREQUAL "amd")
     target_compile_definitions(${target} PRIVATE __HIP_PLATFORM_AMD__=1)

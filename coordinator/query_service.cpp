@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "coordinator/client.h"
-#include "coordinator/report/report_data.h"
-#include "coordinator/statistics/run_stats.h"
+#include "coordinator/query/report_data.h"
+#include "coordinator/query/run_stats.h"
 #include "coordinator/statistics/comparison.h"
 #include "db/database.h"
 #include "db/run_queries.h"
@@ -22,7 +22,7 @@ namespace hipq::coordinator {
 namespace {
 
 using nlohmann::json;
-using namespace statistics;  // run_stats helpers
+using namespace query;  // run_stats helpers
 
 Result<json> query_runs_json(db::Database& db, const json& args) {
   HIPQ_ASSIGN_OR_RETURN(db::RunFilter filter, parse_run_filter(args));
@@ -128,7 +128,7 @@ Result<json> run_query(db::Database& db, std::string_view kind, const json& args
   if (kind == "stats") return query_stats_json(db, a);
   if (kind == "compare") return query_compare_json(db, a);
   if (kind == "parity") return query_parity_json(db, a);
-  if (kind == "report-data") return report::build_report_data(db, a);
+  if (kind == "report-data") return query::build_report_data(db, a);
   return Status::InvalidArgument("unknown query kind \"" + std::string(kind) +
                                  "\"; known: runs, stats, compare, parity, report-data");
 }

@@ -49,7 +49,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "coordinator/curve_auth.h"
-#include "coordinator/dispatcher.h"
+#include "coordinator/wire_records.h"
 #include "coordinator/peer_table.h"
 #include "proto/curve_keys.h"
 #include "proto/hipq.pb.h"

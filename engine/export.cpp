@@ -10,7 +10,7 @@
 #include "engine/models/unet.h"
 #include "engine/models/vae.h"
 #include "engine/safetensors.h"
-#include "engine/synthetic.h"
+#include "engine/synthetic_weights.h"
 
 namespace hipq::engine {
 

@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "engine/model_files.h"
+#include "engine/model_components.h"
 #include "kernels/dtype.h"
 
 namespace hipq::engine {

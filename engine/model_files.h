@@ -16,13 +16,11 @@
 // Errors: NotFound (no such path, no weights for a required component),
 // Corruption (bad config.json / safetensors, naming the file), InvalidArgument
 // (a spec that is none of the above, a checkpoint whose family is unknown).
-// Thread safety: open_model is reentrant; ModelComponents is a value whose
-// sources are immutable and shareable.
+// Thread safety: open_model is reentrant; ModelComponents (model_components.h)
+// is a value whose sources are immutable and shareable.
 #pragma once
 
 #include <filesystem>
-#include <map>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,24 +28,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "engine/model_components.h"
 #include "engine/weight_source.h"
 
 namespace hipq::engine {
-
-struct ModelComponents {
-  std::string spec;    // what the user passed: folder, file.safetensors, synthetic:NAME
-  std::string family;  // "sdxl" | "sd1" | "sd2" ("" = derive from weights)
-  // keys: unet, vae, text_encoder, text_encoder_2 (diffusers key names inside)
-  std::map<std::string, std::shared_ptr<WeightSource>> weights;
-  // same keys + "scheduler", "model_index" when present
-  std::map<std::string, nlohmann::json> configs;
-  std::filesystem::path vocab;   // CLIP BPE: vocab.json (+ merges) or bpe_simple_vocab_16e6.txt.gz
-  std::filesystem::path merges;  // empty when vocab is the .txt.gz
-  std::string weights_sha256;    // identifies the weights (synthetic: sha of name+seed+config)
-  // Settings that had to be assumed (a single-file checkpoint's prediction
-  // type, ...), one sentence each naming the setting; callers log them.
-  std::vector<std::string> warnings;
-};
 
 Result<ModelComponents> open_model(std::string_view spec);
 

@@ -38,7 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
-#include "engine/model_files.h"
+#include "engine/model_components.h"
 #include "engine/synthetic_weights.h"
 
 namespace hipq::engine {

@@ -1,6 +1,8 @@
-// Backend: the op library's one interface, implemented by `cpu` (the plain
-// reference, always built, complete) and `hip` (AMD through ROCm, NVIDIA
-// through compat/nvidia).
+// Backend: the op library's one interface, implemented by `cpu` (host
+// memory, always built, complete: every op, tiled and AVX2-dispatched where
+// it is hot, the backend CPU-only runs use) and `hip` (AMD through ROCm,
+// NVIDIA through kernels/hip/vendors/nvidia). Both are checked against the
+// plain fp64 loops of tests/kernels/parity/reference_ops.cpp.
 //
 // Contract for every op:
 //  - Inputs and outputs are Tensors whose memory this backend owns

@@ -9,12 +9,11 @@
 #include "base/fs.h"
 #include "kernels/backend.h"
 
-#include "engine/golden.h"
-#include "engine/image_parameters.h"
+#include "engine/job.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
 #include "proto/settings_codec.h"
-#include "spec/png.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::worker {
 namespace {
@@ -102,18 +101,15 @@ void add_timing(google::protobuf::RepeatedPtrField<proto::Timing>* out, const en
   p->set_gpu_ms(t.gpu_ms);
 }
 
-Status add_output(JobOutcome& out, const std::filesystem::path& root, const std::filesystem::path& file,
-                  const std::string& kind) {
-  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(file));
-  std::error_code ec;
-  auto size = std::filesystem::file_size(file, ec);
-  if (ec) return Status::IOError(file.string() + ": " + ec.message());
-  auto* o = out.add_outputs();
-  o->set_kind(kind);
-  o->set_path(std::filesystem::relative(file, root).string());
-  o->set_sha256(sha);
-  o->set_bytes(static_cast<int64_t>(size));
-  return Status::Ok();
+// A failed job step as the worker reports it (worker/job_runner.h).
+Status job_error(const engine::JobResult& r, const std::string& model) {
+  if (r.failed_step == engine::JobStep::kLoad) {
+    StatusCode c = r.status.code();
+    if (c == StatusCode::kNotFound || c == StatusCode::kCorruption || c == StatusCode::kPermissionDenied) {
+      return Status::FailedPrecondition("model '" + model + "': " + r.status.message());
+    }
+  }
+  return r.status;
 }
 
 }  // namespace
@@ -121,106 +117,72 @@ Status add_output(JobOutcome& out, const std::filesystem::path& root, const std:
 Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
                                         const std::atomic<bool>& cancel) {
   auto start = Clock::now();
-  const spec::GenerationSettings settings = proto::from_proto(job.settings());
-  HIPQ_RETURN_IF_ERROR(settings.validate());
-  engine::ParityGate gate;
+  engine::JobSpec job_spec;
+  job_spec.settings = proto::from_proto(job.settings());
+  HIPQ_RETURN_IF_ERROR(job_spec.settings.validate());
   if (!job.parity_gate_json().empty()) {
     try {
-      HIPQ_ASSIGN_OR_RETURN(gate, engine::ParityGate::from_json(nlohmann::json::parse(job.parity_gate_json())));
+      HIPQ_ASSIGN_OR_RETURN(job_spec.gate,
+                            engine::ParityGate::from_json(nlohmann::json::parse(job.parity_gate_json())));
     } catch (const nlohmann::json::exception& e) {
       return Status::InvalidArgument(std::string("parity gate is not JSON: ") + e.what());
     }
   }
+  // Every job of the batch writes under the same root, so an unwritable one
+  // is a configuration error: the batch fails at once instead of retrying.
   const std::filesystem::path root = job.output_root();
-  const std::filesystem::path dir = root / job.output_dir();
-  // Before any GPU work: an unwritable output fails now, not after the run.
-  // It is a configuration error: every job of the batch writes under the
-  // same root, so the batch fails at once instead of retrying each job.
-  if (Status w = check_writable_directory(dir); !w.ok()) {
-    return Status::FailedPrecondition("output directory: " + w.message());
-  }
-
-  bool loaded_now = false;
-  auto load_start = Clock::now();
-  auto loaded = pipeline_for(job.model(), settings.precision, &loaded_now);
-  if (!loaded.ok()) {
-    StatusCode c = loaded.status().code();
-    if (c == StatusCode::kNotFound || c == StatusCode::kCorruption || c == StatusCode::kPermissionDenied) {
-      return Status::FailedPrecondition("model '" + job.model() + "': " + loaded.status().message());
-    }
-    return loaded.status();
-  }
-  engine::Pipeline* pipeline = *loaded;
-  double load_ms = ms_since(load_start);
-
-  engine::ProgressFn on_step = [&](int step, int steps) { progress.progress(step, steps, "denoise"); };
-  auto generated = pipeline->generate(settings, on_step, &cancel);
-  if (!generated.ok() && generated.status().code() == StatusCode::kResourceExhausted && pipelines_.size() > 1) {
+  job_spec.output_dir = root / job.output_dir();
+  auto wants = [&](const char* kind) {
+    return std::find(job.save().begin(), job.save().end(), kind) != job.save().end();
+  };
+  job_spec.save_latent = wants("latent");
+  job_spec.save_png = wants("png");
+  job_spec.save_timings = wants("timings");
+  job_spec.png_name = image_file_name(job);
+  job_spec.provenance.batch_name = job.batch_name();
+  job_spec.provenance.batch_id = job.batch_id();
+  job_spec.provenance.job_id = job.job_id();
+  job_spec.provenance.attempt = job.attempt();
+  job_spec.golden.dir = job.golden_dir();
+  job_spec.golden.key = job.golden_key();
+  job_spec.golden.allow_unpinned = job.allow_unpinned_golden();
+  job_spec.progress = [&](int step, int steps) { progress.progress(step, steps, "denoise"); };
+  job_spec.cancel = &cancel;
+  job_spec.release_memory = [&] {
     // Free the other models and try once more before giving up.
+    if (pipelines_.size() <= 1) return false;
     for (auto it = pipelines_.begin(); it != pipelines_.end();) {
       it = it->first == job.model() ? std::next(it) : pipelines_.erase(it);
     }
-    generated = pipeline->generate(settings, on_step, &cancel);
-  }
-  if (!generated.ok()) return generated.status();
-  engine::GenerationOutput& out = *generated;
+    return true;
+  };
+
+  engine::JobResult r = engine::run_job(job_spec, [&](bool* loaded_now) {
+    return pipeline_for(job.model(), job_spec.settings.precision, loaded_now);
+  });
+  if (!r.status.ok()) return job_error(r, job.model());
 
   JobOutcome outcome;
   outcome.set_job_id(job.job_id());
   outcome.set_attempt(job.attempt());
-  if (loaded_now && std::none_of(out.phases.begin(), out.phases.end(),
-                                 [](const engine::PhaseTiming& t) { return t.phase == "load"; })) {
-    add_timing(outcome.mutable_phases(), engine::PhaseTiming{"load", load_ms, 0}, 0);
+  for (const auto& t : r.phases) add_timing(outcome.mutable_phases(), t, 0);
+  for (size_t i = 0; i < r.output.steps.size(); ++i) {
+    add_timing(outcome.mutable_steps(), r.output.steps[i], static_cast<int>(i));
   }
-  for (const auto& t : out.phases) add_timing(outcome.mutable_phases(), t, 0);
-  for (size_t i = 0; i < out.steps.size(); ++i) add_timing(outcome.mutable_steps(), out.steps[i], static_cast<int>(i));
-
-  // ---- write
-  auto write_start = Clock::now();
-  engine::OutputInfo info{pipeline->model_spec(), pipeline->weights_sha256(), pipeline->scheduler_config(),
-                          backend_->info().name, backend_->info().device_name};
-  auto wants = [&](const char* kind) {
-    return std::find(job.save().begin(), job.save().end(), kind) != job.save().end();
-  };
-  if (wants("latent")) {
-    auto path = dir / "latent.safetensors";
-    HIPQ_RETURN_IF_ERROR(engine::write_latent_file(path, out, settings, info));
-    HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "latent"));
+  for (const engine::JobFile& f : r.files) {
+    auto* o = outcome.add_outputs();
+    o->set_kind(f.kind);
+    o->set_path(std::filesystem::relative(f.path, root).string());
+    o->set_sha256(f.sha256);
+    o->set_bytes(f.bytes);
   }
-  if (wants("png") && !out.rgb.empty()) {
-    auto path = dir / image_file_name(job);
-    engine::ImageProvenance provenance{pipeline->model_spec(), pipeline->weights_sha256(), job.batch_name(),
-                                       job.batch_id(),         job.job_id(),              job.attempt()};
-    HIPQ_RETURN_IF_ERROR(spec::write_png(path, spec::RgbImage{out.width, out.height, out.rgb},
-                                           engine::png_metadata(settings, provenance)));
-    HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "png"));
-  }
-  double write_ms = ms_since(write_start);
-
-  // ---- parity
-  auto parity_start = Clock::now();
   proto::Parity* parity = outcome.mutable_parity();
-  std::string key = job.golden_key().empty() ? spec::golden_key(pipeline->weights_sha256(), settings)
-                                             : job.golden_key();
-  parity->set_golden_key(key);
-  std::optional<engine::Golden> golden;
-  if (!job.golden_dir().empty()) {
-    auto found = spec::find_golden_file(job.golden_dir(), key);
-    if (found.ok()) {
-      engine::GoldenReadOptions ro;
-      ro.allow_unpinned = job.allow_unpinned_golden();
-      HIPQ_ASSIGN_OR_RETURN(engine::Golden g, engine::read_golden(*found, ro));
-      golden = std::move(g);
-      parity->set_golden_path(found->string());
-    } else if (found.status().code() != StatusCode::kNotFound) {
-      return found.status();
-    }
-  }
-  HIPQ_ASSIGN_OR_RETURN(engine::ParityResult judged,
-                        engine::check_parity(out, golden ? &*golden : nullptr, gate));
+  parity->set_golden_key(r.golden.key);
+  if (r.golden.golden) parity->set_golden_path(r.golden.path.string());
+  const engine::ParityResult& judged = *r.parity;
   parity->set_verdict(std::string(engine::verdict_name(judged.verdict)));
   parity->set_reason(judged.verdict == engine::Verdict::kNoGolden && !job.golden_dir().empty()
-                         ? "no golden " + key + " in " + job.golden_dir()
+                         ? "no golden " + r.golden.key + " in " + job.golden_dir()
                          : judged.reason);
   if (judged.metrics) {
     parity->set_has_metrics(true);
@@ -232,22 +194,10 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
       parity->set_psnr(judged.metrics->psnr);
     }
   }
-  double parity_ms = ms_since(parity_start);
-  add_timing(outcome.mutable_phases(), engine::PhaseTiming{"write", write_ms, 0}, 0);
-  add_timing(outcome.mutable_phases(), engine::PhaseTiming{"parity", parity_ms, 0}, 0);
-
-  if (wants("timings")) {
-    nlohmann::json t = engine::timings_json(out, settings, info);
-    t["parity"] = judged.to_json();
-    auto path = dir / "timings.json";
-    HIPQ_RETURN_IF_ERROR(write_file_atomic(path, t.dump(2) + "\n"));
-    HIPQ_RETURN_IF_ERROR(add_output(outcome, root, path, "timings"));
-  }
-  outcome.set_peak_memory_bytes(out.peak_memory_bytes);
-  outcome.set_warm(out.warm && !loaded_now);
+  outcome.set_peak_memory_bytes(r.output.peak_memory_bytes);
+  outcome.set_warm(r.output.warm && !r.loaded_now);
   outcome.set_wall_ms(ms_since(start));
   return outcome;
 }
-
 
 }  // namespace hipq::worker

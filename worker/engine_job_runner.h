@@ -7,17 +7,17 @@
 // other cached pipelines are released and the job is tried once more before
 // the failure is reported.
 //
-// Per job: checks that the output directory can be written BEFORE any GPU
-// work (a missing or read-only directory fails in milliseconds, not after the
-// run), generates, writes the outputs the batch asked for atomically
-// (latent.safetensors, the image (image_file_name: BATCH-jJOB-sSEED.png, with
-// the settings as "parameters" text, engine/image_parameters.h) and
-// timings.json under output_root/output_dir; reported relative to output_root
-// with sha256 and size), then checks parity
-// against the golden found by key in the assignment's golden directory
-// (engine/golden.h: key = golden_key(weights sha256, settings); none found =
-// NO_GOLDEN). Phases: load (when loaded), text_encode, denoise, decode, write,
-// parity; one timing per denoise step.
+// Per job: runs the job sequence of engine/job.h (output directory proven
+// writable BEFORE any GPU work, load, golden lookup, generate, write, parity,
+// timings.json) and translates its JobResult into the protocol's JobResult.
+// Outputs, as the batch asks: latent.safetensors, the image (image_file_name:
+// BATCH-jJOB-sSEED.png, with the settings as "parameters" text,
+// engine/image_parameters.h) and timings.json under output_root/output_dir,
+// reported relative to output_root with sha256 and size. The golden is found
+// by key in the assignment's golden directory (key = golden_key(weights
+// sha256, settings) unless the assignment names one; none found = NO_GOLDEN).
+// Phases: load (when loaded), text_encode, denoise, decode, write, parity;
+// one timing per denoise step.
 // Errors: as JobRunner (worker/job_runner.h).
 // Thread safety: run() on one thread (the worker's job thread).
 #pragma once

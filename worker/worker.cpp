@@ -129,10 +129,7 @@ void Worker::send_ready() {
   asked_ = true;
 }
 
-void Worker::job_thread_main() {
-  zmq::socket_t pipe(context_, zmq::socket_type::pair);
-  pipe.set(zmq::sockopt::linger, 0);
-  pipe.connect(pipe_endpoint_);
+void Worker::job_thread_main(zmq::socket_t pipe) {
   for (;;) {
     zmq::message_t msg;
     try {
@@ -283,15 +280,22 @@ void Worker::on_job_thread(const std::string& bytes) {
 }
 
 Status Worker::run() {
+  zmq::socket_t job_end;
   try {
     pipe_ = zmq::socket_t(context_, zmq::socket_type::pair);
     pipe_.set(zmq::sockopt::linger, 0);
     pipe_endpoint_ = "inproc://hipq-worker-job-" + std::to_string(reinterpret_cast<uintptr_t>(this));
     pipe_.bind(pipe_endpoint_);
+    // Connected here, not in the job thread: an assignment that arrives
+    // before that thread is scheduled would otherwise find no peer and be lost.
+    job_end = zmq::socket_t(context_, zmq::socket_type::pair);
+    job_end.set(zmq::sockopt::linger, 0);
+    job_end.connect(pipe_endpoint_);
   } catch (const zmq::error_t& e) {
     return Status::Internal(std::string("job pipe: ") + e.what());
   }
-  job_thread_ = std::make_unique<std::thread>([this] { job_thread_main(); });
+  job_thread_ = std::make_unique<std::thread>(
+      [this, pipe = std::move(job_end)]() mutable { job_thread_main(std::move(pipe)); });
   HIPQ_RETURN_IF_ERROR(connect());
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;

@@ -103,7 +103,9 @@ class Worker {
   void on_coordinator(const proto::Envelope& e);
   void on_job_thread(const std::string& bytes);
   void start_job(const proto::JobAssignment& a);
-  void job_thread_main();
+  // Runs jobs from `pipe`, the job thread's end of pipe_, connected before
+  // the thread starts so no assignment can find it unconnected.
+  void job_thread_main(zmq::socket_t pipe);
   bool idle() const { return running_job_id_ == 0; }
   void write_health(const char* state);
 

@@ -1,4 +1,4 @@
-// HTML report: renders report data (report_data.h, the "report-data" query)
+// HTML report: renders report data (query/report_data.h, the "report-data" query)
 // into one self-contained HTML page — inline CSS, a few lines of inline
 // script (table sorting), inline SVG charts and base64 PNG thumbnails. A
 // Content-Security-Policy meta tag (default-src 'none') forbids every network

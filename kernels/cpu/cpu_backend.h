@@ -1,6 +1,7 @@
-// The cpu backend: plain C++ implementations of every op on host memory, the
-// reference the hip backend is checked against and the backend CPU-only CI
-// runs the whole pipeline on.
+// The cpu backend: C++ implementations of every op on host memory (hot loops
+// tiled and compiled for AVX2 as well as the baseline ISA), the backend CPU-only
+// CI runs the whole pipeline on. Like the hip backend it is checked against the
+// plain fp64 references in tests/kernels/parity/reference_ops.cpp.
 //
 // make_cpu_backend() returns a Backend whose memory is host memory from a
 // size-class pool (64-byte aligned), whose copies are memcpy, whose events

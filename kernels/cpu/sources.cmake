@@ -24,6 +24,6 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/fill.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parity_sums.cpp
 )
-# The reference backend spreads rows over threads.
+# The cpu backend spreads rows over threads.
 find_package(Threads REQUIRED)
 target_link_libraries(hipq_kernels PUBLIC Threads::Threads)

@@ -1,4 +1,4 @@
-// The hip backend: HIP kernels for AMD (ROCm) and NVIDIA (compat/nvidia).
+// The hip backend: HIP kernels for AMD (ROCm) and NVIDIA (kernels/hip/vendors/nvidia).
 // This header is plain C++ (no HIP includes) so host code can create one.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Shared device-side vocabulary of the hip backend: the one place where AMD
-// (ROCm 5.2.3) and NVIDIA (CUDA through compat/nvidia) differ, error checks,
+// (ROCm 5.2.3) and NVIDIA (CUDA through kernels/hip/vendors/nvidia) differ, error checks,
 // storage-type loads/stores, activations and block reductions.
 //
 // Included only by kernels/hip/*.hip. Vendor rules kept here:

@@ -4,8 +4,8 @@
 // throughput, and parity across seeds. Used by coordinator/query_service.cpp;
 // the JSON shapes are those of docs/statistics.md.
 //
-// Unlike the rest of coordinator/statistics/ (pure math, hipq_statistics),
-// this file reads the database (step timings) and is part of hipq_coordinator.
+// Part of the query layer (coordinator/query/, hipq_query): it reads the
+// database (step timings) and applies the pure math of coordinator/statistics/.
 //
 // Errors: InvalidArgument naming the bad arg, dimension or phase; database
 // errors as db/ maps them.
@@ -27,7 +27,7 @@ namespace hipq::db {
 class Database;
 }
 
-namespace hipq::coordinator::statistics {
+namespace hipq::coordinator::query {
 
 // Phases in display order; "step" is each denoising step, "total" the sum of
 // a run's phases.
@@ -44,8 +44,8 @@ inline const std::string kNoTag = "(none)";
 struct StatsOptions {
   std::vector<std::string> group_by;  // known_dimensions(); empty = one group (per warmth)
   std::string clock = "host";         // "host" | "gpu"
-  int resamples = kDefaultResamples;
-  uint64_t seed = kDefaultSeed;
+  int resamples = statistics::kDefaultResamples;
+  uint64_t seed = statistics::kDefaultSeed;
 };
 
 // The run filter keys of query args (query_service.h); InvalidArgument on a
@@ -84,4 +84,4 @@ nlohmann::json parity_table(const std::vector<db::RunRow>& rows);
 // The parity block of one set of runs (min/mean/max cosine, pass rate, worst job).
 nlohmann::json parity_summary(const std::vector<const db::RunRow*>& rows);
 
-}  // namespace hipq::coordinator::statistics
+}  // namespace hipq::coordinator::query

@@ -1,4 +1,4 @@
-#include "coordinator/statistics/run_stats.h"
+#include "coordinator/query/run_stats.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,9 +14,10 @@
 #include "spec/generation_settings.h"
 #include "spec/phases.h"
 
-namespace hipq::coordinator::statistics {
+namespace hipq::coordinator::query {
 
 using nlohmann::json;
+using namespace statistics;  // descriptive statistics, outliers, bootstrap
 
 const std::vector<std::string>& known_phases() { return spec::statistics_phases(); }
 
@@ -500,4 +501,4 @@ json parity_table(const std::vector<db::RunRow>& rows) {
   return out;
 }
 
-}  // namespace hipq::coordinator::statistics
+}  // namespace hipq::coordinator::query

@@ -4,7 +4,7 @@ torch.randn(shape, generator=torch.Generator("cpu").manual_seed(seed)).
 
 For each case: seed, shape, numel, the SHA-256 of the float32 little-endian
 bytes of the whole tensor, and the bit patterns of the first and last values.
-Run with a Python that has torch: python3 tools/make_rng_vectors.py OUT.json
+Run with a Python that has torch: python3 tools/reference/make_rng_vectors.py OUT.json
 """
 import hashlib
 import json

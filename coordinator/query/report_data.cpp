@@ -1,4 +1,4 @@
-#include "coordinator/report/report_data.h"
+#include "coordinator/query/report_data.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,12 +7,12 @@
 
 #include "coordinator/report/thumbnail.h"
 #include "coordinator/statistics/descriptive.h"
-#include "coordinator/statistics/run_stats.h"
+#include "coordinator/query/run_stats.h"
 #include "db/database.h"
 #include "db/job_store.h"
 #include "db/run_queries.h"
 
-namespace hipq::coordinator::report {
+namespace hipq::coordinator::query {
 
 using nlohmann::json;
 namespace st = hipq::coordinator::statistics;
@@ -87,7 +87,7 @@ Result<json> history(db::Database& db, const std::vector<db::BatchRecord>& batch
 Result<json> build_report_data(db::Database& db, const json& args) {
   int64_t batch_id = 0;
   int max_thumbs = 24, thumb_px = 160;
-  st::StatsOptions sopt;
+  StatsOptions sopt;
   try {
     if (args.contains("batch") && !args["batch"].is_null()) batch_id = args["batch"].get<int64_t>();
     if (args.contains("thumbnails")) max_thumbs = args["thumbnails"].get<int>();
@@ -141,15 +141,15 @@ Result<json> build_report_data(db::Database& db, const json& args) {
   out["workers"] = json::array();
   for (auto& [_, w] : workers) out["workers"].push_back(w);
 
-  HIPQ_ASSIGN_OR_RETURN(auto samples, st::load_samples(db, done, "host"));
+  HIPQ_ASSIGN_OR_RETURN(auto samples, load_samples(db, done, "host"));
   sopt.group_by = {"gpu"};
-  HIPQ_ASSIGN_OR_RETURN(out["stats"], st::compute_stats(samples, sopt));
+  HIPQ_ASSIGN_OR_RETURN(out["stats"], compute_stats(samples, sopt));
 
   // Raw values for the distribution plots, per (gpu, warmth, phase).
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by_key;
-  std::map<std::pair<std::string, std::string>, std::vector<const st::RunSample*>> by_gpu;
+  std::map<std::pair<std::string, std::string>, std::vector<const RunSample*>> by_gpu;
   for (const auto& s : samples) {
-    const std::string gpu = st::dimension_value(*s.row, "gpu");
+    const std::string gpu = dimension_value(*s.row, "gpu");
     const std::string warmth = s.row->warm ? "warm" : "cold";
     by_gpu[{gpu, warmth}].push_back(&s);
     for (const auto& [phase, v] : s.phases) by_key[{gpu, warmth, phase}].push_back(v);
@@ -157,7 +157,7 @@ Result<json> build_report_data(db::Database& db, const json& args) {
     steps.insert(steps.end(), s.steps.begin(), s.steps.end());
   }
   out["samples"] = json::array();
-  for (const auto& ph : st::known_phases()) {
+  for (const auto& ph : known_phases()) {
     for (const auto& [k, v] : by_key) {
       if (std::get<2>(k) != ph || v.empty()) continue;
       out["samples"].push_back({{"gpu", std::get<0>(k)}, {"warmth", std::get<1>(k)}, {"phase", ph}, {"values", v}});
@@ -184,7 +184,7 @@ Result<json> build_report_data(db::Database& db, const json& args) {
     out["step_traces"].push_back({{"gpu", k.first}, {"warmth", k.second}, {"runs", members.size()},
                                   {"median", med}, {"low", lo}, {"high", hi}});
   }
-  out["parity"] = st::parity_table(done);
+  out["parity"] = parity_table(done);
   out["runs"] = json::array();
   for (const auto& r : rows) out["runs"].push_back(compact_run(r));
 
@@ -202,7 +202,7 @@ Result<json> build_report_data(db::Database& db, const json& args) {
     for (const auto& o : outputs) {
       if (!o.is_object() || o.value("kind", "") != "png") continue;
       const std::filesystem::path p = std::filesystem::path(r.output_root) / o.value("path", "");
-      auto uri = png_thumbnail_data_uri(p, thumb_px);
+      auto uri = report::png_thumbnail_data_uri(p, thumb_px);
       if (!uri.ok()) {
         ++thumb_errors;
         continue;
@@ -224,4 +224,4 @@ Result<json> build_report_data(db::Database& db, const json& args) {
   return out;
 }
 
-}  // namespace hipq::coordinator::report
+}  // namespace hipq::coordinator::query

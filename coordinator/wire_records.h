@@ -1,9 +1,10 @@
-// Dispatcher: what crosses between the job store and the wire — a leased
-// job becomes a JobAssignment, a worker's JobResult becomes a db::JobResult.
+// Wire records: the translation between db records and wire messages, both
+// ways — a leased job becomes a proto::JobAssignment, a worker's
+// proto::JobResult a db::JobResult, a WorkerHello a db::WorkerRecord.
 //
 // Golden lookup: a batch's golden_source is "" (no parity: NO_GOLDEN), an
 // absolute directory, or "store" (the coordinator's golden directory, given
-// to the Dispatcher). Workers find the golden for a job in that directory by
+// in DispatchSettings). Workers find the golden for a job in that directory by
 // key (engine/golden.h find_golden_file); they never open the database.
 // Thread safety: pure functions over values.
 #pragma once

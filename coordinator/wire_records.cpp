@@ -1,4 +1,4 @@
-#include "coordinator/dispatcher.h"
+#include "coordinator/wire_records.h"
 
 #include <algorithm>
 #include <filesystem>

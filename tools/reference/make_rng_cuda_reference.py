@@ -4,7 +4,7 @@ torch.randn(shape, generator=torch.Generator("cuda").manual_seed(seed), device="
 with the GPU's SM count and threads per SM (they decide torch's launch grid).
 For each case: seed, shape, and (index, value) pairs sampled across the tensor.
 
-    python3 tools/make_rng_cuda_reference.py OUT.json
+    python3 tools/reference/make_rng_cuda_reference.py OUT.json
 """
 import json
 import sys
@@ -18,7 +18,7 @@ CASES = [(0, [1, 4, 128, 128]), (42, [1, 4, 128, 128]), (7, [5]), (1, [17]), (12
 def main():
     props = torch.cuda.get_device_properties(0)
     out = {
-        "produced_by": "tools/make_rng_cuda_reference.py, torch %s, CUDA %s, %s" % (
+        "produced_by": "tools/reference/make_rng_cuda_reference.py, torch %s, CUDA %s, %s" % (
             torch.__version__, torch.version.cuda, props.name),
         "multiprocessors": props.multi_processor_count,
         "max_threads_per_sm": getattr(props, "max_threads_per_multi_processor", 2048),

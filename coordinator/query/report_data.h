@@ -1,4 +1,4 @@
-// Report data: everything the HTML report (html_report.h) draws for one
+// Report data: everything the HTML report (report/html_report.h) draws for one
 // batch, gathered from the database as one JSON document — the "report-data"
 // query kind (coordinator/query_service.h), so a remote coordinator can hand
 // it over the wire and the client renders the page.
@@ -33,8 +33,8 @@ namespace hipq::db {
 class Database;
 }
 
-namespace hipq::coordinator::report {
+namespace hipq::coordinator::query {
 
 Result<nlohmann::json> build_report_data(db::Database& db, const nlohmann::json& args);
 
-}  // namespace hipq::coordinator::report
+}  // namespace hipq::coordinator::query

@@ -5,7 +5,7 @@ DPMSolverMultistepScheduler): timesteps, sigmas, init_noise_sigma and
 alphas_cumprod for SDXL's scheduler config and variants, plus short sampling
 trajectories driven by a fake model.
 
-    python3 tools/make_scheduler_tables.py DIFFUSERS_SRC OUT.json
+    python3 tools/reference/make_scheduler_tables.py DIFFUSERS_SRC OUT.json
 
 DIFFUSERS_SRC is a diffusers source tree (the folder holding `diffusers/`).
 When the diffusers package imports (it needs huggingface_hub and friends) it
@@ -185,7 +185,7 @@ def main():
                 cases.append(case)
     ac = Euler.from_config(SDXL).alphas_cumprod
     doc = {
-        "produced_by": "tools/make_scheduler_tables.py with torch %s, numpy %s, %s" % (
+        "produced_by": "tools/reference/make_scheduler_tables.py with torch %s, numpy %s, %s" % (
             torch.__version__, np.__version__, how),
         "fake_model": "0.3 * x + 0.2 * sin(1.7 * x + t / 250)",
         "sdxl_config": SDXL,

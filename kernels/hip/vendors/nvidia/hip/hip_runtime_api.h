@@ -2,7 +2,7 @@
 //
 // Maps the subset of the HIP runtime API that hipq uses onto the CUDA runtime,
 // so the same .hip sources build with nvcc. Used only in the HIPQ_GPU=nvidia
-// build (include path compat/nvidia). Debian's hip/nvidia_detail headers do
+// build (include path kernels/hip/vendors/nvidia). Debian's hip/nvidia_detail headers do
 // not compile against CUDA 12/13; this file stays small on purpose: add a name
 // when a compile error asks for it, never a blanket mapping.
 #pragma once

@@ -1,11 +1,11 @@
-#include "coordinator/dispatcher.h"
+#include "coordinator/wire_records.h"
 
 #include <gtest/gtest.h>
 
 namespace hipq::coordinator {
 namespace {
 
-TEST(Dispatcher, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
+TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   db::LeasedJob l;
   l.job.id = 7;
   l.job.model = "synthetic:tiny-sdxl";
@@ -48,7 +48,7 @@ TEST(Dispatcher, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   EXPECT_EQ(make_assignment(l, s).golden_dir(), "");
 }
 
-TEST(Dispatcher, ResultKeepsMetricsOnlyWhenMeasured) {
+TEST(WireRecords, ResultKeepsMetricsOnlyWhenMeasured) {
   proto::JobResult r;
   r.set_job_id(1);
   r.set_attempt(1);

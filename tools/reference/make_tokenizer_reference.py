@@ -4,7 +4,7 @@ diffusers uses) for every PartiPrompts prompt and a set of probe strings
 (whitespace, case, accents, non-Latin scripts, emoji, contractions, HTML
 entities, long prompts).
 
-    python3 tools/make_tokenizer_reference.py VOCAB_DIR PartiPrompts.tsv OUT.json
+    python3 tools/reference/make_tokenizer_reference.py VOCAB_DIR PartiPrompts.tsv OUT.json
 
 VOCAB_DIR holds vocab.json + merges.txt (tools/clip_vocab_to_json.py makes
 them from bpe_simple_vocab_16e6.txt.gz). ids include BOS/EOS and are neither
@@ -40,7 +40,7 @@ def main():
         rows = list(csv.reader(f, delimiter="\t"))
     prompts = [r[0] for r in rows[1:] if r]
     out = {
-        "produced_by": "tools/make_tokenizer_reference.py, transformers %s, %s" % (
+        "produced_by": "tools/reference/make_tokenizer_reference.py, transformers %s, %s" % (
             transformers.__version__, type(tok).__module__ + "." + type(tok).__name__),
         "bos": tok.bos_token_id, "eos": tok.eos_token_id, "pad_2": tok2.pad_token_id,
         "prompts": [], "probes": [], "padded": [],

@@ -1,0 +1,192 @@
+#include "engine/job.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+#include <utility>
+
+#include "base/fs.h"
+#include "spec/golden_format.h"
+#include "spec/phases.h"
+#include "spec/png.h"
+
+namespace hipq::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+Result<JobFile> describe_file(const fs::path& path, std::string kind) {
+  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(path));
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return Status::IOError(path.string() + ": " + ec.message());
+  return JobFile{std::move(kind), path, std::move(sha), static_cast<int64_t>(size)};
+}
+
+// Step 5: latent and image, as the job asks.
+Status write_images(const JobSpec& job, const Pipeline& pipeline, const GenerationOutput& out,
+                    const OutputInfo& info, std::vector<JobFile>& files) {
+  if (job.save_latent) {
+    const fs::path path = job.output_dir / "latent.safetensors";
+    HIPQ_RETURN_IF_ERROR(write_latent_file(path, out, job.settings, info));
+    HIPQ_ASSIGN_OR_RETURN(JobFile f, describe_file(path, "latent"));
+    files.push_back(std::move(f));
+  }
+  if (job.save_png && !out.rgb.empty()) {
+    const fs::path path = job.output_dir / job.png_name;
+    ImageProvenance provenance = job.provenance;
+    provenance.model_spec = info.model_spec;
+    provenance.weights_sha256 = pipeline.weights_sha256();
+    HIPQ_RETURN_IF_ERROR(spec::write_png(path, spec::RgbImage{out.width, out.height, out.rgb},
+                                   png_metadata(job.settings, provenance)));
+    HIPQ_ASSIGN_OR_RETURN(JobFile f, describe_file(path, "png"));
+    files.push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
+// Step 7: timings.json.
+Status write_timings(const JobSpec& job, const JobResult& r, const OutputInfo& info, std::vector<JobFile>& files) {
+  GenerationOutput timed;  // timings_json reads only the timing members
+  timed.phases = r.phases;
+  timed.steps = r.output.steps;
+  timed.peak_memory_bytes = r.output.peak_memory_bytes;
+  timed.warm = r.output.warm;
+  nlohmann::json timings = timings_json(timed, job.settings, info);
+  if (r.parity) {
+    timings["parity"] = r.parity->to_json();
+    timings["parity"]["golden"] = r.golden.golden ? nlohmann::json(r.golden.golden->key) : nlohmann::json(nullptr);
+    timings["parity"]["gate"] = job.gate.to_json();
+  }
+  const fs::path path = job.output_dir / "timings.json";
+  HIPQ_RETURN_IF_ERROR(write_file_atomic(path, timings.dump(2) + "\n"));
+  HIPQ_ASSIGN_OR_RETURN(JobFile f, describe_file(path, "timings"));
+  files.push_back(std::move(f));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view job_step_name(JobStep step) {
+  switch (step) {
+    case JobStep::kOutputDir: return "output_dir";
+    case JobStep::kLoad: return "load";
+    case JobStep::kGolden: return "golden";
+    case JobStep::kGenerate: return "generate";
+    case JobStep::kWrite: return "write";
+    case JobStep::kParity: return "parity";
+  }
+  return "?";
+}
+
+Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
+                                    const spec::GenerationSettings& settings) {
+  GoldenLookup found;
+  found.key = request.key.empty() ? spec::golden_key(weights_sha256, settings) : request.key;
+  fs::path path = request.file;
+  if (path.empty() && !request.dir.empty()) {
+    auto in_dir = spec::find_golden_file(request.dir, found.key);
+    if (!in_dir.ok()) {
+      if (in_dir.status().code() != StatusCode::kNotFound) return in_dir.status();
+      found.missing_in_dir = true;
+      return found;
+    }
+    path = *in_dir;
+  }
+  if (path.empty()) return found;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Status::NotFound(path.string() + ": no such file or directory");
+  GoldenReadOptions options;
+  options.allow_unpinned = request.allow_unpinned;
+  HIPQ_ASSIGN_OR_RETURN(Golden golden, read_golden(path, options));
+  found.golden = std::move(golden);
+  found.path = path;
+  return found;
+}
+
+JobResult run_job(const JobSpec& job, const PipelineLoader& load) {
+  const auto start = Clock::now();
+  JobResult r;
+  auto failed = [&](JobStep step, Status status) -> JobResult& {
+    r.failed_step = step;
+    r.status = std::move(status);
+    r.wall_ms = ms_since(start);
+    return r;
+  };
+
+  // 1. Before any device work: an unwritable output fails now, not after the run.
+  if (Status w = check_writable_directory(job.output_dir); !w.ok()) {
+    return std::move(failed(JobStep::kOutputDir, Status::FailedPrecondition("output directory: " + w.message())));
+  }
+
+  // 2. load
+  const auto load_start = Clock::now();
+  auto loaded = load(&r.loaded_now);
+  if (!loaded.ok()) return std::move(failed(JobStep::kLoad, loaded.status()));
+  const double load_ms = ms_since(load_start);
+  Pipeline& pipeline = **loaded;
+  r.pipeline = &pipeline;
+
+  // 3. golden lookup (timed as part of parity)
+  double lookup_ms = 0;
+  if (job.check_parity) {
+    if (job.golden_found) {
+      r.golden = *job.golden_found;
+    } else {
+      const auto lookup_start = Clock::now();
+      auto found = look_up_golden(job.golden, pipeline.weights_sha256(), job.settings);
+      if (!found.ok()) return std::move(failed(JobStep::kGolden, found.status()));
+      r.golden = std::move(*found);
+      lookup_ms = ms_since(lookup_start);
+    }
+  } else {
+    r.golden.key = job.golden.key.empty() ? spec::golden_key(pipeline.weights_sha256(), job.settings) : job.golden.key;
+  }
+
+  // 4. generate
+  auto generated = pipeline.generate(job.settings, job.progress, job.cancel);
+  if (!generated.ok() && generated.status().code() == StatusCode::kResourceExhausted && job.release_memory &&
+      job.release_memory()) {
+    generated = pipeline.generate(job.settings, job.progress, job.cancel);
+  }
+  if (!generated.ok()) return std::move(failed(JobStep::kGenerate, generated.status()));
+  r.output = std::move(*generated);
+  if (r.loaded_now && std::none_of(r.output.phases.begin(), r.output.phases.end(),
+                                   [](const PhaseTiming& t) { return t.phase == spec::kPhaseLoad; })) {
+    r.phases.push_back(PhaseTiming{std::string(spec::kPhaseLoad), load_ms, 0});
+  }
+  r.phases.insert(r.phases.end(), r.output.phases.begin(), r.output.phases.end());
+
+  // 5. write
+  const OutputInfo info{job.model_spec.empty() ? pipeline.model_spec() : job.model_spec, pipeline.weights_sha256(),
+                        pipeline.scheduler_config(), pipeline.backend().info().name,
+                        pipeline.backend().info().device_name};
+  const auto write_start = Clock::now();
+  if (Status w = write_images(job, pipeline, r.output, info, r.files); !w.ok()) {
+    return std::move(failed(JobStep::kWrite, std::move(w)));
+  }
+  r.phases.push_back(PhaseTiming{std::string(spec::kPhaseWrite), ms_since(write_start), 0});
+
+  // 6. parity
+  if (job.check_parity) {
+    const auto parity_start = Clock::now();
+    auto judged = check_parity(r.output, r.golden.golden ? &*r.golden.golden : nullptr, job.gate);
+    if (!judged.ok()) return std::move(failed(JobStep::kParity, judged.status()));
+    r.parity = std::move(*judged);
+    r.phases.push_back(PhaseTiming{std::string(spec::kPhaseParity), lookup_ms + ms_since(parity_start), 0});
+  }
+
+  // 7. timings.json
+  if (job.save_timings) {
+    if (Status w = write_timings(job, r, info, r.files); !w.ok()) {
+      return std::move(failed(JobStep::kWrite, std::move(w)));
+    }
+  }
+  r.wall_ms = ms_since(start);
+  return r;
+}
+
+}  // namespace hipq::engine
