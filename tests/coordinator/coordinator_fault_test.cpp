@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -109,6 +111,115 @@ TEST(CoordinatorFaultTest, DatabaseDiskFullForSecondsThenBackLosesNothingAndTheQ
   EXPECT_GT(failures, 0u) << "the fault did not bite: no commit failed";
   std::cout << "[ figures  ] db disk full 4 s (" << filled / 1024 << " KiB filler): jobs 600, failed commits "
             << failures << ", lost 0, doubled 0, resumed " << resume_s << " s after space returned\n";
+}
+
+// Files left in `dir` whose names show an unfinished write (write_file_atomic's
+// temporaries) or that are empty.
+std::vector<std::string> unfinished_files(const fs::path& dir) {
+  std::vector<std::string> bad;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.rfind(".hipq-", 0) == 0 || it->file_size() == 0)
+      bad.push_back(it->path().string());
+  }
+  return bad;
+}
+
+// The output disk fills up under a real worker (real pipeline, tiny model on
+// the CPU), then space comes back. Writes that fail are I/O errors, retried;
+// every job ends done exactly once, and no half-written or temporary file is
+// left where the outputs go.
+TEST(CoordinatorFaultTest, OutputDiskFullForSecondsThenBackFinishesEveryJobAndLeavesNoPartialFile) {
+  TempDir tmp;
+  SmallTmpfs outfs(tmp.path() / "outfs", "4m");
+  if (!outfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  const fs::path db = tmp.path() / "hipq.db";
+  const fs::path out = tmp.path() / "outfs" / "out";
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto worker = start_worker(tmp.path(), "w0", ep, "engine");
+  constexpr int kJobs = 12;
+  std::ostringstream m;
+  m << "batch: outfull\nmax_attempts: 20\nmodel: synthetic:tiny-sdxl\n"
+    << "defaults: {width: 64, height: 64, steps: 2, seeds: {from: 0, count: " << kJobs / 2 << "}}\n"
+    << "parity: {golden: none}\noutputs: {directory: " << out.string() << ", save: [latent, png, timings]}\n"
+    << "prompts:\n  - a red fox\n  - a blue bird\n";
+  const fs::path manifest = tmp.path() / "outfull.yaml";
+  std::ofstream(manifest) << m.str();
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto done = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); };
+  auto failed_attempts = [&] { return query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed'"); };
+  ASSERT_TRUE(wait_until([&] { return done() >= 2; }, 60s)) << coord->err() << worker->err();
+  const int64_t filled = fill(tmp.path() / "outfs" / "filler");
+  ASSERT_TRUE(wait_until([&] { return failed_attempts() >= 1; }, 30s))
+      << "no write failed while the disk was full\n" << worker->err().substr(0, 10000);
+  std::this_thread::sleep_for(2s);
+  fs::remove(tmp.path() / "outfs" / "filler");
+  ASSERT_TRUE(wait_until([&] { return done() == kJobs; }, 120s)) << done() << " done\n" << worker->err().substr(0, 10000);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results"), kJobs);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(DISTINCT job_id) FROM results"), kJobs);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"), 0);
+  const int64_t failures = failed_attempts();
+  EXPECT_GE(query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed' AND error LIKE '%No space left%'"), 1)
+      << "the failed writes should name the cause";
+  const std::vector<std::string> bad = unfinished_files(out);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " unfinished file(s), first: " << (bad.empty() ? "" : bad[0]);
+  std::cout << "[ figures  ] output disk full (" << filled / 1024 << " KiB filler): jobs " << kJobs
+            << ", failed writes " << failures << ", lost 0, doubled 0, unfinished files " << bad.size() << "\n";
+}
+
+// The output disk turns read-only mid-batch (remounted): a configuration
+// error, so the batch stops with the reason and the path instead of burning
+// attempts job by job; the jobs done before keep their results and files, and
+// nothing half-written is left.
+TEST(CoordinatorFaultTest, OutputDiskTurningReadOnlyStopsTheBatchWithThePathAndKeepsWhatWasDone) {
+  TempDir tmp;
+  SmallTmpfs outfs(tmp.path() / "outfs", "16m");
+  if (!outfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  const fs::path db = tmp.path() / "hipq.db";
+  const fs::path out = tmp.path() / "outfs" / "out";
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  auto worker = start_worker(tmp.path(), "w0", ep, "engine");
+  constexpr int kJobs = 40;
+  std::ostringstream m;
+  m << "batch: outro\nmodel: synthetic:tiny-sdxl\n"
+    << "defaults: {width: 64, height: 64, steps: 2, seeds: {from: 0, count: " << kJobs / 2 << "}}\n"
+    << "parity: {golden: none}\noutputs: {directory: " << out.string() << ", save: [latent, png, timings]}\n"
+    << "prompts:\n  - a red fox\n  - a blue bird\n";
+  const fs::path manifest = tmp.path() / "outro.yaml";
+  std::ofstream(manifest) << m.str();
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto done = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); };
+  ASSERT_TRUE(wait_until([&] { return done() >= 3; }, 60s)) << coord->err() << worker->err();
+  const fs::path mnt = tmp.path() / "outfs";
+  ASSERT_EQ(::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0) << std::strerror(errno);
+  auto settled = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'leased')") == 0; };
+  ASSERT_TRUE(wait_until(settled, 60s)) << coord->err().substr(0, 10000);
+  const int64_t done_jobs = done();
+  const int64_t failed = query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'");
+  EXPECT_EQ(done_jobs + failed, kJobs);
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results"), done_jobs);
+  EXPECT_GE(query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed' AND error LIKE '%" + out.string() +
+                              "%' AND error LIKE '%Read-only file system%'"),
+            1);
+  // Attempts were not burned one by one: the batch stopped at the first
+  // refusal (a write already under way may fail once before it); the jobs
+  // left were failed by the coordinator without running, saying why.
+  EXPECT_LE(query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed' AND worker_id <> 'coordinator'"), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM attempts WHERE worker_id = 'coordinator' AND error LIKE "
+                          "'not run:%configuration error%Read-only file system%'"),
+            failed - query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed' AND worker_id <> 'coordinator' "
+                                   "AND attempt = (SELECT attempts FROM jobs WHERE jobs.id = attempts.job_id)"));
+  ASSERT_EQ(::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT, nullptr), 0) << std::strerror(errno);
+  const std::vector<std::string> bad = unfinished_files(out);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " unfinished file(s), first: " << (bad.empty() ? "" : bad[0]);
+  std::cout << "[ figures  ] output disk read-only: jobs " << kJobs << ", done before " << done_jobs
+            << ", failed with the reason " << failed << ", unfinished files " << bad.size() << "\n";
 }
 
 TEST(CoordinatorFaultTest, ALongQueryDoesNotDelayHeartbeats) {
