@@ -24,16 +24,18 @@ size_t find_block_flow_entry(std::string_view t) {
     bool token_start = true;
     for (size_t j = 0; j < line.size(); ++j) {
       const char c = line[j];
+      // A closed quoted scalar ends a token: what follows it directly (`'a',b`)
+      // starts the next one.
       if (sq) {
         if (c == '\'') {
           if (j + 1 < line.size() && line[j + 1] == '\'') ++j;  // '' is a quote inside
-          else sq = false;
+          else sq = false, token_start = true;
         }
         continue;
       }
       if (dq) {
         if (c == '\\') ++j;
-        else if (c == '"') dq = false;
+        else if (c == '"') dq = false, token_start = true;
         continue;
       }
       if (c == ' ' || c == '\t' || c == '\r') {

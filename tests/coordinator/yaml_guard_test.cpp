@@ -19,6 +19,11 @@ TEST(YamlGuardTest, FindsACommaThatStartsATokenOutsideAFlowCollection) {
   EXPECT_EQ(find_block_flow_entry("- a\n,"), 4u);
   EXPECT_EQ(find_block_flow_entry("#c\n  , x"), 5u);
   EXPECT_EQ(find_block_flow_entry("a: 1\nb: ,"), 8u);
+  // Right after a quoted scalar (the manifest fuzzer: each took over 5 s and 3 GiB).
+  EXPECT_EQ(find_block_flow_entry("'',a'"), 2u);
+  EXPECT_EQ(find_block_flow_entry("\"\"\"\",x"), 4u);
+  EXPECT_EQ(find_block_flow_entry("'a',b'"), 3u);
+  EXPECT_EQ(find_block_flow_entry("'''''''''',nul'"), 10u);
 }
 
 TEST(YamlGuardTest, LeavesCommasThatArePartOfValuesAlone) {
