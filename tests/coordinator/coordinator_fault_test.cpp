@@ -128,44 +128,60 @@ std::vector<std::string> unfinished_files(const fs::path& dir) {
   return bad;
 }
 
+// One real worker (real pipeline, tiny model on the CPU) running `jobs` jobs
+// whose outputs go to a tmpfs of `size` at dir/outfs; the batch is submitted.
+struct OutputDiskBatch {
+  OutputDiskBatch(const fs::path& dir, const char* size, const std::string& batch, int jobs, int max_attempts)
+      : mount(dir / "outfs", size), db(dir / "hipq.db"), out(dir / "outfs" / "out") {
+    if (!mount.mounted()) return;
+    coord = start_coordinator(dir, "coord", &ep);
+    worker = start_worker(dir, "w0", ep, "engine");
+    std::ostringstream m;
+    m << "batch: " << batch << "\nmax_attempts: " << max_attempts << "\nmodel: synthetic:tiny-sdxl\n"
+      << "defaults: {width: 64, height: 64, steps: 2, seeds: {from: 0, count: " << jobs / 2 << "}}\n"
+      << "parity: {golden: none}\noutputs: {directory: " << out.string() << ", save: [latent, png, timings]}\n"
+      << "prompts:\n  - a red fox\n  - a blue bird\n";
+    const fs::path manifest = dir / (batch + ".yaml");
+    std::ofstream(manifest) << m.str();
+    submitted = run_hipq(dir, "submit", {"submit", manifest.string(), "--connect", ep}) == 0;
+  }
+  int64_t done() const { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); }
+  std::string logs() const { return coord->err().substr(0, 10000) + worker->err().substr(0, 10000); }
+
+  SmallTmpfs mount;
+  fs::path db, out;
+  std::string ep;
+  std::unique_ptr<Process> coord, worker;
+  bool submitted = false;
+};
+
 // The output disk fills up under a real worker (real pipeline, tiny model on
 // the CPU), then space comes back. Writes that fail are I/O errors, retried;
 // every job ends done exactly once, and no half-written or temporary file is
 // left where the outputs go.
 TEST(CoordinatorFaultTest, OutputDiskFullForSecondsThenBackFinishesEveryJobAndLeavesNoPartialFile) {
   TempDir tmp;
-  SmallTmpfs outfs(tmp.path() / "outfs", "4m");
-  if (!outfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
-  const fs::path db = tmp.path() / "hipq.db";
-  const fs::path out = tmp.path() / "outfs" / "out";
-  std::string ep;
-  auto coord = start_coordinator(tmp.path(), "coord", &ep);
-  auto worker = start_worker(tmp.path(), "w0", ep, "engine");
   constexpr int kJobs = 12;
-  std::ostringstream m;
-  m << "batch: outfull\nmax_attempts: 20\nmodel: synthetic:tiny-sdxl\n"
-    << "defaults: {width: 64, height: 64, steps: 2, seeds: {from: 0, count: " << kJobs / 2 << "}}\n"
-    << "parity: {golden: none}\noutputs: {directory: " << out.string() << ", save: [latent, png, timings]}\n"
-    << "prompts:\n  - a red fox\n  - a blue bird\n";
-  const fs::path manifest = tmp.path() / "outfull.yaml";
-  std::ofstream(manifest) << m.str();
-  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
-  auto done = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); };
+  OutputDiskBatch b(tmp.path(), "4m", "outfull", kJobs, 20);
+  if (!b.mount.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  ASSERT_TRUE(b.submitted);
+  const fs::path& db = b.db;
+  auto done = [&] { return b.done(); };
   auto failed_attempts = [&] { return query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed'"); };
-  ASSERT_TRUE(wait_until([&] { return done() >= 2; }, 60s)) << coord->err() << worker->err();
+  ASSERT_TRUE(wait_until([&] { return done() >= 2; }, 60s)) << b.logs();
   const int64_t filled = fill(tmp.path() / "outfs" / "filler");
   ASSERT_TRUE(wait_until([&] { return failed_attempts() >= 1; }, 30s))
-      << "no write failed while the disk was full\n" << worker->err().substr(0, 10000);
+      << "no write failed while the disk was full\n" << b.logs();
   std::this_thread::sleep_for(2s);
   fs::remove(tmp.path() / "outfs" / "filler");
-  ASSERT_TRUE(wait_until([&] { return done() == kJobs; }, 120s)) << done() << " done\n" << worker->err().substr(0, 10000);
+  ASSERT_TRUE(wait_until([&] { return done() == kJobs; }, 120s)) << done() << " done\n" << b.logs();
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results"), kJobs);
   EXPECT_EQ(query_int(db, "SELECT COUNT(DISTINCT job_id) FROM results"), kJobs);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"), 0);
   const int64_t failures = failed_attempts();
   EXPECT_GE(query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed' AND error LIKE '%No space left%'"), 1)
       << "the failed writes should name the cause";
-  const std::vector<std::string> bad = unfinished_files(out);
+  const std::vector<std::string> bad = unfinished_files(b.out);
   EXPECT_TRUE(bad.empty()) << bad.size() << " unfinished file(s), first: " << (bad.empty() ? "" : bad[0]);
   std::cout << "[ figures  ] output disk full (" << filled / 1024 << " KiB filler): jobs " << kJobs
             << ", failed writes " << failures << ", lost 0, doubled 0, unfinished files " << bad.size() << "\n";
@@ -177,28 +193,18 @@ TEST(CoordinatorFaultTest, OutputDiskFullForSecondsThenBackFinishesEveryJobAndLe
 // nothing half-written is left.
 TEST(CoordinatorFaultTest, OutputDiskTurningReadOnlyStopsTheBatchWithThePathAndKeepsWhatWasDone) {
   TempDir tmp;
-  SmallTmpfs outfs(tmp.path() / "outfs", "16m");
-  if (!outfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
-  const fs::path db = tmp.path() / "hipq.db";
-  const fs::path out = tmp.path() / "outfs" / "out";
-  std::string ep;
-  auto coord = start_coordinator(tmp.path(), "coord", &ep);
-  auto worker = start_worker(tmp.path(), "w0", ep, "engine");
   constexpr int kJobs = 40;
-  std::ostringstream m;
-  m << "batch: outro\nmodel: synthetic:tiny-sdxl\n"
-    << "defaults: {width: 64, height: 64, steps: 2, seeds: {from: 0, count: " << kJobs / 2 << "}}\n"
-    << "parity: {golden: none}\noutputs: {directory: " << out.string() << ", save: [latent, png, timings]}\n"
-    << "prompts:\n  - a red fox\n  - a blue bird\n";
-  const fs::path manifest = tmp.path() / "outro.yaml";
-  std::ofstream(manifest) << m.str();
-  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
-  auto done = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"); };
-  ASSERT_TRUE(wait_until([&] { return done() >= 3; }, 60s)) << coord->err() << worker->err();
+  OutputDiskBatch b(tmp.path(), "16m", "outro", kJobs, 3);
+  if (!b.mount.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  ASSERT_TRUE(b.submitted);
+  const fs::path& db = b.db;
+  const fs::path& out = b.out;
+  auto done = [&] { return b.done(); };
+  ASSERT_TRUE(wait_until([&] { return done() >= 3; }, 60s)) << b.logs();
   const fs::path mnt = tmp.path() / "outfs";
   ASSERT_EQ(::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0) << std::strerror(errno);
   auto settled = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'leased')") == 0; };
-  ASSERT_TRUE(wait_until(settled, 60s)) << coord->err().substr(0, 10000);
+  ASSERT_TRUE(wait_until(settled, 60s)) << b.logs();
   const int64_t done_jobs = done();
   const int64_t failed = query_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'");
   EXPECT_EQ(done_jobs + failed, kJobs);
