@@ -218,23 +218,14 @@ Result<Schedule> dpm_schedule(const SchedulerConfig& cfg, int steps, bool karras
 }  // namespace
 
 Result<SamplerKind> parse_sampler_kind(std::string_view name) {
-  if (name == "euler") return SamplerKind::kEuler;
-  if (name == "euler_karras") return SamplerKind::kEulerKarras;
-  if (name == "ddim") return SamplerKind::kDdim;
-  if (name == "dpmpp_2m") return SamplerKind::kDpmpp2m;
-  if (name == "dpmpp_2m_karras") return SamplerKind::kDpmpp2mKarras;
+  if (const spec::SamplerName* s = spec::find_sampler(name)) return s->kind;
   return Status::InvalidArgument("unknown sampler '" + std::string(name) + "' (expected " +
                                  spec::join_names(spec::known_samplers()) + ")");
 }
 
 std::string_view sampler_kind_name(SamplerKind kind) {
-  switch (kind) {
-    case SamplerKind::kEuler: return "euler";
-    case SamplerKind::kEulerKarras: return "euler_karras";
-    case SamplerKind::kDdim: return "ddim";
-    case SamplerKind::kDpmpp2m: return "dpmpp_2m";
-    case SamplerKind::kDpmpp2mKarras: return "dpmpp_2m_karras";
-  }
+  for (const spec::SamplerName& s : spec::sampler_names())
+    if (s.kind == kind) return s.name;
   return "?";
 }
 

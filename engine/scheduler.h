@@ -17,18 +17,19 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "spec/generation_settings.h"
 
 namespace hipq::engine {
 
-// Which sampler (hence which scheduler table) a generation uses.
-enum class SamplerKind {
-  kEuler,            // EulerDiscreteScheduler
-  kEulerKarras,      // EulerDiscreteScheduler, use_karras_sigmas=True
-  kDdim,             // DDIMScheduler, eta = 0
-  kDpmpp2m,          // DPMSolverMultistepScheduler, dpmsolver++, order 2
-  kDpmpp2mKarras,    // same with use_karras_sigmas=True
-};
-// "euler" | "euler_karras" | "ddim" | "dpmpp_2m" | "dpmpp_2m_karras".
+// Which sampler (hence which scheduler table) a generation uses; the names
+// and kinds are spec::sampler_names():
+//   kEuler          EulerDiscreteScheduler
+//   kEulerKarras    EulerDiscreteScheduler, use_karras_sigmas=True
+//   kDdim           DDIMScheduler, eta = 0
+//   kDpmpp2m        DPMSolverMultistepScheduler, dpmsolver++, order 2
+//   kDpmpp2mKarras  same with use_karras_sigmas=True
+using SamplerKind = spec::SamplerKind;
+// The kind of a name of spec::sampler_names(); InvalidArgument listing them otherwise.
 Result<SamplerKind> parse_sampler_kind(std::string_view name);
 std::string_view sampler_kind_name(SamplerKind kind);
 

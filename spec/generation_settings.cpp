@@ -23,11 +23,11 @@ std::string join(const std::vector<std::string>& list) { return join_names(list)
 
 const std::vector<SamplerName>& sampler_names() {
   static const std::vector<SamplerName> k = {
-      {"euler", "Euler", false},
-      {"euler_karras", "Euler", true},
-      {"ddim", "DDIM", false},
-      {"dpmpp_2m", "DPM++ 2M", false},
-      {"dpmpp_2m_karras", "DPM++ 2M", true},
+      {"euler", "Euler", false, SamplerKind::kEuler},
+      {"euler_karras", "Euler", true, SamplerKind::kEulerKarras},
+      {"ddim", "DDIM", false, SamplerKind::kDdim},
+      {"dpmpp_2m", "DPM++ 2M", false, SamplerKind::kDpmpp2m},
+      {"dpmpp_2m_karras", "DPM++ 2M", true, SamplerKind::kDpmpp2mKarras},
   };
   return k;
 }

@@ -51,15 +51,20 @@ struct GenerationSettings {
   bool operator==(const GenerationSettings&) const = default;
 };
 
+// The samplers hipq implements (engine/sampler.cpp switches on it).
+enum class SamplerKind { kEuler, kEulerKarras, kDdim, kDpmpp2m, kDpmpp2mKarras };
+
 // One sampler hipq implements: its name in settings, the name AUTOMATIC1111's
-// web UI gives it (PNG "parameters" text) and whether its schedule is Karras'.
+// web UI gives it (PNG "parameters" text), whether its schedule is Karras',
+// and its kind.
 struct SamplerName {
   std::string name;      // "dpmpp_2m_karras"
   std::string a1111;     // "DPM++ 2M"
   bool karras = false;
+  SamplerKind kind = SamplerKind::kEuler;
 };
-// Every sampler, in help-text order. The engine maps each to its
-// implementation (engine/scheduler.h parse_sampler_kind; a test checks all).
+// Every sampler, in help-text order: the one list of their names. The engine
+// implements each kind (engine/sampler.cpp; a test runs every entry).
 const std::vector<SamplerName>& sampler_names();
 // nullptr for a name not in sampler_names().
 const SamplerName* find_sampler(std::string_view name);

@@ -150,10 +150,13 @@ TEST(SchedulerConfig, FromJsonReadsFieldsAndRejectsBadOnes) {
 // spec/generation_settings.h is the one list of samplers (hipq submit checks
 // manifests against it): the engine implements every one of them.
 TEST(Scheduler, EverySamplerOfTheSharedListIsImplemented) {
-  for (const std::string& name : spec::known_samplers()) {
-    auto kind = parse_sampler_kind(name);
-    ASSERT_TRUE(kind.ok()) << name << ": " << kind.status().ToString();
-    EXPECT_EQ(sampler_kind_name(*kind), name);
+  for (const spec::SamplerName& s : spec::sampler_names()) {
+    auto kind = parse_sampler_kind(s.name);
+    ASSERT_TRUE(kind.ok()) << s.name << ": " << kind.status().ToString();
+    EXPECT_EQ(*kind, s.kind);
+    EXPECT_EQ(sampler_kind_name(*kind), s.name);
+    auto schedule = make_schedule(SchedulerConfig{}, 4, *kind);
+    EXPECT_TRUE(schedule.ok()) << s.name << ": " << schedule.status().ToString();
   }
   auto unknown = parse_sampler_kind("heun");
   EXPECT_NE(unknown.status().message().find(spec::join_names(spec::known_samplers())), std::string::npos)
