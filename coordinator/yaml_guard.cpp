@@ -28,14 +28,22 @@ size_t find_block_flow_entry(std::string_view t) {
       // starts the next one.
       if (sq) {
         if (c == '\'') {
-          if (j + 1 < line.size() && line[j + 1] == '\'') ++j;  // '' is a quote inside
-          else sq = false, token_start = true;
+          if (j + 1 < line.size() && line[j + 1] == '\'') {
+            ++j;  // '' is a quote inside
+          } else {
+            sq = false;
+            token_start = true;
+          }
         }
         continue;
       }
       if (dq) {
-        if (c == '\\') ++j;
-        else if (c == '"') dq = false, token_start = true;
+        if (c == '\\') {
+          ++j;
+        } else if (c == '"') {
+          dq = false;
+          token_start = true;
+        }
         continue;
       }
       if (c == ' ' || c == '\t' || c == '\r') {

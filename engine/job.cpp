@@ -117,7 +117,9 @@ JobResult run_job(const JobSpec& job, const PipelineLoader& load) {
     return r;
   };
 
-  // 1. Before any device work: an unwritable output fails now, not after the run.
+  // 1. Before any device work: an unwritable output fails now, not after the
+  // run. Every job of a batch writes under the same root, so it is a
+  // configuration error (FailedPrecondition): the batch stops instead of retrying.
   if (Status w = check_writable_directory(job.output_dir); !w.ok()) {
     return std::move(failed(JobStep::kOutputDir, Status::FailedPrecondition("output directory: " + w.message())));
   }

@@ -14,6 +14,7 @@
 #include "engine/pipeline.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
+#include "spec/phases.h"
 
 namespace hipq::worker {
 namespace {
@@ -128,8 +129,6 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
       return Status::InvalidArgument(std::string("parity gate is not JSON: ") + e.what());
     }
   }
-  // Every job of the batch writes under the same root, so an unwritable one
-  // is a configuration error: the batch fails at once instead of retrying.
   const std::filesystem::path root = job.output_root();
   job_spec.output_dir = root / job.output_dir();
   auto wants = [&](const char* kind) {
@@ -146,7 +145,7 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   job_spec.golden.dir = job.golden_dir();
   job_spec.golden.key = job.golden_key();
   job_spec.golden.allow_unpinned = job.allow_unpinned_golden();
-  job_spec.progress = [&](int step, int steps) { progress.progress(step, steps, "denoise"); };
+  job_spec.progress = [&](int step, int steps) { progress.progress(step, steps, spec::kPhaseDenoise); };
   job_spec.cancel = &cancel;
   job_spec.release_memory = [&] {
     // Free the other models and try once more before giving up.

@@ -150,7 +150,7 @@ bool attention_by_gemms_applies(const Tensor& q, const Tensor& k, const Tensor& 
 Status attention_by_gemms(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                           float scale) {
   const int64_t B = q.shape[0], Sq = q.shape[1], Sk = k.shape[1];
-  const int64_t block = std::min<int64_t>(Sq, std::max<int64_t>(16, kScoreElems / std::max<int64_t>(Sk, 1)));
+  const int64_t block = std::min<int64_t>(Sq, std::max<int64_t>(16, kScoreElems / Sk));  // Sk > 0: see applies
   const size_t bytes = static_cast<size_t>(block * Sk) * sizeof(float);
   HIPQ_ASSIGN_OR_RETURN(Buffer scores, ctx.backend->allocate(bytes));
   HIPQ_ASSIGN_OR_RETURN(Buffer probs, ctx.backend->allocate(bytes));
@@ -213,7 +213,7 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
 #if HIPQ_VENDOR_NVIDIA
   const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
   auto rows_aligned = [](const Tensor& t) {
-    return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
+    return aligned16(t.data) && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
   };
   if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {

@@ -55,8 +55,6 @@ __global__ void binary_kernel(int op, const void* __restrict__ a, int adt, const
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 Status hip_binary(HipContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {

@@ -219,6 +219,9 @@ struct Indexer {
 
 namespace hipq::kernels {
 
+// Whether `p` may be read and written in 16-byte vectors.
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // Drops size-1 dims, merges neighbours that are contiguous in all three
 // stride sets (d - 1 steps over exactly one run of d) and sets `narrow`.
 // Keeps at least one dim. The linear index order is unchanged.
@@ -250,22 +253,12 @@ inline void finish_indexer(dev::Indexer& ix) {
 }
 
 // An Indexer over `shape_of`'s shape for up to three tensors of that shape
-// (strides taken from each; a null tensor gets stride 0). When every given
-// tensor is contiguous the index collapses to one dimension.
+// (strides taken from each; a null tensor gets stride 0), dims merged by
+// finish_indexer: when every given tensor is contiguous it is one dimension.
 inline dev::Indexer make_indexer(const Tensor& shape_of, const Tensor* t0, const Tensor* t1 = nullptr,
                                  const Tensor* t2 = nullptr) {
   dev::Indexer ix;
   const Tensor* ts[3] = {t0, t1, t2};
-  bool all_contig = true;
-  for (const Tensor* t : ts)
-    if (t && !t->is_contiguous()) all_contig = false;
-  if (all_contig) {
-    ix.ndim = 1;
-    ix.shape[0] = shape_of.numel();
-    for (int j = 0; j < 3; ++j) ix.stride[j][0] = ts[j] ? 1 : 0;
-    ix.narrow = ix.shape[0] <= INT32_MAX;
-    return ix;
-  }
   ix.ndim = shape_of.ndim;
   for (int d = 0; d < shape_of.ndim; ++d) {
     ix.shape[d] = shape_of.shape[d];

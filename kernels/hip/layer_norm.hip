@@ -93,8 +93,7 @@ Status hip_layer_norm(HipContext& ctx, const Tensor& x_in, const Tensor* gamma, 
   Buffer hold;
   HIPQ_ASSIGN_OR_RETURN(Tensor x, contiguous_or_copy(ctx, x_in, hold));
   const bool one_16bit_type = x.dtype == y.dtype && (x.dtype == DType::kF16 || x.dtype == DType::kBF16);
-  if (one_16bit_type && D % 8 == 0 && D / 8 <= 1024 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(y.data) % 16 == 0) {
+  if (one_16bit_type && D % 8 == 0 && D / 8 <= 1024 && aligned16(x.data) && aligned16(y.data)) {
     const int D8 = static_cast<int>(D / 8);
     const int warp = ctx.warp_size;
     const int threads = (D8 + warp - 1) / warp * warp;
