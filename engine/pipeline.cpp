@@ -156,10 +156,11 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   } else {
     HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_weights(*vae_weights, family));
   }
-  // SDXL's VAE overflows in fp16 (and is run in fp32 by hipq whatever the
-  // precision); other VAEs follow diffusers' force_upcast rule for fp16.
+  // diffusers' rule: a VAE with force_upcast decodes fp16 jobs in fp32; SDXL's
+  // always does (it overflows in fp16). bf16 has fp32's range: bf16 jobs
+  // decode in bf16, as diffusers does, on the matrix-unit kernels.
   DType vae_dtype = dtype;
-  if (family == "sdxl" || (vcfg.force_upcast && dtype == DType::kF16)) vae_dtype = DType::kF32;
+  if (dtype == DType::kF16 && (family == "sdxl" || vcfg.force_upcast)) vae_dtype = DType::kF32;
   HIPQ_ASSIGN_OR_RETURN(VaeDecoder v, VaeDecoder::load(vcfg, *vae_weights, be, vae_dtype));
   vae.emplace(std::move(v));
 
@@ -446,6 +447,7 @@ std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
 const std::string& Pipeline::model_spec() const { return impl_->components.spec; }
 const std::string& Pipeline::weights_sha256() const { return impl_->components.weights_sha256; }
 const std::string& Pipeline::family() const { return impl_->family; }
+kernels::DType Pipeline::vae_precision() const { return impl_->vae->precision(); }
 const std::vector<std::string>& Pipeline::warnings() const { return impl_->components.warnings; }
 nlohmann::json Pipeline::scheduler_config() const { return impl_->scheduler_json; }
 kernels::Backend& Pipeline::backend() const { return *impl_->backend; }

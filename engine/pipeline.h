@@ -112,6 +112,9 @@ class Pipeline {
   const std::string& model_spec() const;
   const std::string& weights_sha256() const;
   const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
+  // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
+  // when the VAE has force_upcast or is SDXL's (docs/pipeline.md, "decode").
+  kernels::DType vae_precision() const;
   // Settings the model source could not pin down and that were assumed
   // (ModelComponents::warnings); the caller logs them.
   const std::vector<std::string>& warnings() const;

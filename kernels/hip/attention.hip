@@ -13,8 +13,8 @@
 // last visible key are skipped.
 // On NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
 // and 16-byte aligned rows, the matrix-unit kernel (attention_mma.h) runs
-// instead; fp32 single-head attention with head dim over 128 (the VAE's) runs
-// as GEMM, softmax, GEMM per block of queries (attention_by_gemms).
+// instead; single-head attention with head dim over 128 (the VAE's) runs as
+// GEMM, softmax, GEMM per block of queries (attention_by_gemms).
 #include <algorithm>
 #include <string>
 
@@ -130,30 +130,34 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttnArgs a) {
 
 }  // namespace
 
-// fp32, one head, no mask, head dim over 128: the VAE mid-block attention
-// (SDXL at 1024 px: 16384 tokens x 512, 550 GFLOP). The SIMT kernel keeps a
-// 512-wide query in one warp and reaches ~2.5 TFLOP/s there; as two tiled
-// GEMMs with a row softmax between, per block of queries, it runs at GEMM
-// speed. A block's scores and probabilities (kScoreElems floats each, 128 MiB
-// in all at most) come from the backend's pool; the same math in fp32, its
-// sums in another order than the fused kernel's.
+// One head, no mask, head dim over 128: the VAE mid-block attention (SDXL at
+// 1024 px: 16384 tokens x 512, 550 GFLOP). The SIMT kernel keeps a 512-wide
+// query in one warp and reaches ~2.5 TFLOP/s there; as two GEMMs with a row
+// softmax between, per block of queries, it runs at GEMM speed (the tiled
+// fp32 GEMM, or the matrix-unit one for f16/bf16). A block's scores
+// (kScoreElems fp32) and probabilities (kScoreElems in q's dtype: 128 MiB in
+// all at most) come from the backend's pool; scores and softmax are fp32
+// whatever the dtype, their sums in another order than the fused kernel's.
 // 64 MiB of fp32 a buffer: 1024 query rows at 16384 keys, so that the
 // P.V product (1024 x 512, K = 16384) still spreads over the SMs.
 constexpr int64_t kScoreElems = int64_t{1} << 24;
 
+// q, k, v, out of one dtype: fp32 (the SIMT GEMMs), or f16/bf16 (the matrix-unit
+// GEMMs; the probabilities are rounded to that type before P.V, as flash
+// attention rounds P).
 bool attention_by_gemms_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                 const AttentionOptions& o, int D) {
-  return !o.causal && o.heads == 1 && D > 128 && k.shape[1] > 0 && q.dtype == DType::kF32 && k.dtype == DType::kF32 &&
-         v.dtype == DType::kF32 && out.dtype == DType::kF32;
+  return !o.causal && o.heads == 1 && D > 128 && k.shape[1] > 0 && k.dtype == q.dtype && v.dtype == q.dtype &&
+         out.dtype == q.dtype;
 }
 
 Status attention_by_gemms(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                           float scale) {
   const int64_t B = q.shape[0], Sq = q.shape[1], Sk = k.shape[1];
   const int64_t block = std::min<int64_t>(Sq, std::max<int64_t>(16, kScoreElems / Sk));  // Sk > 0: see applies
-  const size_t bytes = static_cast<size_t>(block * Sk) * sizeof(float);
-  HIPQ_ASSIGN_OR_RETURN(Buffer scores, ctx.backend->allocate(bytes));
-  HIPQ_ASSIGN_OR_RETURN(Buffer probs, ctx.backend->allocate(bytes));
+  const size_t elems = static_cast<size_t>(block * Sk);
+  HIPQ_ASSIGN_OR_RETURN(Buffer scores, ctx.backend->allocate(elems * sizeof(float)));
+  HIPQ_ASSIGN_OR_RETURN(Buffer probs, ctx.backend->allocate(elems * dtype_size(q.dtype)));
   MatmulOptions qk;
   qk.trans_b = true;
   qk.alpha = scale;
@@ -162,7 +166,7 @@ Status attention_by_gemms(HipContext& ctx, const Tensor& q, const Tensor& k, con
     for (int64_t q0 = 0; q0 < Sq; q0 += block) {
       const int64_t n = std::min(block, Sq - q0);
       Tensor s = Tensor::contiguous(scores.data(), DType::kF32, {1, n, Sk}, Location::kDevice);
-      Tensor p = Tensor::contiguous(probs.data(), DType::kF32, {1, n, Sk}, Location::kDevice);
+      Tensor p = Tensor::contiguous(probs.data(), q.dtype, {1, n, Sk}, Location::kDevice);
       Tensor ob = out.slice(0, b, 1).slice(1, q0, n);
       HIPQ_RETURN_IF_ERROR(hip_matmul(ctx, q.slice(0, b, 1).slice(1, q0, n), kb, s, qk));
       HIPQ_RETURN_IF_ERROR(hip_softmax(ctx, s, p, 1.0f, false));

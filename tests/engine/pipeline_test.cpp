@@ -345,6 +345,20 @@ TEST_F(PipelineTest, Bf16RunsFromItsOwnNoiseDraw) {
             golden_key(pipeline("synthetic:tiny-sdxl").weights_sha256(), tiny(1)));
 }
 
+// The VAE's precision follows diffusers: SDXL's VAE decodes fp16 jobs in fp32
+// (it overflows in fp16), bf16 jobs in bf16 and fp32 jobs in fp32.
+TEST_F(PipelineTest, SdxlVaeUpcastsFp16ButDecodesBf16InBf16AsDiffusers) {
+  const std::vector<std::pair<std::string, kernels::DType>> expected = {
+      {"fp32", kernels::DType::kF32}, {"fp16", kernels::DType::kF32}, {"bf16", kernels::DType::kBF16}};
+  for (const auto& [precision, dtype] : expected) {
+    LoadOptions lo;
+    lo.precision = precision;
+    auto p = Pipeline::load("synthetic:tiny-sdxl", *backend_, lo);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ((*p)->vae_precision(), dtype) << precision;
+  }
+}
+
 // The default gate judges the picture: SDXL decoded with SD 1's scaling
 // factor (what single-file checkpoints once did) keeps the latent identical,
 // so only the image bound can fail it.
@@ -409,6 +423,37 @@ TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
                 precision.c_str(), goldens.size(), worst);
     EXPECT_GE(worst, default_psnr_min(precision)) << precision;
   }
+}
+
+// SDXL's VAE in bf16 (a bf16 job's decode) against diffusers' fp32 images.
+TEST_F(PipelineTest, SdxlBf16DecodeStaysAboveTheBf16ImageBound) {
+  std::vector<Golden> goldens;
+  for (const auto& f : golden_files("tiny")) {
+    auto g = read_golden(f);
+    ASSERT_TRUE(g.ok());
+    if (g->model == "synthetic:tiny-sdxl" && g->has_image()) goldens.push_back(std::move(g).value());
+  }
+  ASSERT_FALSE(goldens.empty());
+  LoadOptions lo;
+  lo.precision = "bf16";
+  auto p = Pipeline::load("synthetic:tiny-sdxl", *backend_, lo);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ((*p)->vae_precision(), kernels::DType::kBF16);
+  const float scaling = 0.13025f;  // SDXL's VAE scaling_factor
+  double worst = 1e9;
+  for (const Golden& g : goldens) {
+    std::vector<float> z(g.latent.size());
+    for (size_t i = 0; i < z.size(); ++i) z[i] = g.latent[i] / scaling;
+    const int64_t h = g.latent_shape[2], w = g.latent_shape[3];
+    auto px = (*p)->vae_decode(z, h, w);
+    ASSERT_TRUE(px.ok()) << px.status().ToString();
+    RgbImage img = rgb8_from_decoded(px->data(), static_cast<int>(w * 8), static_cast<int>(h * 8));
+    ASSERT_EQ(img.rgb.size(), g.image.size());
+    worst = std::min(worst, image_psnr(img.rgb.data(), g.image.data(), img.rgb.size()));
+  }
+  std::printf("  bf16 VAE decode of diffusers' fp32 latents (tiny-sdxl, %zu goldens): worst psnr %.2f dB\n",
+              goldens.size(), worst);
+  EXPECT_GE(worst, default_psnr_min("bf16"));
 }
 
 }  // namespace
