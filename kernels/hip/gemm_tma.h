@@ -30,7 +30,7 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, grid too tall, HIPQ_GEMM_TMA=0) the caller
-// uses gemm_wgmma.h.
+// uses gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 256 forces the tile width.
 #pragma once
 
 #include "kernels/hip/gemm_wgmma.h"
@@ -349,11 +349,16 @@ inline TensorMapEncodeTiled tensor_map_encoder() {
   return fn;
 }
 
-// HIPQ_GEMM_TMA=0 turns the TMA kernel off (read at every call, so one
-// process can measure both paths).
-inline bool gemm_tma_enabled() {
+// HIPQ_GEMM_TMA, read at every call so one process can measure each choice:
+// "0" turns the TMA kernel off (-> 0), "128" / "256" force that tile width,
+// unset or anything else lets gemm_tma_tile_n choose (-> -1).
+inline int gemm_tma_mode() {
   const char* v = std::getenv("HIPQ_GEMM_TMA");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  if (v == nullptr) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "128") == 0) return 128;
+  if (std::strcmp(v, "256") == 0) return 256;
+  return -1;
 }
 
 // The 3-D map (k, row, batch) of a RowsFill operand with boxes of 64 x
@@ -405,9 +410,10 @@ inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
 // (fa.rows == M, fb.rows == N, both of width K); fills `plan` when it does.
 inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, const RowsFill& fb, int batch, int M,
                              int N, int K, int multiprocessors) {
-  if (!gemm_tma_enabled() || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
+  const int mode = gemm_tma_mode();
+  if (mode == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
   if ((M + 127) / 128 > 65535) return false;  // grid.y
-  plan.bn = gemm_tma_tile_n(batch, M, N, multiprocessors);
+  plan.bn = mode > 0 ? mode : gemm_tma_tile_n(batch, M, N, multiprocessors);
   return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }
