@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/hip/gemm_tile.h"
+#include "kernels/hip/gemm_tma.h"
 #include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -175,6 +176,20 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     fb.ld = pb.ld;
     fb.rows = static_cast<int>(N);
     fb.K = static_cast<int>(K);
+    // Preferably the warp-specialised TMA kernel; the cp.async one where TMA
+    // cannot describe an operand (or HIPQ_GEMM_TMA=0).
+    dev::GemmTmaPlan plan;
+    if (dev::prepare_gemm_tma(plan, mma_dtype == dev::kDtBF16, fa, fb, static_cast<int>(batch), static_cast<int>(M),
+                              static_cast<int>(N), static_cast<int>(K), ctx.multiprocessors)) {
+      const hipError_t e =
+          mma_dtype == dev::kDtF16
+              ? dev::launch_gemm_tma<__half>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
+                                             static_cast<int>(N), static_cast<int>(K), ep)
+              : dev::launch_gemm_tma<__nv_bfloat16>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
+                                                    static_cast<int>(N), static_cast<int>(K), ep);
+      HIPQ_HIP_RETURN_IF_ERROR(e);
+      return Status::Ok();
+    }
     const hipError_t e =
         mma_dtype == dev::kDtF16
             ? dev::launch_gemm_wgmma<__half>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),

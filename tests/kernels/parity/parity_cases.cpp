@@ -430,11 +430,17 @@ void add_light(std::vector<ParityCase>& v) {
     // Multiples of 8 with m- / n-contiguous operands: the matrix-unit kernel copies these directly.
     v.push_back(matmul_case(dt, "64x72x48_ta", {.M = 64, .N = 72, .K = 48, .trans_a = true}));
     v.push_back(matmul_case(dt, "batch2_136x24x40_ta_tb_res", {.batch_a = 2, .batch_b = 2, .M = 136, .N = 24, .K = 40, .trans_a = true, .trans_b = true, .residual = true}));
-    // K-major, 16-byte aligned (the Hopper wgmma kernel): M/N/K tails of the 128x128x64 tile, odd N, batches.
+    // K-major, 16-byte aligned (the Hopper TMA kernel, 128 x 128 tile for these sizes; the cp.async wgmma kernel
+    // with HIPQ_GEMM_TMA=0): M/N/K tails of the x 64 k-tile, odd N, batches.
     v.push_back(matmul_case(dt, "kmajor_200x136x200_tb_bias_res", {.M = 200, .N = 136, .K = 200, .trans_b = true, .bias = true, .residual = true}));
     v.push_back(matmul_case(dt, "kmajor_batch2_130x264x72_tb_gelu", {.batch_a = 2, .M = 130, .N = 264, .K = 72, .trans_b = true, .act = Activation::kGelu}));
     v.push_back(matmul_case(dt, "kmajor_96x131x64_tb_alpha", {.M = 96, .N = 131, .K = 64, .trans_b = true, .alpha = 0.25f}));
     v.push_back(matmul_case(dt, "kmajor_batch3_64x128x8_both_batched_tb", {.batch_a = 3, .batch_b = 3, .M = 64, .N = 128, .K = 8, .trans_b = true}));
+    // Enough tiles (on a 132-multiprocessor H200) that the TMA kernel picks its 128 x 256 tile
+    // (gemm_tma_tile_n): N tails of 8 and 136 past a multiple of 256, M and K tails, a broadcast
+    // weight with bias + residual, and both operands batched.
+    v.push_back(matmul_case(dt, "kmajor_batch3_136x2824x72_tb_bias_res", {.batch_a = 3, .M = 136, .N = 2824, .K = 72, .trans_b = true, .bias = true, .residual = true}));
+    v.push_back(matmul_case(dt, "kmajor_batch5_136x1928x72_both_batched_tb_silu", {.batch_a = 5, .batch_b = 5, .M = 136, .N = 1928, .K = 72, .trans_b = true, .act = Activation::kSilu}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));

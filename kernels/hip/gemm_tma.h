@@ -1,0 +1,442 @@
+// Hopper (sm_90a) f16/bf16 GEMM for plain K-major operands (RowsFill:
+// activations [M, K], weights [N, K], optional batch stride), warp-
+// specialised: the bulk tensor copy engine (TMA) brings the operand tiles
+// into a ring of shared-memory stages, and warpgroup matrix instructions
+// consume them, the two sides synchronised by mbarriers only.
+//
+// Block tile 128 x BN x 64 (BN = 256 or 128), 384 threads = 3 warpgroups:
+//  - warpgroup 0, the producer: gives its registers back (setmaxnreg.dec 40);
+//    one thread waits for a free stage, announces its byte count on the
+//    stage's "full" mbarrier and issues two 3-D tensor copies (A: 64 x 128,
+//    B: 64 x BN elements of (k, row, batch)). The copy engine writes the
+//    128-byte-swizzled K-major layout the wgmma descriptors read
+//    (gemm_wgmma.h: swizzle128 / wgmma_desc) and zero-fills rows and k past
+//    the operand, so edges need no code.
+//  - warpgroups 1 and 2, the consumers (setmaxnreg.inc 232): 64 rows of C
+//    each, BN / 2 fp32 accumulators a thread; per k-tile they wait on the
+//    stage's full barrier, issue 4 wgmma (k16 each) as one group, keep it in
+//    flight (wgmma.wait_group 1) and release the previous k-tile's stage on
+//    its "empty" mbarrier once that group has completed.
+// The producer runs up to kStages k-tiles ahead, so the copies never sit in
+// the consumers' instruction stream (the reason a 128 x 256 tile with
+// all-threads cp.async was slower: kernels/dev/README.md).
+// Epilogue: the consumers stage the fp32 tile in the (then idle) stage
+// buffers and hand 8 consecutive columns to Epilogue::row8, as in
+// gemm_wgmma.h.
+//
+// Host side: tensor maps are encoded per call with the driver's
+// cuTensorMapEncodeTiled, fetched through cudaGetDriverEntryPointByVersion
+// (no link against libcuda) and passed as __grid_constant__ kernel
+// parameters (so graph capture keeps them by value). prepare_gemm_tma says
+// whether a problem can take this path; when it cannot (no entry point, an
+// operand TMA cannot describe, grid too tall, HIPQ_GEMM_TMA=0) the caller
+// uses gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 256 forces the tile width.
+#pragma once
+
+#include "kernels/hip/gemm_wgmma.h"
+
+#if HIPQ_VENDOR_NVIDIA
+#include <cuda.h>  // CUtensorMap and the driver's enums (types only)
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace hipq::kernels::dev {
+
+template <int BN_>
+struct TmaShape {
+  static_assert(BN_ == 128 || BN_ == 256, "wgmma n of one instruction");
+  static constexpr int BM = 128, BN = BN_, BK = 64;
+  static constexpr int kStages = BN == 256 ? 4 : 6;
+  static constexpr int kConsumers = 2;                     // warpgroups, 64 rows of C each
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // + the producer warpgroup
+  static constexpr int kAccum = BN / 2;                    // fp32 accumulators a consumer thread
+  static constexpr int kATileBytes = BM * BK * 2;          // 128 rows x 128 bytes
+  static constexpr int kBTileBytes = BN * BK * 2;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kLdc = BN + 8;  // fp32 staging row (floats)
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + alignment slack (swizzle atoms are 1 KB)
+  static_assert(BM * kLdc * 4 <= kStages * kStageBytes, "epilogue staging fits the stage buffers");
+  static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "stages keep the 1 KB swizzle alignment");
+};
+
+// ---- mbarriers, tensor copies, register reallocation (PTX ISA 8.0, sm_90) ----
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes the initialised barriers visible to the copy engine (async proxy).
+__device__ __forceinline__ void mbar_init_fence() {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// One arrival plus `bytes` of copies the phase waits for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "HIPQ_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra HIPQ_MBAR_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+// Box of `map` at (c0, c1, c2) -> shared memory at dst; completes `bytes` on bar.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                            int c2) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::
+          "r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+#endif
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+// Barrier among the consumer warpgroups only (the producer has left).
+__device__ __forceinline__ void consumer_sync(int threads) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+template <typename TC>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db);
+
+template <>
+__device__ __forceinline__ void wgmma_m64n256k16<__half>(float (&d)[128], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+template <>
+__device__ __forceinline__ void wgmma_m64n256k16<__nv_bfloat16>(float (&d)[128], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+
+template <typename TC, int BN>
+__device__ __forceinline__ void wgmma_row_block(float (&d)[BN / 2], uint64_t da, uint64_t db) {
+  if constexpr (BN == 256)
+    wgmma_m64n256k16<TC>(d, da, db);
+  else
+    wgmma_m64n128k16<TC>(d, da, db, 1);
+}
+
+// C[batch][m][n] = sum_k A(m, k) B(n, k) with A, B read through the tensor
+// maps ta (k, m, batch) and tb (k, n, batch); a_batch / b_batch are 0 for an
+// operand broadcast over the batch (its map has one batch entry). The
+// epilogue gets fp32 sums: ep.row8(batch, m, n, N, v) for v = C[m][n .. n+7].
+template <typename TC, int BN, class Epilogue>
+__global__ void __launch_bounds__(384, 1)
+    gemm_tma_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
+                    int K, int a_batch, int b_batch, Epilogue ep) {
+#if HIPQ_WGMMA_DEVICE
+  using S = TmaShape<BN>;
+  static_assert(S::kThreads == 384, "__launch_bounds__ above");
+  extern __shared__ unsigned char tma_smem[];
+  __shared__ uint64_t full_bar[S::kStages], empty_bar[S::kStages];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(tma_smem));
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  auto a_tile = [&](int s) { return base + static_cast<uint32_t>(s * S::kStageBytes); };
+  auto b_tile = [&](int s) { return base + static_cast<uint32_t>(s * S::kStageBytes + S::kATileBytes); };
+  auto full = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full_bar[s])); };
+  auto empty = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&empty_bar[s])); };
+
+  const int batch = blockIdx.z;
+  const int m0 = blockIdx.y * S::BM;
+  const int n0 = blockIdx.x * S::BN;
+  const int k_tiles = (K + S::BK - 1) / S::BK;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S::kStages; ++s) {
+      mbar_init(full(s), 1);                       // the producer's arrive.expect_tx (+ the copies' bytes)
+      mbar_init(empty(s), S::kConsumers * 128);    // every consumer thread
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer.
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_map(&ta);
+      tma_prefetch_map(&tb);
+#pragma unroll 1
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % S::kStages;
+        if (kt >= S::kStages) mbar_wait(empty(s), ((kt / S::kStages) - 1) & 1);  // its last reader is done
+        mbar_arrive_expect_tx(full(s), S::kStageBytes);
+        tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, batch * a_batch);
+        tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, batch * b_batch);
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup cw owns rows cw * 64 .. + 63 of the block tile.
+  setmaxnreg_inc<232>();
+  const int cw = wg - 1;
+  const int ct = threadIdx.x - 128;
+  float d[S::kAccum];
+#pragma unroll
+  for (int i = 0; i < S::kAccum; ++i) d[i] = 0.0f;
+#pragma unroll 1
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % S::kStages;
+    mbar_wait(full(s), (kt / S::kStages) & 1);
+#pragma unroll
+    for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < S::BK / 16; ++kk) {
+      const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(cw * 64 * 128 + kk * 32));
+      const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
+      wgmma_row_block<TC, BN>(d, da, db);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage may be refilled
+#pragma unroll
+    for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
+    if (kt > 0) mbar_arrive(empty((kt - 1) % S::kStages));
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
+  consumer_sync(S::kConsumers * 128);  // both warpgroups' products have read their last stage
+
+  // Accumulator layout (per warp of the warpgroup, 16 rows): for each 8-column
+  // group j, d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3]
+  // eight rows below.
+  float* cs = reinterpret_cast<float*>(tma_smem + (base - raw));
+  const int warp = (ct % 128) / 32, lane = ct % 32;
+  const int r = cw * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < S::BN / 8; ++j) {
+    const int c = j * 8 + (lane % 4) * 2;
+    *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * j], d[4 * j + 1]);
+    *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+  }
+  consumer_sync(S::kConsumers * 128);
+#pragma unroll 1
+  for (int g = ct; g < S::BM * (S::BN / 8); g += S::kConsumers * 128) {
+    const int rr = g / (S::BN / 8), cc = (g % (S::BN / 8)) * 8;
+    const int m = m0 + rr, n = n0 + cc;
+    if (m < M && n < N) ep.row8(batch, m, n, N, cs + rr * S::kLdc + cc);
+  }
+#else
+  __trap();  // launched only where HipContext::wgmma holds
+#endif
+}
+
+// ---- host side ----
+
+using TensorMapEncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                          const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+                                          CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                          CUtensorMapFloatOOBfill);
+
+// The driver's cuTensorMapEncodeTiled (CUDA 12.0 ABI), or nullptr when the
+// driver does not export it. Looked up once.
+inline TensorMapEncodeTiled tensor_map_encoder() {
+  static const TensorMapEncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // not sticky; keep it from surfacing at the next launch check
+      return TensorMapEncodeTiled{nullptr};
+    }
+    return reinterpret_cast<TensorMapEncodeTiled>(p);
+  }();
+  return fn;
+}
+
+// HIPQ_GEMM_TMA, read at every call so one process can measure each choice:
+// "0" turns the TMA kernel off (-> 0), "128" / "256" force that tile width,
+// unset or anything else lets gemm_tma_tile_n choose (-> -1).
+inline int gemm_tma_mode() {
+  const char* v = std::getenv("HIPQ_GEMM_TMA");
+  if (v == nullptr) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "128") == 0) return 128;
+  if (std::strcmp(v, "256") == 0) return 256;
+  return -1;
+}
+
+// The 3-D map (k, row, batch) of a RowsFill operand with boxes of 64 x
+// box_rows x 1, 128-byte swizzle, zero fill past the edges. `batched`: 1 when
+// the operand has a batch stride, 0 when it is broadcast (one batch entry).
+// False when TMA cannot describe it (then the caller falls back).
+inline bool encode_rows_map(CUtensorMap& map, bool bf16, const RowsFill& f, int batch, int box_rows, int& batched) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (!encode || f.p == nullptr || f.K <= 0 || f.rows <= 0 || f.ld < f.K || f.sb < 0) return false;
+  constexpr uint64_t kMaxStride = uint64_t{1} << 40;
+  batched = batch > 1 && f.sb != 0 ? 1 : 0;
+  const uint64_t row_bytes = static_cast<uint64_t>(f.ld) * 2;
+  const uint64_t batch_bytes = batched ? static_cast<uint64_t>(f.sb) * 2 : row_bytes * static_cast<uint64_t>(f.rows);
+  if (reinterpret_cast<uintptr_t>(f.p) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0 ||
+      row_bytes >= kMaxStride || batch_bytes >= kMaxStride)
+    return false;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(f.K), static_cast<cuuint64_t>(f.rows),
+                              static_cast<cuuint64_t>(batched ? batch : 1)};
+  const cuuint64_t strides[2] = {row_bytes, batch_bytes};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  std::memset(&map, 0, sizeof map);
+  return encode(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+                const_cast<uint16_t*>(f.p), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// One problem's tensor maps and block tile, filled by prepare_gemm_tma.
+struct GemmTmaPlan {
+  CUtensorMap a, b;
+  int a_batch = 0, b_batch = 0;
+  int bn = 256;
+};
+
+// Block tile width: 256 unless 128 finishes in fewer tile-widths of waves
+// (one block a multiprocessor for both; a 128-wide wave takes about half as
+// long), e.g. N = 640: 3 x 256 columns pad 17 % and 8192 rows give 192 tiles,
+// 2 waves of 256 = 4 units, against 320 tiles of 128, 3 waves = 3 units.
+inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
+  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
+  const int64_t mt = (M + 127) / 128;
+  const int64_t waves256 = (batch * mt * ((N + 255) / 256) + sms - 1) / sms;
+  const int64_t waves128 = (batch * mt * ((N + 127) / 128) + sms - 1) / sms;
+  return waves128 < 2 * waves256 ? 128 : 256;
+}
+
+// Whether the TMA kernel takes C[batch] = A B^T for these RowsFill operands
+// (fa.rows == M, fb.rows == N, both of width K); fills `plan` when it does.
+inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, const RowsFill& fb, int batch, int M,
+                             int N, int K, int multiprocessors) {
+  const int mode = gemm_tma_mode();
+  if (mode == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
+  if ((M + 127) / 128 > 65535) return false;  // grid.y
+  plan.bn = mode > 0 ? mode : gemm_tma_tile_n(batch, M, N, multiprocessors);
+  return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
+         encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
+}
+
+template <typename TC, int BN, class Epilogue>
+hipError_t launch_gemm_tma_tile(hipStream_t stream, const GemmTmaPlan& plan, int batch, int M, int N, int K,
+                                const Epilogue& ep) {
+  using S = TmaShape<BN>;
+  auto* kernel = gemm_tma_kernel<TC, BN, Epilogue>;
+  if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+      e != hipSuccess)
+    return e;
+  dim3 grid((N + S::BN - 1) / S::BN, (M + S::BM - 1) / S::BM, batch);
+  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, plan.a_batch, plan.b_batch, ep);
+  return hipGetLastError();
+}
+
+template <typename TC, class Epilogue>
+hipError_t launch_gemm_tma(hipStream_t stream, const GemmTmaPlan& plan, int batch, int M, int N, int K,
+                           const Epilogue& ep) {
+  return plan.bn == 256 ? launch_gemm_tma_tile<TC, 256>(stream, plan, batch, M, N, K, ep)
+                        : launch_gemm_tma_tile<TC, 128>(stream, plan, batch, M, N, K, ep);
+}
+
+}  // namespace hipq::kernels::dev
+#endif  // HIPQ_VENDOR_NVIDIA
