@@ -48,56 +48,94 @@ std::string temp_suffix() {
 }
 }  // namespace
 
+// A directory removed while hipq creates or writes in it (a user deleting
+// the output tree mid-batch) is no reason to fail: the walk or the write is
+// redone, this many times at most.
+constexpr int kVanishedRetries = 4;
+
 Status ensure_directory(const fs::path& dir) {
   if (dir.empty()) return Status::Ok();
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) return Status::Ok();
-  fs::path partial;
-  for (const auto& part : dir) {
-    partial /= part;
-    if (fs::is_directory(partial, ec)) continue;
-    if (fs::exists(partial, ec))
-      return Status::IOError("cannot create directory '" + dir.string() + "': '" + partial.string() +
-                             "' exists and is not a directory");
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return Status::IOError(os_error("cannot create directory", partial, errno) +
-                             " (while creating '" + dir.string() + "')");
+  for (int walk = 1;; ++walk) {
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) return Status::Ok();
+    fs::path partial;
+    bool vanished = false;
+    for (const auto& part : dir) {
+      partial /= part;
+      if (fs::is_directory(partial, ec)) continue;
+      if (fs::exists(partial, ec))
+        return Status::IOError("cannot create directory '" + dir.string() + "': '" + partial.string() +
+                               "' exists and is not a directory");
+      if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+        // ENOENT: a parent seen or made a moment ago is gone.
+        if (errno == ENOENT) {
+          vanished = true;
+          break;
+        }
+        return Status::IOError(os_error("cannot create directory", partial, errno) +
+                               " (while creating '" + dir.string() + "')");
+      }
+    }
+    if (!vanished) return Status::Ok();
+    if (walk == kVanishedRetries) {
+      return Status::Unavailable("cannot create directory '" + dir.string() + "': the parent of '" +
+                                 partial.string() + "' was removed while it was being created, " +
+                                 std::to_string(kVanishedRetries) + " times; is something deleting it?");
+    }
   }
-  return Status::Ok();
 }
 
 Status check_writable_directory(const fs::path& dir) {
-  HIPQ_RETURN_IF_ERROR(ensure_directory(dir));
-  fs::path probe = dir / (".hipq-write-check" + temp_suffix());
-  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::PermissionDenied(os_error("output directory is not writable:", dir, errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return Status::Ok();
+  for (int attempt = 1;; ++attempt) {
+    HIPQ_RETURN_IF_ERROR(ensure_directory(dir));
+    fs::path probe = dir / (".hipq-write-check" + temp_suffix());
+    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+      return Status::Ok();
+    }
+    if (errno != ENOENT) return Status::PermissionDenied(os_error("output directory is not writable:", dir, errno));
+    if (attempt == kVanishedRetries) {
+      return Status::Unavailable("output directory '" + dir.string() + "' was removed while it was being checked, " +
+                                 std::to_string(kVanishedRetries) + " times; is something deleting it?");
+    }
+  }
 }
 
 Status write_file_atomic(const fs::path& path, std::string_view bytes) {
   fs::path parent = path.parent_path();
-  HIPQ_RETURN_IF_ERROR(ensure_directory(parent));
-  fs::path tmp = path;
-  tmp += temp_suffix();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(os_error("cannot create", tmp, errno));
-  Status s = write_all(fd, bytes, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::IOError(os_error("cannot fsync", tmp, errno));
-  if (::close(fd) != 0 && s.ok()) s = Status::IOError(os_error("cannot close", tmp, errno));
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    s = Status::IOError(os_error("cannot rename temporary file onto", path, errno));
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
+  for (int attempt = 1;; ++attempt) {
+    HIPQ_RETURN_IF_ERROR(ensure_directory(parent));
+    fs::path tmp = path;
+    tmp += temp_suffix();
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      // ENOENT: the directory was removed after ensure_directory made it.
+      if (errno == ENOENT && attempt < kVanishedRetries) continue;
+      return Status::IOError(os_error("cannot create", tmp, errno));
+    }
+    Status s = write_all(fd, bytes, tmp);
+    if (s.ok() && ::fsync(fd) != 0) s = Status::IOError(os_error("cannot fsync", tmp, errno));
+    if (::close(fd) != 0 && s.ok()) s = Status::IOError(os_error("cannot close", tmp, errno));
+    if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      // ENOENT: the temporary file or its directory was removed meanwhile.
+      if (err == ENOENT && attempt < kVanishedRetries) continue;
+      return Status::IOError(os_error("cannot rename temporary file onto", path, err));
+    }
+    if (!s.ok()) {
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    int dfd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return Status::Ok();
   }
-  int dfd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
 }
 
 Result<std::string> read_file(const fs::path& path) {

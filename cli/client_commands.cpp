@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -17,6 +18,8 @@
 #include "cli/queue_options.h"
 #include "coordinator/client.h"
 #include "coordinator/manifest.h"
+#include "db/database.h"
+#include "db/job_store.h"
 
 namespace hipq::cli {
 
@@ -295,7 +298,31 @@ void add_client_commands(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("workers", "Workers connected to the coordinator");
     add_connect_options(cmd, conn);
     cmd->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
-    cmd->callback([&exit_code] {
+    // forget: an operator re-keying a worker (docs/operations.md, "Re-keying
+    // a worker"). It writes the coordinator's database, not the wire: who may
+    // give a worker id to another key is whoever may write that file.
+    static std::string forget_id;
+    static std::string forget_db;
+    if (const char* env = std::getenv("HIPQ_DB"); env != nullptr && *env) forget_db = env;
+    if (forget_db.empty()) forget_db = "hipq.db";
+    auto* forget = cmd->add_subcommand(
+        "forget", "Unbind a worker id from the CURVE key that registered it; the next worker key to say hello "
+                  "under the id owns it");
+    forget->add_option("worker", forget_id, "worker id")->required();
+    forget->add_option("--db", forget_db, "the coordinator's database file (env HIPQ_DB)")->capture_default_str();
+    forget->callback([&exit_code] {
+      if (!std::filesystem::exists(forget_db)) {
+        return void(exit_code = fail(Status::NotFound("no database " + forget_db + "; give the coordinator's --db")));
+      }
+      auto d = db::Database::open_and_migrate(forget_db);
+      if (!d.ok()) return void(exit_code = fail(d.status().WithContext("--db " + forget_db)));
+      db::JobStore store(**d);
+      if (Status s = store.forget_worker_key(forget_id); !s.ok()) return void(exit_code = fail(s));
+      std::cout << "worker " << forget_id << ": bound to no key now; the next worker key to say hello as "
+                << forget_id << " owns it\n";
+    });
+    cmd->callback([&exit_code, forget] {
+      if (forget->parsed()) return;
       zmq::context_t ctx;
       auto client = connect(ctx, conn);
       if (!client.ok()) return void(exit_code = fail(client.status()));

@@ -84,6 +84,7 @@ const std::map<std::string, std::vector<std::string>>& help_examples() {
       {"hipq status", {"hipq status", "hipq status quickstart --format json"}},
       {"hipq cancel", {"hipq cancel 3", "hipq cancel quickstart"}},
       {"hipq workers", {"hipq workers", "hipq workers --format json"}},
+      {"hipq workers forget", {"hipq workers forget gpu-box/hip0 --db /srv/hipq/hipq.db"}},
       {"hipq drain", {"hipq drain --all", "hipq drain gpu-box/hip0/1234"}},
       {"hipq keygen", {"hipq keygen keys/coordinator.key", "hipq keygen keys/worker-1.key --force"}},
       {"hipq weights", {"hipq weights export synthetic:tiny-sdxl --out tiny-sdxl"}},

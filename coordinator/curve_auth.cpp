@@ -10,7 +10,10 @@ namespace hipq::coordinator {
 
 CurveAuth::CurveAuth(zmq::socket_t socket, proto::AuthorizedKeys keys)
     : socket_(std::move(socket)), keys_(std::move(keys)) {
-  for (const auto& [key, who] : keys_) roles_by_name_.emplace(who.name, who.roles);
+  for (const auto& [key, who] : keys_) {
+    roles_by_name_.emplace(who.name, who.roles);
+    key_by_name_.emplace(who.name, key);
+  }
 }
 
 Result<std::unique_ptr<CurveAuth>> CurveAuth::bind(zmq::context_t& context, proto::AuthorizedKeys keys) {
@@ -28,6 +31,16 @@ bool CurveAuth::has_role(const std::string& user_id, const std::string& role) co
   // read_authorized_keys() keeps names unique: the user id is one key.
   auto it = roles_by_name_.find(user_id);
   return it != roles_by_name_.end() && it->second.count(role) > 0;
+}
+
+std::string CurveAuth::public_key_of(const std::string& user_id) const {
+  auto it = key_by_name_.find(user_id);
+  return it == key_by_name_.end() ? std::string() : it->second;
+}
+
+std::string CurveAuth::name_of(const std::string& public_key) const {
+  auto it = keys_.find(public_key);
+  return it == keys_.end() ? std::string() : it->second.name;
 }
 
 void CurveAuth::handle_pending() {

@@ -35,6 +35,11 @@ class CurveAuth {
   void handle_pending();
   // Role check for an authenticated identity ("worker" / "client").
   bool has_role(const std::string& user_id, const std::string& role) const;
+  // The Z85 public key an authenticated identity stands for ("" when the
+  // name is not listed).
+  std::string public_key_of(const std::string& user_id) const;
+  // The name of a listed Z85 public key ("" when it is not listed).
+  std::string name_of(const std::string& public_key) const;
 
   int64_t admitted() const { return admitted_; }
   int64_t refused() const { return refused_; }
@@ -45,6 +50,7 @@ class CurveAuth {
   zmq::socket_t socket_;
   proto::AuthorizedKeys keys_;
   std::map<std::string, std::set<std::string>> roles_by_name_;  // user id -> roles of its one key
+  std::map<std::string, std::string> key_by_name_;              // user id -> its Z85 public key
   int64_t admitted_ = 0;
   int64_t refused_ = 0;
 };

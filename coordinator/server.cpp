@@ -410,6 +410,25 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
       return;
     }
   }
+  // With CURVE, a worker id stays the key's that first registered it, across
+  // coordinator restarts (workers.curve_key): once its connection is gone,
+  // another listed worker key cannot say hello in its name and report for
+  // the leases the database still gives it. Without CURVE there is no
+  // identity to bind.
+  std::optional<std::string> key;
+  if (auth_) {
+    key = auth_->public_key_of(user_id);
+    auto owner = store_->worker_curve_key(m.worker_id());
+    if (!owner.ok()) {
+      drop("hello naming worker " + m.worker_id() + ": cannot read the key it is bound to: " +
+           owner.status().ToString());
+      return;
+    }
+    if (owner->has_value() && **owner != *key) {
+      refuse_hello(routing_id, m.worker_id(), user_id, **owner);
+      return;
+    }
+  }
   const bool repeated = same != nullptr;
   Peer& peer = repeated ? *same : peers_.upsert(routing_id, m.worker_id());
   peer.user_id = user_id;
@@ -427,7 +446,9 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
   // and it is not offered a second one.
   double wall = db::wall_clock_seconds();
   const bool busy = m.running_job_id() > 0 || peer.running_job_id > 0;
-  Status s = store_->upsert_worker(to_worker_record(m, busy ? "busy" : "idle"), wall);
+  db::WorkerRecord record = to_worker_record(m, busy ? "busy" : "idle");
+  record.curve_key = key;
+  Status s = store_->upsert_worker(record, wall);
   if (!s.ok()) spdlog::warn("worker {}: cannot record it: {}", m.worker_id(), s.ToString());
   if (!repeated) {
     spdlog::info("worker {} connected ({} {} device {}{})", m.worker_id(), m.backend(), m.device_name(),
@@ -460,6 +481,19 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
       send(routing_id, std::move(c));
     }
   }
+}
+
+void Server::refuse_hello(const std::string& routing_id, const std::string& worker_id, const std::string& user_id,
+                          const std::string& owner_key) {
+  const std::string owner = auth_->name_of(owner_key);
+  Status refusal = Status::PermissionDenied(
+      "refused: worker id \"" + worker_id + "\" belongs to another key (" +
+      (owner.empty() ? "one no longer in the authorized keys, " + owner_key : "\"" + owner + "\"") +
+      " registered it); this connection's key is \"" + user_id +
+      "\". Start this worker with another --id, or with the key that registered the id; to give the id to a new "
+      "key, run `hipq workers forget " + worker_id + " --db <the coordinator's database>`");
+  drop("hello " + refusal.message());
+  send(routing_id, error_reply(refusal));
 }
 
 void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHello& m) {

@@ -23,7 +23,9 @@
 //
 // Identity: a worker id belongs to the one live connection whose hello named
 // it first; a hello naming it from another connection is dropped until that
-// one is expired (docs/protocol.md, "Identity is the connection"). Reports
+// one is expired (docs/protocol.md, "Identity is the connection"); with CURVE
+// it also stays bound to the key that first registered it, in the database,
+// so another key's hello under it is refused, restarts included. Reports
 // are attributed to the connection's worker, never to ids they carry.
 // After a failed group commit the in-memory view of every peer is dropped
 // and rebuilt from fresh hellos (forget_peer_state). Queries run on a
@@ -141,6 +143,10 @@ class Server {
   // jobs of its batch fail at once with `error` named as their reason.
   void fail_batch_of(int64_t job_id, const std::string& error);
   void on_returned(Peer& peer, const proto::JobError& m);
+  // Answers a hello naming a worker id bound to another CURVE key
+  // (`owner_key`) with an ErrorReply saying so and what to do.
+  void refuse_hello(const std::string& routing_id, const std::string& worker_id, const std::string& user_id,
+                    const std::string& owner_key);
   void give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHello& m);
   void forget_peer_state();
   void on_goodbye(Peer& peer, const proto::Goodbye& m);

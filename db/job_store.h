@@ -175,7 +175,17 @@ class JobStore {
   // ---- workers -------------------------------------------------------------------
   // Inserts or updates the worker row: first_seen kept from the first call,
   // last_seen = now; the record's first_seen/last_seen fields are ignored.
+  // The row keeps the first curve_key it was given (a record without one
+  // leaves it as it is); PermissionDenied, changing nothing, when the row is
+  // bound to another key than the record's.
   Status upsert_worker(const WorkerRecord& worker, double now);
+  // The CURVE key `worker_id` is bound to; nullopt when it has none or the
+  // id is not known.
+  Result<std::optional<std::string>> worker_curve_key(std::string_view worker_id);
+  // Unbinds `worker_id` from its key (an operator re-keying a worker); the
+  // next CURVE hello under the id binds its own key. NotFound for an
+  // unknown id.
+  Status forget_worker_key(std::string_view worker_id);
   Status set_worker_state(std::string_view worker_id, std::string_view state, double now);
   Result<std::vector<WorkerRecord>> list_workers();  // ordered by id
 

@@ -222,6 +222,9 @@ struct WorkerRecord {
   double first_seen = 0;                  // set by upsert_worker
   double last_seen = 0;                   // set by upsert_worker
   std::string state;                      // free text owned by the coordinator: "idle", "busy", "draining", "gone"
+  // The CURVE public key (Z85) the id is bound to: the first one that
+  // registered it. nullopt without CURVE (no identity to bind).
+  std::optional<std::string> curve_key;
 };
 
 // ---- outcomes of JobStore operations -----------------------------------------

@@ -168,6 +168,13 @@ UPDATE jobs SET rng = json_extract(settings, '$.rng')
 ALTER TABLE jobs DROP COLUMN settings;
 )sql";
 
+// Version 4: a worker id is bound to the CURVE key that first registered it
+// (Z85 public key; NULL when it registered without CURVE, or before this
+// version: the next CURVE hello binds it). Nothing to back-fill.
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE workers ADD COLUMN curve_key TEXT;
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -178,6 +185,7 @@ constexpr Migration kMigrations[] = {
     {1, "create tables", kSchemaV1},
     {2, "jobs.priority and dispatch indexes", kSchemaV2},
     {3, "settings stored once: jobs.rng, jobs.settings dropped", kSchemaV3},
+    {4, "workers.curve_key", kSchemaV4},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

@@ -13,6 +13,9 @@
 //       and the dispatch index jobs(state, priority, model, id).
 //   3 — the generation settings stored once: jobs.rng added (filled from the
 //       settings JSON), the JSON copy jobs.settings dropped.
+//   4 — workers.curve_key: the CURVE public key that first registered each
+//       worker id (NULL without CURVE), so the id stays that key's across
+//       coordinator restarts.
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -28,7 +31,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 3;
+inline constexpr int kLatestSchemaVersion = 4;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

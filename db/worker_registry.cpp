@@ -25,12 +25,14 @@ Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   static constexpr char kUpsertWorker[] =
       "INSERT INTO workers (id, host, device_index, device_name, arch, memory_bytes, runtime_version, "
-      "driver_version, build_sha, backend, first_seen, last_seen, state) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
+      "driver_version, build_sha, backend, first_seen, last_seen, state, curve_key) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
       "device_index = excluded.device_index, device_name = excluded.device_name, arch = excluded.arch, "
       "memory_bytes = excluded.memory_bytes, runtime_version = excluded.runtime_version, "
       "driver_version = excluded.driver_version, build_sha = excluded.build_sha, backend = excluded.backend, "
-      "last_seen = excluded.last_seen, state = excluded.state";
+      "last_seen = excluded.last_seen, state = excluded.state, "
+      "curve_key = COALESCE(workers.curve_key, excluded.curve_key) "
+      "WHERE workers.curve_key IS NULL OR excluded.curve_key IS NULL OR workers.curve_key = excluded.curve_key";
   Statement s = db_.prepare_cached(kUpsertWorker);
   s.bind_text(0, w.id);
   s.bind_text(1, w.host);
@@ -45,7 +47,37 @@ Status JobStore::upsert_worker(const WorkerRecord& w, double now) {
   s.bind_double(10, now);
   s.bind_double(11, now);
   s.bind_text(12, w.state);
+  if (w.curve_key) {
+    s.bind_text(13, *w.curve_key);
+  } else {
+    s.bind_null(13);
+  }
   HIPQ_RETURN_IF_ERROR(s.run());
+  if (db_.changes() == 0) {
+    return Status::PermissionDenied("worker id \"" + w.id + "\" is bound to another CURVE key than " +
+                                    w.curve_key.value_or("") + "; nothing recorded");
+  }
+  return txn.commit();
+}
+
+Result<std::optional<std::string>> JobStore::worker_curve_key(std::string_view worker_id) {
+  static constexpr char kSelectWorkerKey[] = "SELECT curve_key FROM workers WHERE id = ?";
+  Statement s = db_.prepare_cached(kSelectWorkerKey);
+  s.bind_text(0, worker_id);
+  HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row || s.column_is_null(0)) return std::optional<std::string>();
+  return std::optional<std::string>(s.column_text(0));
+}
+
+Status JobStore::forget_worker_key(std::string_view worker_id) {
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
+  static constexpr char kForgetWorkerKey[] = "UPDATE workers SET curve_key = NULL WHERE id = ?";
+  Statement s = db_.prepare_cached(kForgetWorkerKey);
+  s.bind_text(0, worker_id);
+  HIPQ_RETURN_IF_ERROR(s.run());
+  if (db_.changes() == 0) {
+    return Status::NotFound("worker " + std::string(worker_id) + " is not in database " + db_.describe());
+  }
   return txn.commit();
 }
 
@@ -64,7 +96,7 @@ Status JobStore::set_worker_state(std::string_view worker_id, std::string_view s
 Result<std::vector<WorkerRecord>> JobStore::list_workers() {
   static constexpr char kSelectWorkers[] =
       "SELECT id, host, device_index, device_name, arch, memory_bytes, runtime_version, driver_version, build_sha, "
-      "backend, first_seen, last_seen, state FROM workers ORDER BY id";
+      "backend, first_seen, last_seen, state, curve_key FROM workers ORDER BY id";
   Statement s = db_.prepare_cached(kSelectWorkers);
   std::vector<WorkerRecord> out;
   while (true) {
@@ -84,6 +116,7 @@ Result<std::vector<WorkerRecord>> JobStore::list_workers() {
     w.first_seen = s.column_double(10);
     w.last_seen = s.column_double(11);
     w.state = s.column_text(12);
+    if (!s.column_is_null(13)) w.curve_key = s.column_text(13);
     out.push_back(std::move(w));
   }
   return out;

@@ -18,8 +18,18 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// A file that vanished after it was written (someone deleting the output
+// tree) is an I/O error, retried, not bad input.
+Status removed_after_writing(const fs::path& path) {
+  std::string m = path.string();
+  m += " was removed after it was written (is something deleting the output directory?); the job runs again";
+  return Status::IOError(std::move(m));
+}
+
 Result<JobFile> describe_file(const fs::path& path, std::string kind) {
-  HIPQ_ASSIGN_OR_RETURN(std::string sha, sha256_file(path));
+  auto hashed = sha256_file(path);
+  if (!hashed.ok() && hashed.status().code() == StatusCode::kNotFound) return removed_after_writing(path);
+  HIPQ_ASSIGN_OR_RETURN(std::string sha, std::move(hashed));
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) return Status::IOError(path.string() + ": " + ec.message());
@@ -120,7 +130,10 @@ JobResult run_job(const JobSpec& job, const PipelineLoader& load) {
   // 1. Before any device work: an unwritable output fails now, not after the
   // run. Every job of a batch writes under the same root, so it is a
   // configuration error (FailedPrecondition): the batch stops instead of retrying.
+  // A directory that kept vanishing while it was checked (Unavailable) is
+  // someone deleting it, not a configuration: that job is retried.
   if (Status w = check_writable_directory(job.output_dir); !w.ok()) {
+    if (w.code() == StatusCode::kUnavailable) return std::move(failed(JobStep::kOutputDir, std::move(w)));
     return std::move(failed(JobStep::kOutputDir, Status::FailedPrecondition("output directory: " + w.message())));
   }
 
@@ -186,6 +199,12 @@ JobResult run_job(const JobSpec& job, const PipelineLoader& load) {
     if (Status w = write_timings(job, r, info, r.files); !w.ok()) {
       return std::move(failed(JobStep::kWrite, std::move(w)));
     }
+  }
+  // A file written early (the latent) and removed while later ones were
+  // written is not reported as an output: the job runs again.
+  for (const JobFile& f : r.files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(f.path, ec)) return std::move(failed(JobStep::kWrite, removed_after_writing(f.path)));
   }
   r.wall_ms = ms_since(start);
   return r;

@@ -233,6 +233,16 @@ void Worker::on_coordinator(const proto::Envelope& e) {
     case proto::Envelope::kReportAck:
       unacked_.erase({e.report_ack().job_id(), e.report_ack().attempt()});
       return;
+    case proto::Envelope::kErrorReply:
+      // The hello was refused (another protocol version, an id bound to
+      // another key): no welcome comes. The coordinator answers its next
+      // heartbeat with Reconnect and it says hello again, so an operator can
+      // fix the cause without restarting it; the log says why, not every time.
+      if (counters_.hellos_refused++ % 60 == 0) {
+        spdlog::error("worker {}: the coordinator refused it: {}: {}", options_.worker_id, e.error_reply().code(),
+                      e.error_reply().message());
+      }
+      return;
     default:
       ++counters_.dropped_messages;
       return;

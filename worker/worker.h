@@ -77,6 +77,7 @@ struct WorkerCounters {
   int64_t reconnects = 0;
   int64_t dropped_messages = 0;
   int64_t reports_resent = 0;  // results/errors sent again for want of an ack (after a Welcome, or overdue)
+  int64_t hellos_refused = 0;  // ErrorReply answers to its hello (logged the first time and every 60th)
 };
 
 class Worker {

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 namespace hipq {
 namespace {
@@ -57,6 +59,44 @@ TEST_F(FsTest, UnwritableDirectoryIsReportedBeforeWork) {
   Status s = check_writable_directory(dir_ / "ro");
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
   fs::permissions(dir_ / "ro", fs::perms::owner_all);
+}
+
+// Someone deleting the tree (rm -rf, over and over) while hipq checks and
+// writes in it: the check is never a refusal (PermissionDenied or IOError
+// would stop a whole batch as a configuration error); a write either lands
+// whole or says it was an I/O error or that the directory kept vanishing,
+// and leaves no temporary.
+TEST_F(FsTest, ATreeDeletedOverAndOverIsNeverARefusalAndLeavesNoTemporary) {
+  std::atomic<bool> stop{false};
+  std::thread deleter([&] {
+    while (!stop.load()) {
+      std::error_code ec;
+      fs::remove_all(dir_ / "root", ec);
+    }
+  });
+  int refused = 0, written = 0;
+  std::string first_refusal;
+  for (int i = 0; i < 300; ++i) {
+    const fs::path job = dir_ / "root" / "batch" / ("job" + std::to_string(i % 7));
+    Status checked = check_writable_directory(job);
+    Status wrote = write_file_atomic(job / "latent.bin", std::string(4096, 'x'));
+    // The check's errors other than Unavailable stop a batch (engine/job.cpp);
+    // a write's I/O error is retried.
+    const bool check_ok = checked.ok() || checked.code() == StatusCode::kUnavailable;
+    const bool write_ok = wrote.ok() || wrote.code() == StatusCode::kUnavailable || wrote.code() == StatusCode::kIOError;
+    if (!check_ok && refused++ == 0) first_refusal = "check: " + checked.ToString();
+    if (!write_ok && refused++ == 0) first_refusal = "write: " + wrote.ToString();
+    written += wrote.ok();
+  }
+  stop.store(true);
+  deleter.join();
+  EXPECT_EQ(refused, 0) << "first: " << first_refusal;
+  EXPECT_GT(written, 0);
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    EXPECT_EQ(it->path().filename().string().find(".tmp."), std::string::npos) << it->path();
+  }
 }
 
 TEST_F(FsTest, MissingFileIsNotFoundWithPath) {

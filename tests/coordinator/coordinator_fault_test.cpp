@@ -15,6 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "base/fs.h"
 #include "db/database.h"
 #include "db/statement.h"
 #include "tests/base/test_strings.h"
@@ -38,11 +41,13 @@ int64_t query_int(const fs::path& db_path, const std::string& sql) {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// A tmpfs of `size` mounted on `dir` (created); no mount when `size` is null.
 class SmallTmpfs {
  public:
   SmallTmpfs(const fs::path& dir, const char* size) : dir_(dir) {
     fs::create_directories(dir);
-    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
+    mounted_ = size != nullptr &&
+               ::mount("tmpfs", dir.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
   }
   ~SmallTmpfs() {
     if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
@@ -129,11 +134,12 @@ std::vector<std::string> unfinished_files(const fs::path& dir) {
 }
 
 // One real worker (real pipeline, tiny model on the CPU) running `jobs` jobs
-// whose outputs go to a tmpfs of `size` at dir/outfs; the batch is submitted.
+// whose outputs go to a tmpfs of `size` at dir/outfs (a plain folder when
+// `size` is null); the batch is submitted.
 struct OutputDiskBatch {
   OutputDiskBatch(const fs::path& dir, const char* size, const std::string& batch, int jobs, int max_attempts)
       : mount(dir / "outfs", size), db(dir / "hipq.db"), out(dir / "outfs" / "out") {
-    if (!mount.mounted()) return;
+    if (size != nullptr && !mount.mounted()) return;
     coord = start_coordinator(dir, "coord", &ep);
     worker = start_worker(dir, "w0", ep, "engine");
     std::ostringstream m;
@@ -226,6 +232,97 @@ TEST(CoordinatorFaultTest, OutputDiskTurningReadOnlyStopsTheBatchWithThePathAndK
   EXPECT_TRUE(bad.empty()) << bad.size() << " unfinished file(s), first: " << (bad.empty() ? "" : bad[0]);
   std::cout << "[ figures  ] output disk read-only: jobs " << kJobs << ", done before " << done_jobs
             << ", failed with the reason " << failed << ", unfinished files " << bad.size() << "\n";
+}
+
+// The user deletes the whole output tree (rm -rf) while a real worker runs a
+// batch: five bursts, each deleting it over and over for 500 ms, so writes
+// under way are hit at every stage (directories being made, the write check,
+// temporaries, renames, files just written). Outputs are written atomically
+// with their parents created, so jobs after a deletion finish with their
+// files; a write a deletion hits is redone, or its attempt fails as an I/O
+// error and is retried, never as a configuration error or bad input. Every
+// job ends done exactly once, the worker keeps running, no temporary or
+// partial file is left, and every job recorded after the last deletion has
+// its files as hashed. Files of jobs that had finished before a deletion are
+// gone; their records stay (nothing checks the files again later).
+TEST(CoordinatorFaultTest, OutputDirectoryDeletedMidBatchFinishesEveryJobWithItsFilesAndKeepsTheWorker) {
+  TempDir tmp;
+  constexpr int kJobs = 16;
+  constexpr int kBursts = 5;
+  OutputDiskBatch b(tmp.path(), nullptr, "outgone", kJobs, 20);
+  ASSERT_TRUE(b.submitted) << b.logs();
+  const fs::path& db = b.db;
+  auto done = [&] { return b.done(); };
+  int64_t deletions = 0;  // rm -rf calls that removed something
+  double last_deletion = 0;
+  for (int burst = 0; burst < kBursts; ++burst) {
+    ASSERT_TRUE(wait_until([&] { return done() >= 2 + 2 * burst; }, 60s)) << done() << " done\n" << b.logs();
+    const auto end = Clock::now() + 500ms;
+    while (Clock::now() < end) {
+      std::error_code ec;
+      if (fs::remove_all(b.out, ec) > 0) ++deletions;
+    }
+    last_deletion = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+  auto settled = [&] { return query_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'leased')") == 0; };
+  ASSERT_TRUE(wait_until(settled, 120s)) << done() << " done\n" << b.logs();
+  EXPECT_EQ(done(), kJobs) << b.logs();
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM jobs WHERE state <> 'done'"), 0)
+      << "a deleted directory failed jobs: "
+      << [&] {
+           auto d = db::Database::open(db);
+           db::Statement st = (*d)->prepare("SELECT error FROM attempts WHERE state = 'failed' ORDER BY id LIMIT 3");
+           std::string errors;
+           while (*st.step()) errors += st.column_text(0) + "\n";
+           return errors;
+         }();
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM results"), kJobs);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(DISTINCT job_id) FROM results"), kJobs);
+  EXPECT_TRUE(b.worker->running()) << b.logs();
+  EXPECT_TRUE(b.coord->running()) << b.logs();
+  EXPECT_GT(deletions, 0);
+  const std::vector<std::string> bad = unfinished_files(b.out);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " unfinished file(s), first: " << (bad.empty() ? "" : bad[0]);
+
+  // Each result's files, as the record names them: present with the recorded
+  // hash for every job recorded after the last deletion.
+  int64_t after = 0, removed_later = 0;
+  {
+    auto d = db::Database::open(db);
+    ASSERT_TRUE(d.ok());
+    db::Statement st = (*d)->prepare(
+        "SELECT r.job_id, r.recorded_at, r.outputs, b.output_root FROM results r JOIN jobs j ON j.id = r.job_id "
+        "JOIN batches b ON b.id = j.batch_id ORDER BY r.job_id");
+    while (*st.step()) {
+      const bool recorded_after = st.column_double(1) > last_deletion;
+      const nlohmann::json outputs = nlohmann::json::parse(st.column_text(2));
+      const fs::path root = st.column_text(3);
+      EXPECT_EQ(outputs.size(), 3u) << "job " << st.column_int64(0) << ": " << outputs.dump();
+      bool all_there = true;
+      for (const auto& o : outputs) {
+        const fs::path file = root / o["path"].get<std::string>();
+        auto sha = sha256_file(file);
+        if (!sha.ok()) {
+          all_there = false;
+          EXPECT_FALSE(recorded_after) << "job " << st.column_int64(0) << " recorded after the last deletion has no "
+                                       << file;
+          continue;
+        }
+        EXPECT_EQ(*sha, o["sha256"].get<std::string>()) << file;
+      }
+      after += recorded_after;
+      removed_later += !all_there;
+    }
+  }
+  EXPECT_GT(after, 0) << "no job ran after the last deletion; the test proves less than it says";
+  const int64_t failed_attempts = query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'failed'");
+  const int64_t lost = kJobs - query_int(db, "SELECT COUNT(DISTINCT job_id) FROM results");
+  const int64_t doubled = query_int(db, "SELECT COUNT(*) - COUNT(DISTINCT job_id) FROM results");
+  std::cout << "[ figures  ] output directory deleted: jobs " << kJobs << ", " << kBursts << " bursts, " << deletions
+            << " rm -rf that removed something, failed attempts " << failed_attempts << " (retried), lost " << lost
+            << ", doubled " << doubled << ", "
+            << "jobs whose files a later deletion removed " << removed_later << ", recorded after the last deletion "
+            << after << " (files all present), unfinished files " << bad.size() << "\n";
 }
 
 TEST(CoordinatorFaultTest, ALongQueryDoesNotDelayHeartbeats) {

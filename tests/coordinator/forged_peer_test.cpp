@@ -100,6 +100,138 @@ TEST_F(ForgedPeerTest, WithCurveAnotherListedKeyCannotSpeakForAWorker) {
   forge_for_busy_worker(*this, db(), ep, keys, *coord);
 }
 
+// The key that registered a worker id owns it across a coordinator restart:
+// the worker holding a lease is gone when the coordinator comes back, and a
+// peer with another listed worker key says hello in its name claiming that
+// lease. It is refused, saying why, and nothing it sends is recorded; the
+// worker's own key is welcomed back and its result recorded.
+TEST_F(ForgedPeerTest, WithCurveAWorkerIdStaysItsKeysAcrossACoordinatorRestart) {
+  const fs::path d = tmp.path();
+  for (const char* k : {"server", "victim", "mallory"}) {
+    ASSERT_EQ(run_hipq(d, std::string("keygen-") + k, {"keygen", (d / (std::string(k) + ".key")).string()}), 0);
+  }
+  auto pub = [&](const char* k) { return *proto::read_public_key((d / (std::string(k) + ".key.pub")).string()); };
+  std::ofstream(d / "authorized") << pub("victim") << " victim worker,client\n" << pub("mallory") << " mallory worker\n";
+  const std::vector<std::string> curve = {"--server-key", (d / "server.key").string(), "--authorized-keys",
+                                          (d / "authorized").string()};
+  auto keys_of = [&](const char* k) {
+    auto pair = proto::read_curve_key_file(d / (std::string(k) + ".key"));
+    EXPECT_TRUE(pair.ok()) << pair.status().ToString();
+    return proto::CurveClientKeys{pair->public_key, pair->secret_key, pub("server")};
+  };
+  std::string ep;
+  auto coord = start_coordinator(d, "coord", &ep, "tcp://127.0.0.1:*", curve);
+  fs::path m = write_sleep_manifest(d, "curve", 1, 1);
+  ASSERT_EQ(run_hipq(d, "submit", {"submit", m.string(), "--connect", ep, "--key", (d / "victim.key").string(),
+                                   "--server-key", (d / "server.key.pub").string()}),
+            0);
+  int64_t job = 0;
+  int attempt = 0;
+  {
+    RawPeer victim(ep, keys_of("victim"));
+    victim.send(hello("victim"));
+    ASSERT_TRUE(victim.recv(3s, proto::Envelope::kWelcome)) << coord->err();
+    victim.send(ready(1));
+    auto a = victim.recv(3s, proto::Envelope::kAssignment);
+    ASSERT_TRUE(a.has_value()) << coord->err();
+    job = a->assignment().job_id();
+    attempt = a->assignment().attempt();
+  }
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM workers WHERE id = 'victim' AND curve_key = '" + pub("victim") + "'"),
+            1);
+  coord->signal(SIGKILL);
+  ASSERT_EQ(coord->wait(), 128 + SIGKILL);
+  coord = start_coordinator(d, "coord2", &ep, "tcp://127.0.0.1:*", curve);
+  const int64_t last_seen_before = query_int(db(), "SELECT CAST(last_seen * 1000 AS INTEGER) FROM workers");
+
+  RawPeer mallory(ep, keys_of("mallory"));
+  mallory.send(hello("victim", job, attempt));
+  auto refused = mallory.recv(3s, proto::Envelope::kErrorReply);
+  ASSERT_TRUE(refused.has_value()) << "the other key was welcomed as victim: " << coord->err();
+  EXPECT_EQ(refused->error_reply().code(), "PermissionDenied");
+  const std::string& why = refused->error_reply().message();
+  EXPECT_NE(why.find("worker id \"victim\" belongs to another key (\"victim\" registered it)"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("this connection's key is \"mallory\""), std::string::npos) << why;
+  EXPECT_NE(why.find("another --id"), std::string::npos) << why;
+  EXPECT_NE(why.find("hipq workers forget victim"), std::string::npos) << why;
+  const std::string output_dir = [&] {
+    auto dbh = db::Database::open(db());
+    db::Statement st = (*dbh)->prepare("SELECT output_dir FROM jobs WHERE id = " + std::to_string(job));
+    EXPECT_TRUE(*st.step());
+    return st.column_text(0);
+  }();
+  mallory.send(pass_result(job, attempt, output_dir + "/forged.safetensors"));
+  mallory.send(fatal_error(job, attempt));
+  mallory.send(heartbeat(job, attempt));
+  EXPECT_FALSE(mallory.recv(1s, proto::Envelope::kReportAck).has_value());
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 0);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE state <> 'running'"), 0);
+  EXPECT_EQ(leased_to("victim"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT CAST(last_seen * 1000 AS INTEGER) FROM workers"), last_seen_before)
+      << "the refused hello was recorded";
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM workers WHERE curve_key = '" + pub("victim") + "'"), 1);
+
+  // The key that registered the id is welcomed back and keeps its lease.
+  RawPeer victim(ep, keys_of("victim"));
+  victim.send(hello("victim", job, attempt));
+  ASSERT_TRUE(victim.recv(3s, proto::Envelope::kWelcome)) << coord->err();
+  victim.send(pass_result(job, attempt, output_dir + "/latent.safetensors"));
+  ASSERT_TRUE(victim.recv(3s, proto::Envelope::kReportAck)) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE worker_id = 'victim' AND outputs LIKE '%latent%'"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 1);
+}
+
+// Re-keying a worker: the operator unbinds the id (`hipq workers forget`),
+// and the next worker key to say hello under it owns it.
+TEST_F(ForgedPeerTest, WorkersForgetLetsANewKeyTakeAWorkerId) {
+  const fs::path d = tmp.path();
+  for (const char* k : {"server", "old", "new"}) {
+    ASSERT_EQ(run_hipq(d, std::string("keygen-") + k, {"keygen", (d / (std::string(k) + ".key")).string()}), 0);
+  }
+  auto pub = [&](const char* k) { return *proto::read_public_key((d / (std::string(k) + ".key.pub")).string()); };
+  std::ofstream(d / "authorized") << pub("old") << " old worker\n" << pub("new") << " new worker\n";
+  auto keys_of = [&](const char* k) {
+    auto pair = proto::read_curve_key_file(d / (std::string(k) + ".key"));
+    EXPECT_TRUE(pair.ok()) << pair.status().ToString();
+    return proto::CurveClientKeys{pair->public_key, pair->secret_key, pub("server")};
+  };
+  std::string ep;
+  auto coord = start_coordinator(d, "coord", &ep, "tcp://127.0.0.1:*",
+                                 {"--server-key", (d / "server.key").string(), "--authorized-keys",
+                                  (d / "authorized").string()});
+  {
+    RawPeer old_key(ep, keys_of("old"));
+    old_key.send(hello("box/cpu0"));
+    ASSERT_TRUE(old_key.recv(3s, proto::Envelope::kWelcome)) << coord->err();
+    proto::Envelope bye;
+    bye.mutable_goodbye()->set_reason("leaving");
+    old_key.send(bye);
+    std::this_thread::sleep_for(100ms);  // the socket drops what has not left when it closes
+  }
+  {
+    RawPeer new_key(ep, keys_of("new"));
+    ASSERT_TRUE(wait_until(
+        [&] {
+          new_key.send(hello("box/cpu0"));
+          return new_key.recv(300ms, proto::Envelope::kErrorReply).has_value();
+        },
+        10s))
+        << coord->err();
+  }
+  std::string out, err;
+  EXPECT_EQ(run_hipq(d, "forget-unknown", {"workers", "forget", "nobody", "--db", db().string()}, &out, &err), 2)
+      << err;
+  EXPECT_NE(err.find("worker nobody is not in database"), std::string::npos) << err;
+  ASSERT_EQ(run_hipq(d, "forget", {"workers", "forget", "box/cpu0", "--db", db().string()}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("box/cpu0"), std::string::npos) << out;
+  RawPeer new_key(ep, keys_of("new"));
+  new_key.send(hello("box/cpu0"));
+  ASSERT_TRUE(new_key.recv(3s, proto::Envelope::kWelcome)) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM workers WHERE id = 'box/cpu0' AND curve_key = '" + pub("new") + "'"),
+            1);
+}
+
 TEST_F(ForgedPeerTest, AuthorizedKeysGivingOneNameTwoKeysStopTheCoordinatorWithTheLine) {
   const fs::path d = tmp.path();
   for (const char* k : {"server", "a", "b"}) {

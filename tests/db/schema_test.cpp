@@ -154,7 +154,7 @@ TEST(SchemaTest, VersionTwoSettingsAreStoredOnceAfterMigrationToThree) {
   ASSERT_TRUE(db.ok());
   ASSERT_EQ(*schema_version(**db), 2);
   ASSERT_TRUE(migrate(**db).ok());
-  EXPECT_EQ(*schema_version(**db), 3);
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
   Statement gone(**db, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'settings'");
   ASSERT_TRUE(*gone.step());
   EXPECT_EQ(gone.column_int(0), 0) << "the JSON copy of the settings is dropped";
@@ -188,6 +188,55 @@ TEST(SchemaTest, VersionTwoSettingsAreStoredOnceAfterMigrationToThree) {
   ASSERT_TRUE(added.ok());
   ASSERT_EQ(added->size(), 1u);
   EXPECT_EQ((*added)[0].generation_settings().rng, "torch-cuda");
+}
+
+// A database written by a version-3 hipq (workers without a key column)
+// migrates to version 4: its workers are bound to no key, the first CURVE
+// hello binds one, and from then on another key is refused under that id.
+TEST(SchemaTest, VersionThreeWorkersAreUnboundAfterMigrationToFourAndTheFirstKeyBindsThem) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v3.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 3).ok());
+    // The row exactly as version 3's upsert_worker wrote it.
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO workers (id, host, device_index, device_name, arch, memory_bytes, runtime_version, driver_version,
+                           build_sha, backend, first_seen, last_seen, state)
+        VALUES ('box/hip0', 'box', 0, 'Radeon', 'gfx1100', 25769803776, '6.3', '6.3', 'abc123', 'hip', 10, 20, 'idle');
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(*schema_version(**db), 3);
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+
+  JobStore store(**db);
+  auto ws = store.list_workers();
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  ASSERT_EQ(ws->size(), 1u);
+  EXPECT_EQ((*ws)[0].device_name, "Radeon");
+  EXPECT_EQ((*ws)[0].memory_bytes, int64_t{24} << 30);
+  EXPECT_DOUBLE_EQ((*ws)[0].first_seen, 10);
+  EXPECT_FALSE((*ws)[0].curve_key.has_value()) << "registered before keys were kept";
+  auto unbound = store.worker_curve_key("box/hip0");
+  ASSERT_TRUE(unbound.ok());
+  EXPECT_FALSE(unbound->has_value());
+
+  WorkerRecord w = (*ws)[0];
+  w.curve_key = std::string(40, 'A');
+  ASSERT_TRUE(store.upsert_worker(w, 30).ok());
+  EXPECT_EQ(store.worker_curve_key("box/hip0")->value_or(""), std::string(40, 'A'));
+  w.curve_key = std::string(40, 'B');
+  w.state = "busy";
+  EXPECT_EQ(store.upsert_worker(w, 31).code(), StatusCode::kPermissionDenied);
+  auto after = store.list_workers();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)[0].state, "idle") << "a refused key changes nothing";
+  EXPECT_EQ((*after)[0].curve_key.value_or(""), std::string(40, 'A'));
+  EXPECT_DOUBLE_EQ((*after)[0].first_seen, 10);
 }
 
 TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {
