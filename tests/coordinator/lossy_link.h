@@ -59,11 +59,13 @@ class LossyLink {
     double delay_min_ms = 0, delay_max_ms = 80;
     // Per direction of a connection: mean seconds (exponential) from the end
     // of one stall to the chunk lost next.
-    double stall_gap_mean_s = 8;
-    // A stall lasts uniform [stall_min_s, stall_max_s], or with probability
-    // long_stall_share uniform [long_stall_min_s, long_stall_max_s].
+    double stall_gap_mean_s = 6;
+    // A stall lasts uniform [stall_min_s, stall_max_s]; every
+    // long_stall_every-th stall of the link (the 2nd, then every
+    // long_stall_every more) lasts uniform [long_stall_min_s, long_stall_max_s].
     double stall_min_s = 0.3, stall_max_s = 2.5;
-    double long_stall_share = 0.15, long_stall_min_s = 3.2, long_stall_max_s = 5.0;
+    int long_stall_every = 4;
+    double long_stall_min_s = 3.2, long_stall_max_s = 5.0;
     // Stalls longer than this are counted apart (the peers' liveness window).
     double liveness_s = 3.0;
     // Per connection: mean seconds (exponential) until it is reset.
@@ -228,7 +230,8 @@ class LossyLink {
     d.queue.push_back(std::move(chunk));
     if (now >= d.stall_until && now >= d.next_loss) {
       // This chunk is lost: it and everything behind it wait for the resend.
-      const bool longer = uniform(0, 1) < options_.long_stall_share;
+      const bool longer = options_.long_stall_every > 0 && stalls_ % options_.long_stall_every == 1;
+      ++stalls_;
       const double s = longer ? uniform(options_.long_stall_min_s, options_.long_stall_max_s)
                               : uniform(options_.stall_min_s, options_.stall_max_s);
       d.stall_until = now + seconds(s);
@@ -291,7 +294,7 @@ class LossyLink {
       for (auto& c : connections_) {
         for (int from = 0; from < 2; ++from) pump(c, from, now);
         for (const Direction& d : c.dir) {
-          if (d.queue.empty()) continue;
+          if (d.queue.empty() || d.blocked) continue;  // a blocked one waits for POLLOUT
           wake = std::min(wake, std::max(d.queue.front().due, d.stall_until));
         }
       }
@@ -330,6 +333,7 @@ class LossyLink {
 
   Options options_;
   std::mt19937 rng_;
+  int64_t stalls_ = 0;  // relay thread only
   uint16_t upstream_port_ = 0;
   int listen_fd_ = -1;
   std::string endpoint_;
