@@ -117,6 +117,12 @@ void Worker::send_hello() {
   h->set_running_job_id(running_job_id_);
   h->set_running_attempt(running_attempt_);
   send(e);
+  hello_sent_ = Clock::now();
+  hello_wanted_ = false;
+}
+
+void Worker::send_hello_if_wanted(Clock::time_point now) {
+  if (hello_wanted_ && now - hello_sent_ >= options_.heartbeat / 2) send_hello();
 }
 
 void Worker::send_ready() {
@@ -191,6 +197,7 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       if (!welcomed_) spdlog::info("worker {}: connected to coordinator {}", options_.worker_id,
                                    e.welcome().coordinator_id());
       welcomed_ = true;
+      hello_wanted_ = false;  // answered; a Reconnect after this asks again
       asked_ = false;
       backoff_ = options_.reconnect_initial;
       resend_reports(Clock::now(), std::chrono::milliseconds(0));
@@ -198,7 +205,8 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       return;
     case proto::Envelope::kReconnect:
       welcomed_ = false;
-      send_hello();
+      hello_wanted_ = true;
+      send_hello_if_wanted(Clock::now());
       return;
     case proto::Envelope::kHeartbeat:
       return;
@@ -360,6 +368,7 @@ Status Worker::run() {
       }
     }
     now = Clock::now();
+    send_hello_if_wanted(now);
     if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
       ready_not_before_ = Clock::time_point{};
       send_ready();  // the failure backoff is over

@@ -122,6 +122,13 @@ class Worker {
   std::atomic<bool> stop_requested_{false};
   bool draining_ = false;
   bool welcomed_ = false;
+  // A Reconnect asks for a hello; a burst of them (one per message that
+  // reached the coordinator on a connection it no longer knew) is answered
+  // with one hello, not one each: at most one per half heartbeat until a
+  // Welcome, so a burst costs one Welcome and one resend of each report.
+  bool hello_wanted_ = false;
+  std::chrono::steady_clock::time_point hello_sent_{};
+  void send_hello_if_wanted(std::chrono::steady_clock::time_point now);
   int64_t running_job_id_ = 0;
   int running_attempt_ = 0;
   bool asked_ = false;             // a Ready is outstanding

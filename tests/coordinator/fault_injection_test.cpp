@@ -1,11 +1,15 @@
 // Fault-injection suite (label slow): real coordinator and worker processes
-// on loopback, killed at random points, while a batch runs. Each test prints
+// on loopback, killed at random points, flooded with forged frames or talking
+// through a lossy link, while a batch runs. Each test prints
 // one "[ figures  ]" line: jobs, faults injected, lost, doubled, and the
 // longest time the queue stood still after a fault. docs/reliability.md
 // records the figures of the last run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -13,6 +17,7 @@
 #include "db/statement.h"
 #include "tests/base/test_strings.h"
 #include "proto/protocol.h"
+#include "tests/coordinator/lossy_link.h"
 #include "tests/coordinator/process_harness.h"
 #include "tests/coordinator/raw_peer.h"
 
@@ -229,6 +234,89 @@ TEST(FaultInjectionTest, GarbageOversizeAndForgedFramesWhileWorkersRun) {
   std::cout << "[ figures  ] garbage, oversize and forged frames: jobs " << kJobs << ", garbage frames " << garbage
             << ", forged envelopes " << forged << ", oversize frames " << oversize << ", lost " << kJobs - t.distinct
             << ", doubled " << t.results - t.distinct << ", longest stall " << stall.worst() << " s\n";
+}
+
+// Workers reach the coordinator only through a lossy link (lossy_link.h):
+// every chunk delayed 0-80 ms, now and then a direction stalled 0.3-2.5 s as
+// a lost segment stalls a TCP stream, some stalls past the 3 s liveness
+// window (the coordinator expires the worker and its lease; its late result
+// must be refused), and connections reset inside a frame. Every job must
+// still be done exactly once, none failed, and the coordinator stay up.
+// HIPQ_LOSSY_LINK_SEED picks another seed for the link.
+TEST(FaultInjectionTest, WorkersBehindALossyDelayingLinkFinishEveryJobOnce) {
+  TempDir tmp;
+  const fs::path db = tmp.path() / "hipq.db";
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  LossyLink::Options link_options;
+  link_options.seed = 18;
+  if (const char* s = std::getenv("HIPQ_LOSSY_LINK_SEED")) {
+    link_options.seed = static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  }
+  std::cout << "[ seed     ] lossy link seed " << link_options.seed << "\n";
+  LossyLink link(ep, link_options);
+  ASSERT_FALSE(link.endpoint().empty());
+  constexpr int kWorkers = 3, kJobs = 300;
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.push_back(start_worker(tmp.path(), numbered("w", i), link.endpoint(), "sleep:30ms"));
+  }
+  // The client talks to the coordinator directly: the link is the workers'.
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", storm_manifest(tmp.path(), 30, 10).string(), "--connect", ep}), 0);
+  StallMeter stall(db);
+  auto start = Clock::now();
+  const bool finished = wait_until(
+      [&] {
+        stall.sample();
+        return tally(db).done == kJobs || !coord->running();
+      },
+      150s);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  const LossyLink::Figures f = link.figures();
+  ASSERT_TRUE(finished && tally(db).done == kJobs)
+      << tally(db).done << " done after " << took << " s (seed " << link_options.seed << ")\n"
+      << coord->err().substr(0, 10000);
+  Tally t = tally(db);
+  EXPECT_EQ(t.results, kJobs);
+  EXPECT_EQ(t.distinct, kJobs);
+  EXPECT_EQ(t.done_attempts, kJobs);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('failed', 'dead')"), 0);
+  EXPECT_TRUE(coord->running());
+  // The link did what it is for: stalls past the liveness window and resets
+  // happened, and leases were expired because of them.
+  EXPECT_GT(f.stalls_over_liveness, 0);
+  EXPECT_GT(f.resets, 0);
+  const int64_t expired = query_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'expired'");
+  EXPECT_GT(expired, 0);
+  // The coordinator logs every result it drops: a late one (its lease ended)
+  // or a repeat (already recorded). A report is sent again once per welcome;
+  // a burst of them for one report means the worker said hello once per
+  // message the coordinator answered with Reconnect after a stall.
+  const std::string log = coord->err();
+  int64_t late_refused = 0, repeats_dropped = 0;
+  std::map<std::pair<int64_t, int64_t>, int> drops;
+  for (size_t at = log.find("dropped result of job "); at != std::string::npos;
+       at = log.find("dropped result of job ", at + 1)) {
+    long long job = 0, attempt = 0;
+    if (std::sscanf(log.c_str() + at, "dropped result of job %lld attempt %lld", &job, &attempt) != 2) continue;
+    ++drops[{job, attempt}];
+    const std::string line = log.substr(at, log.find('\n', at) - at);
+    if (line.find("already recorded") != std::string::npos) {
+      ++repeats_dropped;
+    } else {
+      ++late_refused;
+    }
+  }
+  int most_drops = 0;
+  for (const auto& [report, n] : drops) most_drops = std::max(most_drops, n);
+  EXPECT_LE(most_drops, 3) << "one report dropped " << most_drops << " times: a resend storm";
+  std::cout << "[ figures  ] lossy link (seed " << link_options.seed << "): jobs " << kJobs << ", connections "
+            << f.connections << ", chunks delayed " << f.chunks_delayed << " of " << f.chunks << ", stalls " << f.stalls
+            << ", stalls over the 3 s liveness window " << f.stalls_over_liveness << " (longest " << f.longest_stall_s
+            << " s), resets " << f.resets << ", leases expired " << expired << ", late results refused "
+            << late_refused << ", repeats dropped " << repeats_dropped << " (at most " << most_drops
+            << " for one report), lost " << kJobs - t.distinct << ", doubled " << t.results - t.distinct
+            << ", longest stall of the queue " << stall.worst() << " s (" << took << " s in all)\n";
 }
 
 }  // namespace

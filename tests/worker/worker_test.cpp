@@ -121,5 +121,52 @@ TEST(Worker, ResendsAnUnacknowledgedResultUntilItIsAcknowledged) {
   EXPECT_EQ(w.counters().reconnects, 0);
 }
 
+// A coordinator that no longer knows the worker's connection (it expired it
+// during a stall of the link, or its TCP connection was reset) answers every
+// message that arrives on it with Reconnect; after a stall that is a burst.
+// The worker answers the burst with one hello, not one each: every hello
+// gets a Welcome, and every Welcome makes it send all its unacknowledged
+// reports again.
+TEST(Worker, ABurstOfReconnectsIsAnsweredWithOneHello) {
+  zmq::context_t ctx;
+  ScriptedCoordinator coord(ctx);
+  SleepEngine engine(10ms);
+  WorkerOptions o;
+  o.endpoint = coord.endpoint();
+  o.worker_id = "test/sleep0";
+  o.heartbeat = 1000ms;
+  o.report_resend = 60000ms;
+  Worker w(ctx, o, engine);
+  std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
+
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  proto::Envelope welcome;
+  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  coord.send(welcome);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  proto::Envelope assignment;
+  auto* a = assignment.mutable_assignment();
+  a->set_job_id(7);
+  a->set_attempt(1);
+  a->set_model("synthetic:tiny-sdxl");
+  a->mutable_settings()->set_prompt("a red fox");
+  a->mutable_settings()->set_steps(1);
+  coord.send(assignment);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kResult, 3000ms).has_value());  // not acknowledged
+
+  proto::Envelope reconnect;
+  reconnect.mutable_reconnect()->set_reason("unknown peer; send hello");
+  for (int i = 0; i < 10; ++i) coord.send(reconnect);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  coord.send(welcome);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kResult, 3000ms).has_value()) << "not re-sent after the welcome";
+  (void)coord.expect(proto::Envelope::kGoodbye, 1500ms);  // collect what else comes
+  EXPECT_EQ(coord.count(proto::Envelope::kHello), 2) << "one hello for the start, one for the burst";
+  EXPECT_EQ(coord.count(proto::Envelope::kResult), 2) << "one send, one resend after the one welcome";
+  w.request_stop();
+  (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+  t.join();
+}
+
 }  // namespace
 }  // namespace hipq::worker
