@@ -95,7 +95,9 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false,
   using Bits = std::conditional_t<sizeof(TC) == 4, uint32_t, uint16_t>;
   static constexpr int kElems = 32 * 128 / 256;
   static constexpr int kRowStep = 256 / 128;
-  static constexpr bool kCompact = true;  // 16 staged values, one pixel's window origin
+  // 16-bit: 16 staged values and one pixel's window origin fit two blocks an
+  // SM; the fp32 3xTF32 kernel with plain weights spills at 128 registers.
+  static constexpr bool kCompact = sizeof(TC) == 2;
   const Bits* x = nullptr;  // the input's bits (f16/bf16 or fp32)
   int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
   const Bits* xb = nullptr;
