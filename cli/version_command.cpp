@@ -7,12 +7,31 @@
 #include <zmq.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "base/build_info.h"
 #include "cli/commands.h"
 #include "kernels/backend.h"
+#include "kernels/fp32_math.h"
 
 namespace hipq::cli {
+namespace {
+
+// How the build's hip backend computes fp32 GEMM products under the current
+// HIPQ_FP32_MATH (kernels/fp32_math.h); no device is opened, so NVIDIA builds
+// name what sm_80+ devices get and what older ones fall back to.
+std::string fp32_products_line(std::string_view gpu_flavour) {
+  auto mode = kernels::fp32_math_from_env();
+  if (!mode.ok()) return mode.status().message();
+  const bool tensor_cores = gpu_flavour == "nvidia";
+  const std::string hip = kernels::fp32_products(*mode, tensor_cores);
+  if (!tensor_cores) return hip;
+  if (*mode == kernels::Fp32Math::kFma) return hip + " (HIPQ_FP32_MATH=fma)";
+  return hip + " on sm_80+ devices, fp32 FMA on older ones (HIPQ_FP32_MATH=fma: fp32 FMA everywhere)";
+}
+
+}  // namespace
 
 void add_version_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("version", "Print the build: git sha, compiler, GPU flavour, dependency versions");
@@ -31,6 +50,7 @@ void add_version_command(CLI::App& app, int& exit_code) {
     std::string backends;
     for (const auto& b : kernels::available_backends()) backends += (backends.empty() ? "" : ", ") + b;
     fmt::print("  backends       {}\n", backends);
+    fmt::print("  fp32 products  {}\n", fp32_products_line(bi::kGpuFlavour));
     fmt::print("  dependencies   zeromq {}.{}.{} (curve {}), protobuf {}, sqlite {}, spdlog {}.{}.{}, fmt {}, "
                "nlohmann_json {}.{}.{}, libpng {}\n",
                zmaj, zmin, zpat, zmq_has("curve") ? "yes" : "no",

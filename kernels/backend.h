@@ -73,6 +73,9 @@ struct BackendInfo {
   double peak_fp32_tflops = 0; // 0 = unknown; for roofline percentages
   double peak_fp16_tflops = 0;
   double peak_bandwidth_gbs = 0;
+  // How fp32 GEMM products (matmul, conv2d) are computed (kernels/fp32_math.h):
+  // "3xTF32 split on tensor cores" or "fp32 FMA" on hip, "fp32" on cpu.
+  std::string fp32_products;
 };
 
 enum class Activation : uint8_t { kNone = 0, kGelu = 1, kGeluTanh = 2, kSilu = 3, kQuickGelu = 4 };

@@ -26,6 +26,7 @@ class CpuBackend final : public Backend {
     info_.multiprocessors = cpu::ThreadPool::global().threads();
     info_.runtime_version = "cpu reference, " + std::to_string(info_.multiprocessors) + " threads";
     info_.warp_size = 1;
+    info_.fp32_products = "fp32";
   }
 
   const BackendInfo& info() const override { return info_; }

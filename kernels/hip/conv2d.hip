@@ -2,7 +2,9 @@
 // per image, out[o, p] = sum_k W[o, k] * X(k, p) with k = (c, ky, kx) and
 // p = (ho, wo); X(k, p) is read straight from the input with padding (no
 // im2col buffer). Epilogue adds bias and residual. x must be contiguous
-// (a strided x is copied into a pool buffer first).
+// (a strided x is copied into a pool buffer first). On NVIDIA sm_80+ f16/bf16
+// convs run on the matrix-unit GEMM (gemm_mma.h) and fp32 convs on its 3xTF32
+// variant (gemm_3xtf32.h) with the same implicit im2col fill.
 //
 // On Hopper (HipContext::wgmma) f16/bf16 convs whose input channels are a
 // multiple of 64 take another route: x is transposed to NHWC and w to
@@ -10,7 +12,9 @@
 // implicit im2col is 64 contiguous channels, copied 16 bytes at a time into
 // the wgmma GEMM (gemm_wgmma.h); images are folded into the GEMM's N.
 #include <string>
+#include <type_traits>
 
+#include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
 #include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
@@ -79,25 +83,29 @@ struct ConvEpilogue {
 };
 
 #if HIPQ_VENDOR_NVIDIA
-// The implicit im2col B tile for the matrix-unit GEMM (gemm_mma.h): rows
-// k = (c, ky, kx), columns the block's 128 output pixels. Each thread keeps
+// The implicit im2col B tile for the matrix-unit GEMMs (gemm_mma.h; with
+// TC = float and PAD = 4, gemm_3xtf32.h): rows k = (c, ky, kx), columns the
+// block's 128 output pixels. Each thread keeps
 // one pixel (column tid % 128) for the whole block, so its input window
 // origin is computed once, and walks its rows k, k + 2, ... by carrying kx
 // into ky into c instead of dividing per element.
-template <typename TC>
-struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false> {
-  static_assert(sizeof(TC) == 2, "16-bit operands; values are moved as raw bits");
+template <typename TC, int PAD = 8>
+struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false, PAD> {
+  static_assert(sizeof(TC) == 2 || sizeof(TC) == 4, "f16/bf16 or fp32 operands; values are moved as raw bits");
+  using Bits = std::conditional_t<sizeof(TC) == 4, uint32_t, uint16_t>;
   static constexpr int kElems = 32 * 128 / 256;
   static constexpr int kRowStep = 256 / 128;
-  static constexpr bool kCompact = true;  // 16 staged values, one pixel's window origin
-  const uint16_t* x = nullptr;  // the input's f16/bf16 bits
+  // 16-bit: 16 staged values and one pixel's window origin fit two blocks an
+  // SM; the fp32 3xTF32 kernel with plain weights spills at 128 registers.
+  static constexpr bool kCompact = sizeof(TC) == 2;
+  const Bits* x = nullptr;  // the input's bits (f16/bf16 or fp32)
   int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
-  const uint16_t* xb = nullptr;
+  const Bits* xb = nullptr;
   int hi0 = 0, wi0 = 0;
   bool col_ok = false;
-  uint16_t regs[kElems];
+  Bits regs[kElems];
   __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
-    set_origin(n0, N, K);
+    this->set_origin(n0, N, K);
     xb = x + static_cast<int64_t>(batch) * C * H * W;
     const int p = n0 + tid % 128;
     col_ok = p < P;
@@ -114,8 +122,8 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
 #pragma unroll
     for (int e = 0; e < kElems; ++e) {
       const int hi = hi0 + ky, wi = wi0 + kx;
-      const bool in = col_ok && k < row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
-      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : uint16_t{0};  // +0.0 in f16 and bf16
+      const bool in = col_ok && k < this->row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
+      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : Bits{0};  // +0.0 in every type
       k += kRowStep;
       kx += kRowStep;
       while (kx >= KW) {
@@ -128,9 +136,9 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false>
     }
   }
   __device__ __forceinline__ void finish(TC* tile, int tid) const {
-    uint16_t* t = reinterpret_cast<uint16_t*>(tile);
+    Bits* t = reinterpret_cast<Bits*>(tile);
 #pragma unroll
-    for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * kLd + tid % 128] = regs[e];
+    for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * this->kLd + tid % 128] = regs[e];
   }
 };
 
@@ -273,6 +281,50 @@ void launch_conv_mma(hipStream_t stream, const Tensor& x, const Tensor& w, const
     with_b(fa);
   }
 }
+
+// conv2d with fp32 x and w on the matrix units as 3xTF32 (gemm_3xtf32.h):
+// the operands of launch_conv_mma with fp32 tiles; the weights [O, K] plain
+// when K is a multiple of 4, else through StridedF32Fill.
+hipError_t launch_conv_3xtf32(hipStream_t stream, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N,
+                              int O, int Ho, int Wo, int K, const Conv2dOptions& o) {
+  using F = dev::Tf32x3Fills<true, false>;
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
+  const int P = Ho * Wo;
+  const dev::PlainOperand pa = dev::plain_operand_f32(w.data, 0, K, K);
+  const dev::PlainOperand pb = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0
+                                   ? dev::plain_operand_f32(x.data, int64_t{C} * H * W, int64_t{H} * W, H * W)
+                                   : dev::PlainOperand{};
+  auto with_b = [&](const auto& fa) {
+    if (pb.p) {
+      typename F::PlainB fb{};
+      fb.plain = pb;
+      return dev::launch_gemm_3xtf32_fills<true, false>(stream, N, O, P, K, fa, fb, ep);
+    }
+    Im2colFill<float, F::S::kBPad> fb{};
+    fb.x = static_cast<const uint32_t*>(x.data);
+    fb.C = C;
+    fb.H = H;
+    fb.W = W;
+    fb.Wo = Wo;
+    fb.KH = KH;
+    fb.KW = KW;
+    fb.stride = o.stride;
+    fb.pad = o.padding;
+    fb.P = P;
+    return dev::launch_gemm_3xtf32_fills<true, false>(stream, N, O, P, K, fa, fb, ep);
+  };
+  if (pa.p) {
+    typename F::PlainA fa{};
+    fa.plain = pa;
+    return with_b(fa);
+  }
+  typename F::StridedA fa{};
+  fa.p = static_cast<const float*>(w.data);
+  fa.s_row = K;
+  fa.s_col = 1;
+  return with_b(fa);
+}
 #endif
 
 }  // namespace
@@ -339,6 +391,12 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
       launch_conv_mma<__nv_bfloat16>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),
                                      static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o);
     HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    return Status::Ok();
+  }
+  // fp32 x and w: 3xTF32 on the matrix units, unless HIPQ_FP32_MATH=fma.
+  if (ctx.fp32_3xtf32 && x.dtype == DType::kF32 && w.dtype == DType::kF32) {
+    HIPQ_HIP_RETURN_IF_ERROR(launch_conv_3xtf32(ctx.stream, x, w, ep, static_cast<int>(N), static_cast<int>(O),
+                                                static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o));
     return Status::Ok();
   }
 #endif

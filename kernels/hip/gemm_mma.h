@@ -20,7 +20,9 @@
 //    registers before the current tile's multiply and into shared memory
 //    after it (odd strides, odd shapes);
 //  - conv2d.hip's Im2colFill: the implicit im2col of a 3x3 (any k x k) conv.
-// AMD builds see only PlainOperand and plain_operand_16bit (gfx1030 has no
+// PlainFill, MmaFillBase and PlainOperand also serve the fp32 3xTF32 kernel
+// (gemm_3xtf32.h), with TC = float and its own row padding.
+// AMD builds see only PlainOperand and the plain_operand_* helpers (gfx1030 has no
 // matrix units; CDNA would use rocWMMA-style intrinsics, not in ROCm 5.2.3).
 #pragma once
 
@@ -38,13 +40,21 @@ struct PlainOperand {
   int64_t ld = 0;
 };
 
-// The PlainOperand for 16-bit data at p when its contiguous index (extent
-// `contiguous` elements) has unit stride: empty unless every 8-element row
-// piece is a 16-byte aligned copy.
-inline PlainOperand plain_operand_16bit(const void* p, int64_t sb, int64_t ld, int64_t contiguous) {
-  const bool ok = p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0 && sb % 8 == 0 && ld % 8 == 0 &&
-                  ld >= 0 && sb >= 0 && contiguous % 8 == 0;
+// The PlainOperand for data at p whose contiguous index (extent `contiguous`
+// elements) has unit stride: empty unless every row piece of `vec` elements
+// (16 bytes) is a 16-byte aligned copy.
+inline PlainOperand plain_operand_vec(const void* p, int64_t sb, int64_t ld, int64_t contiguous, int64_t vec) {
+  const bool ok = p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0 && sb % vec == 0 && ld % vec == 0 &&
+                  ld >= 0 && sb >= 0 && contiguous % vec == 0;
   return ok ? PlainOperand{p, sb, ld} : PlainOperand{};
+}
+// 16-bit data: 8-element pieces.
+inline PlainOperand plain_operand_16bit(const void* p, int64_t sb, int64_t ld, int64_t contiguous) {
+  return plain_operand_vec(p, sb, ld, contiguous, 8);
+}
+// fp32 data (gemm_3xtf32.h): 4-element pieces.
+inline PlainOperand plain_operand_f32(const void* p, int64_t sb, int64_t ld, int64_t contiguous) {
+  return plain_operand_vec(p, sb, ld, contiguous, 4);
 }
 
 }  // namespace hipq::kernels::dev
@@ -88,14 +98,15 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 
 // Operand tile fills. A fill owns one operand's ROWS x COLS tile in shared
-// memory (row stride kLd = COLS + 8; COLS is the operand's contiguous index)
+// memory (row stride kLd = COLS + PAD; COLS is the operand's contiguous index;
+// PAD 8 for the 16-bit tiles here, chosen per layout by gemm_3xtf32.h)
 // and has three calls: begin() once per block, issue() to start the k-tile
 // at k0, finish() after the current tile's multiply (stores what issue()
 // left in registers). kIsA: the operand is A (loader called (b, m, k)), else
 // B ((b, k, n)); kColIsK: the column index is k.
-template <int ROWS, int COLS, bool kIsA, bool kColIsK>
+template <int ROWS, int COLS, bool kIsA, bool kColIsK, int PAD = 8>
 struct MmaFillBase {
-  static constexpr int kRows = ROWS, kCols = COLS, kLd = COLS + 8;
+  static constexpr int kRows = ROWS, kCols = COLS, kLd = COLS + PAD;
   int row_lim = 0, col_lim = 0, row0 = 0, col0 = 0;  // the tile's origin and the operand's extents
   // mn0: the block's first m (A) or n (B); MN: M or N.
   __device__ __forceinline__ void set_origin(int mn0, int MN, int K) {
@@ -108,11 +119,12 @@ struct MmaFillBase {
   __device__ __forceinline__ int tile_col(int k0) const { return col0 + (kColIsK ? k0 : 0); }
 };
 
-// A plain operand (PlainOperand): 16-byte cp.async copies, out-of-range rows
-// zero-filled. Nothing to finish.
-template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK>
-struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
+// A plain operand (PlainOperand): 16-byte cp.async copies (kVec elements of
+// TC each), out-of-range rows zero-filled. Nothing to finish.
+template <typename TC, int ROWS, int COLS, bool kIsA, bool kColIsK, int PAD = 8>
+struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK, PAD> {
   static constexpr bool kCompact = true;
+  static constexpr int kVec = 16 / static_cast<int>(sizeof(TC));
   PlainOperand plain;
   const TC* base = nullptr;
   __device__ __forceinline__ void begin(int batch, int mn0, int MN, int K, int /*tid*/) {
@@ -122,8 +134,8 @@ struct PlainFill : MmaFillBase<ROWS, COLS, kIsA, kColIsK> {
   __device__ __forceinline__ void issue(TC* tile, int k0, int tid) {
     const int r0 = this->tile_row(k0), c0 = this->tile_col(k0);
 #pragma unroll
-    for (int v = tid; v < ROWS * COLS / 8; v += 256) {
-      const int r = v / (COLS / 8), c = (v % (COLS / 8)) * 8;
+    for (int v = tid; v < ROWS * COLS / kVec; v += 256) {
+      const int r = v / (COLS / kVec), c = (v % (COLS / kVec)) * kVec;
       const bool ok = r0 + r < this->row_lim && c0 + c < this->col_lim;
       const TC* src = ok ? base + static_cast<int64_t>(r0 + r) * plain.ld + (c0 + c) : base;
       cp_async16(tile + r * this->kLd + c, src, ok);

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/fp32_math.h"
 #include "kernels/hip/hip_backend.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
@@ -322,6 +323,7 @@ class HipBackend final : public Backend {
   }
 
   Status init() {
+    HIPQ_ASSIGN_OR_RETURN(const Fp32Math fp32_math, fp32_math_from_env());
     HIPQ_HIP_RETURN_IF_ERROR(hipSetDevice(device_));
     t_current_device = device_;
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
@@ -374,6 +376,8 @@ class HipBackend final : public Backend {
     ctx_.multiprocessors = sms;
     ctx_.tuning = tuning_;
     ctx_.matrix_units = HIPQ_VENDOR_NVIDIA && major >= 8;
+    ctx_.fp32_3xtf32 = ctx_.matrix_units && fp32_math == Fp32Math::k3xTf32;
+    info_.fp32_products = fp32_products(fp32_math, ctx_.matrix_units);
 #if defined(HIPQ_HAVE_SM90A)
     ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && std::getenv("HIPQ_NO_WGMMA") == nullptr;
 #endif

@@ -25,6 +25,8 @@ struct HipContext {
   int multiprocessors = 1;
   bool matrix_units = false;  // f16/bf16 GEMMs may use the matrix-unit kernel (NVIDIA sm_80+)
   bool wgmma = false;         // ... and its Hopper variant (compute capability 9.0, built for sm_90a)
+  bool fp32_3xtf32 = false;   // fp32 GEMMs (matmul, conv2d) as 3xTF32 on the matrix units (NVIDIA sm_80+,
+                              // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
   const ArchTuning* tuning = nullptr;
 
   // Blocks for a grid-stride loop over n items with `block` threads each.

@@ -1,9 +1,12 @@
 // matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] on the
-// tiled GEMM core (gemm_tile.h). Any strides on a and b (transposes are
+// tiled GEMM core (gemm_tile.h), its matrix-unit variants (gemm_mma.h,
+// gemm_wgmma.h: f16/bf16) or, for fp32 a and b on NVIDIA sm_80+, the 3xTF32
+// kernel (gemm_3xtf32.h). Any strides on a and b (transposes are
 // stride swaps); leading dims of out are batch dims, and a/b either match
 // them or broadcast (all 1 or absent).
 #include <string>
 
+#include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
 #include "kernels/hip/gemm_tma.h"
 #include "kernels/hip/gemm_wgmma.h"
@@ -197,6 +200,16 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
             : dev::launch_gemm_wgmma<__nv_bfloat16>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
                                                     static_cast<int>(N), static_cast<int>(K), fa, fb, ep);
     HIPQ_HIP_RETURN_IF_ERROR(e);
+    return Status::Ok();
+  }
+#endif
+#if HIPQ_VENDOR_NVIDIA
+  // fp32 operands on the matrix units as 3xTF32 (gemm_3xtf32.h), unless HIPQ_FP32_MATH=fma.
+  if (ctx.fp32_3xtf32 && a.dtype == DType::kF32 && b.dtype == DType::kF32) {
+    const dev::F32Operand fa{static_cast<const float*>(a.data), a_sb, la.sm, la.sk};  // (m, k)
+    const dev::F32Operand fb{static_cast<const float*>(b.data), b_sb, lb.sm, lb.sk};  // (k, n)
+    HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_3xtf32(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
+                                                     static_cast<int>(N), static_cast<int>(K), fa, fb, ep));
     return Status::Ok();
   }
 #endif

@@ -211,9 +211,11 @@ int run(int argc, char** argv) {
   Backend& be = **be_r;
   const BackendInfo& info = be.info();
   std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"runtime\": \"%s\", \"driver\": \"%s\", \"sms\": %d, "
-              "\"peak_fp32_tflops\": %.1f, \"peak_fp16_tflops\": %.1f, \"peak_bandwidth_gbs\": %.0f}\n",
+              "\"peak_fp32_tflops\": %.1f, \"peak_fp16_tflops\": %.1f, \"peak_bandwidth_gbs\": %.0f, "
+              "\"fp32_products\": \"%s\"}\n",
               info.device_name.c_str(), info.arch.c_str(), info.runtime_version.c_str(), info.driver_version.c_str(),
-              info.multiprocessors, info.peak_fp32_tflops, info.peak_fp16_tflops, info.peak_bandwidth_gbs);
+              info.multiprocessors, info.peak_fp32_tflops, info.peak_fp16_tflops, info.peak_bandwidth_gbs,
+              info.fp32_products.c_str());
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (DType dt : dtypes) {

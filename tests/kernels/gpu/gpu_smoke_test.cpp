@@ -1,4 +1,5 @@
-// GPU smoke test: the hip backend's tiled GEMM (with bias and a batch) and a
+// GPU smoke test: the hip backend's tiled GEMM (with bias and a batch), fp32
+// matmul and conv in both HIPQ_FP32_MATH modes, and a
 // block reduction (group_norm's statistics and parity_sums) against plain
 // CPU loops written here, so the test depends on nothing but the hip
 // backend. Skips with "no device" when no GPU is visible.
@@ -6,7 +7,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,9 +27,9 @@ class GpuSmoke : public ::testing::Test {
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     backend_ = std::move(b).value();
     const BackendInfo& i = backend_->info();
-    std::printf("device: %s (%s), %d SMs/CUs, warp %d, %.1f GiB, %s, %s\n", i.device_name.c_str(), i.arch.c_str(),
-                i.multiprocessors, i.warp_size, i.memory_bytes / 1073741824.0, i.runtime_version.c_str(),
-                i.driver_version.c_str());
+    std::printf("device: %s (%s), %d SMs/CUs, warp %d, %.1f GiB, %s, %s, fp32 products: %s\n",
+                i.device_name.c_str(), i.arch.c_str(), i.multiprocessors, i.warp_size, i.memory_bytes / 1073741824.0,
+                i.runtime_version.c_str(), i.driver_version.c_str(), i.fp32_products.c_str());
   }
 
   Buffer upload(const std::vector<float>& v) {
@@ -82,6 +85,117 @@ TEST_F(GpuSmoke, TiledGemmWithBiasAndBatchMatchesCpu) {
       }
   std::printf("gemm %dx%dx%dx%d max abs err %.3g\n", B, M, N, K, max_err);
   EXPECT_LT(max_err, 1e-3);
+}
+
+// HIPQ_FP32_MATH sets a backend's fp32 products when it is made (read once),
+// so one process holds a backend of each mode. Both keep fp32's accuracy on
+// a K of 4096, where tf32 products alone would be ~2e-4 off (relative).
+class ScopedFp32Math {
+ public:
+  explicit ScopedFp32Math(const char* value) {
+    const char* old = std::getenv("HIPQ_FP32_MATH");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv("HIPQ_FP32_MATH", value, 1);
+  }
+  ~ScopedFp32Math() {
+    if (had_)
+      ::setenv("HIPQ_FP32_MATH", old_.c_str(), 1);
+    else
+      ::unsetenv("HIPQ_FP32_MATH");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+double relative_l2(const std::vector<float>& got, const std::vector<double>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    e += (got[i] - ref[i]) * (got[i] - ref[i]);
+    r += ref[i] * ref[i];
+  }
+  return std::sqrt(e / r);
+}
+
+TEST_F(GpuSmoke, Fp32MatmulAndConvKeepFp32AccuracyInBothFp32MathModes) {
+  const int M = 130, N = 136, K = 4096;  // tails of the 128 x 128 x 32 tile
+  auto a = random_vector(static_cast<size_t>(M) * K, 5);
+  auto w = random_vector(static_cast<size_t>(N) * K, 6);
+  std::vector<double> mm_ref(static_cast<size_t>(M) * N);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k)
+        acc += static_cast<double>(a[static_cast<size_t>(m) * K + k]) * w[static_cast<size_t>(n) * K + k];
+      mm_ref[static_cast<size_t>(m) * N + n] = acc;
+    }
+  // 3x3 conv, pad 1: C = 68 (weights plain, K = 612), pixel and channel tails.
+  const int C = 68, H = 21, W = 19, O = 40;
+  auto x = random_vector(static_cast<size_t>(C) * H * W, 7);
+  auto cw = random_vector(static_cast<size_t>(O) * C * 9, 8);
+  std::vector<double> conv_ref(static_cast<size_t>(O) * H * W);
+  for (int o = 0; o < O; ++o)
+    for (int y = 0; y < H; ++y)
+      for (int xx = 0; xx < W; ++xx) {
+        double acc = 0;
+        for (int c = 0; c < C; ++c)
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx) {
+              const int hi = y + ky - 1, wi = xx + kx - 1;
+              if (hi < 0 || hi >= H || wi < 0 || wi >= W) continue;
+              acc += static_cast<double>(cw[((static_cast<size_t>(o) * C + c) * 3 + ky) * 3 + kx]) *
+                     x[(static_cast<size_t>(c) * H + hi) * W + wi];
+            }
+        conv_ref[(static_cast<size_t>(o) * H + y) * W + xx] = acc;
+      }
+
+  for (const char* mode : {"3xtf32", "fma"}) {
+    ScopedFp32Math env(mode);
+    auto made = make_backend("hip", 0);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    Backend& be = **made;
+    auto put = [&](const std::vector<float>& v) {
+      auto buf = be.allocate(v.size() * sizeof(float));
+      EXPECT_TRUE(buf.ok());
+      EXPECT_TRUE(be.copy_to_device(v.data(), buf->data(), v.size() * sizeof(float)).ok());
+      return std::move(buf).value();
+    };
+    auto get = [&](const Buffer& b, size_t n) {
+      std::vector<float> v(n);
+      EXPECT_TRUE(be.copy_to_host(b.data(), v.data(), n * sizeof(float)).ok());
+      return v;
+    };
+    Buffer da = put(a), dw = put(w), dx = put(x), dcw = put(cw);
+    auto dmm = be.allocate(mm_ref.size() * sizeof(float));
+    auto dconv = be.allocate(conv_ref.size() * sizeof(float));
+    ASSERT_TRUE(dmm.ok() && dconv.ok());
+    Tensor tmm = dmm->tensor(DType::kF32, {M, N});
+    MatmulOptions mo;
+    mo.trans_b = true;
+    ASSERT_TRUE(be.matmul(da.tensor(DType::kF32, {M, K}), dw.tensor(DType::kF32, {N, K}), tmm, mo).ok());
+    Tensor tconv = dconv->tensor(DType::kF32, {1, O, H, W});
+    Conv2dOptions co;
+    co.padding = 1;
+    ASSERT_TRUE(
+        be.conv2d(dx.tensor(DType::kF32, {1, C, H, W}), dcw.tensor(DType::kF32, {O, C, 3, 3}), tconv, co).ok());
+    const double mm_err = relative_l2(get(*dmm, mm_ref.size()), mm_ref);
+    const double conv_err = relative_l2(get(*dconv, conv_ref.size()), conv_ref);
+    std::printf("HIPQ_FP32_MATH=%s (%s): matmul %dx%dx%d relative error %.3g, conv 3x3 C=%d %.3g\n", mode,
+                be.info().fp32_products.c_str(), M, N, K, mm_err, C, conv_err);
+    if (std::string(mode) == "fma") EXPECT_EQ(be.info().fp32_products, "fp32 FMA");
+    EXPECT_LT(mm_err, 5e-6);
+    EXPECT_LT(conv_err, 5e-6);
+  }
+}
+
+TEST_F(GpuSmoke, AnUnknownFp32MathModeFailsBackendCreationWithTheChoices) {
+  ScopedFp32Math env("tf32");
+  auto made = make_backend("hip", 0);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(made.status().message().find("HIPQ_FP32_MATH=tf32"), std::string::npos) << made.status().ToString();
 }
 
 TEST_F(GpuSmoke, BlockReductionsMatchCpu) {

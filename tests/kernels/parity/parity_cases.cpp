@@ -441,6 +441,9 @@ void add_light(std::vector<ParityCase>& v) {
     // weight with bias + residual, and both operands batched.
     v.push_back(matmul_case(dt, "kmajor_batch3_136x2824x72_tb_bias_res", {.batch_a = 3, .M = 136, .N = 2824, .K = 72, .trans_b = true, .bias = true, .residual = true}));
     v.push_back(matmul_case(dt, "kmajor_batch5_136x1928x72_both_batched_tb_silu", {.batch_a = 5, .batch_b = 5, .M = 136, .N = 1928, .K = 72, .trans_b = true, .act = Activation::kSilu}));
+    // a [M, K] x b [K, N], both plain (16-byte pieces of 8 f16/bf16 or 4 f32): k- and n-contiguous tiles, M/N/K
+    // tails of the 128x128x32 tile (at f32 the 3xTF32 kernel's cp.async path).
+    v.push_back(matmul_case(dt, "plain_132x136x68_bias_res", {.M = 132, .N = 136, .K = 68, .bias = true, .residual = true}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
@@ -452,6 +455,8 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "medium_1x64x24x24_o64_k3_p1_bias_res", 1, 64, 24, 24, 64, 3, 1, 1, true, true));
     v.push_back(conv_case(dt, "medium_1x96x17x19_o48_k3_s2_p1", 1, 96, 17, 19, 48, 3, 2, 1, true, false));
     v.push_back(conv_case(dt, "medium_1x4x32x32_o64_k3_p1_conv_in", 1, 4, 32, 32, 64, 3, 1, 1, true, false));
+    // C not a multiple of 32 with plain weights (K = 324: a k tail of 4), O and pixel tails, bias and residual.
+    v.push_back(conv_case(dt, "c36_1x36x13x13_o70_k3_p1_bias_res", 1, 36, 13, 13, 70, 3, 1, 1, true, true));
     // Channels a multiple of 64 (the Hopper NHWC wgmma route): O and pixel tails, stride 2, 1x1, views.
     v.push_back(conv_case(dt, "c64_2x64x12x10_o72_k3_p1_bias_res", 2, 64, 12, 10, 72, 3, 1, 1, true, true));
     v.push_back(conv_case(dt, "c64_1x128x16x16_o64_k3_s2_p1_bias", 1, 128, 16, 16, 64, 3, 2, 1, true, false));
