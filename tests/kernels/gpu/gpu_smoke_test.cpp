@@ -184,7 +184,9 @@ TEST_F(GpuSmoke, Fp32MatmulAndConvKeepFp32AccuracyInBothFp32MathModes) {
     const double conv_err = relative_l2(get(*dconv, conv_ref.size()), conv_ref);
     std::printf("HIPQ_FP32_MATH=%s (%s): matmul %dx%dx%d relative error %.3g, conv 3x3 C=%d %.3g\n", mode,
                 be.info().fp32_products.c_str(), M, N, K, mm_err, C, conv_err);
-    if (std::string(mode) == "fma") EXPECT_EQ(be.info().fp32_products, "fp32 FMA");
+    if (std::string(mode) == "fma") {
+      EXPECT_EQ(be.info().fp32_products, "fp32 FMA");
+    }
     EXPECT_LT(mm_err, 5e-6);
     EXPECT_LT(conv_err, 5e-6);
   }
