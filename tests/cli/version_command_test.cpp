@@ -44,6 +44,13 @@ TEST(VersionCommand, NamesTheFp32ProductsOfTheBuildUnderHipqFp32Math) {
   {
     ScopedEnv env("HIPQ_FP32_MATH", nullptr);
     ASSERT_EQ(run_hipq(dir.path(), "default", {"version"}, &out, &err), 0) << err;
+    EXPECT_NE(out.find(nvidia ? "fp32 products  fp32 FMA (HIPQ_FP32_MATH=3xtf32" : "fp32 products  fp32 FMA\n"),
+              std::string::npos)
+        << out;
+  }
+  {
+    ScopedEnv env("HIPQ_FP32_MATH", "3xtf32");
+    ASSERT_EQ(run_hipq(dir.path(), "3xtf32", {"version"}, &out, &err), 0) << err;
     EXPECT_NE(out.find(nvidia ? "fp32 products  3xTF32 split on tensor cores on sm_80+ devices"
                               : "fp32 products  fp32 FMA\n"),
               std::string::npos)

@@ -8,7 +8,7 @@ namespace {
 
 TEST(Fp32Math, NamesParseAndAnEmptyValueIsTheDefault) {
   EXPECT_EQ(*parse_fp32_math("3xtf32"), Fp32Math::k3xTf32);
-  EXPECT_EQ(*parse_fp32_math(""), Fp32Math::k3xTf32);
+  EXPECT_EQ(*parse_fp32_math(""), Fp32Math::kFma);
   EXPECT_EQ(*parse_fp32_math("fma"), Fp32Math::kFma);
 }
 

@@ -9,22 +9,25 @@
 #  - KILLS times: wait until the worker reports denoise step >= 2 of a job, SIGKILL
 #    it, then read the device's used memory once the process is gone, against the
 #    baseline read before the first worker started;
-#  - one job far too large for the device (OOM_SIZE px square, one step): it must
-#    fail with an out-of-memory reason, and the worker must go on.
+#  - then another process (PyTorch) takes all but HOG_LEFT_MIB (256) of the device's
+#    free memory and one more job, OOM_SIZE (2048) px square, is submitted (the
+#    worker's pool, sized by the jobs before, cannot hold it): it must fail with an out-of-memory
+#    reason (after the engine's one retry with its weights freed), and the worker
+#    must live on.
 # Then every job must be accounted for: the JOBS jobs done exactly once (no job
 # with two results or two done attempts), the large job failed, none left queued
 # or leased. The batch allows KILLS + 3 attempts, since one job may be hit by
 # every kill.
 # Prints one `figures:` line; exits 1 when a promise does not hold.
-# Env: JOBS (20), KILLS (5), SIZE (1024), STEPS (20), OOM_SIZE (86016), SYNTHETIC
+# Env: JOBS (20), KILLS (5), SIZE (1024), STEPS (20), OOM_SIZE (2048), HOG_LEFT_MIB (256), SYNTHETIC
 # (sdxl; tiny-sdxl with BACKEND=cpu for a dry run without a GPU), BACKEND (hip),
 # WORKDIR (/tmp/hipq-gpu-faults), MODEL (a diffusers folder to use instead of the
 # export), MEMORY_SLACK_MIB (64: what "back to baseline" allows).
 set -euo pipefail
 hipq="$(realpath "${1:?usage: gpu_fault_run.sh HIPQ_BINARY OUTDIR}")"
 out="$(mkdir -p "${2:?usage: gpu_fault_run.sh HIPQ_BINARY OUTDIR}" && realpath "$2")"
-jobs="${JOBS:-20}"; kills="${KILLS:-5}"; size="${SIZE:-1024}"; steps="${STEPS:-20}"
-oom_size="${OOM_SIZE:-86016}"; synthetic="${SYNTHETIC:-sdxl}"; backend="${BACKEND:-hip}"
+jobs="${JOBS:-20}"; oom_size="${OOM_SIZE:-2048}"; kills="${KILLS:-5}"; size="${SIZE:-1024}"; steps="${STEPS:-20}"
+synthetic="${SYNTHETIC:-sdxl}"; backend="${BACKEND:-hip}"
 work="${WORKDIR:-/tmp/hipq-gpu-faults}"; slack="${MEMORY_SLACK_MIB:-64}"
 mkdir -p "$work"
 stamp() { echo "[$(date +%H:%M:%S)] $*"; }
@@ -80,13 +83,12 @@ cat > "$out/oom.yaml" <<YAML
 batch: gpu-faults-oom
 model: $model
 max_attempts: 1
-defaults: {width: $oom_size, height: $oom_size, steps: 1, guidance: 5.0, sampler: euler, precision: fp16, seeds: [0]}
+defaults: {width: $oom_size, height: $oom_size, steps: 2, guidance: 5.0, sampler: euler, precision: fp16, seeds: [0]}
 outputs: {directory: $work/images-oom, save: [latent]}
 prompts:
   - far too large for the device
 YAML
 "$hipq" submit "$out/batch.yaml" > "$out/submit.log" 2>&1 || { cat "$out/submit.log"; exit 1; }
-"$hipq" submit "$out/oom.yaml" >> "$out/submit.log" 2>&1 || { cat "$out/submit.log"; exit 1; }
 
 start_worker() {
   "$hipq" worker --device 0 --backend "$backend" >> "$out/worker.log" 2>&1 &
@@ -136,6 +138,27 @@ while (( $(open_jobs) > 0 )); do
   if ! kill -0 "$worker_pid" 2>/dev/null; then start_worker; fi
   sleep 1
 done
+# The out-of-memory job: another process takes all but HOG_LEFT_MIB of the device's
+# free memory (PyTorch), then one more job is submitted; it must fail saying so.
+stamp "another process takes the device's free memory; submitting one more job"
+hog_flag="$work/hog.ready"; rm -f "$hog_flag"
+python3 -c '
+import sys, time, torch
+free, _ = torch.cuda.mem_get_info()
+x = torch.empty(free - int(sys.argv[2]) * 2**20, dtype=torch.uint8, device="cuda")
+open(sys.argv[1], "w").write("%d\n" % x.numel())
+time.sleep(600)' "$hog_flag" "${HOG_LEFT_MIB:-256}" > "$out/hog.log" 2>&1 &
+hog=$!
+for _ in $(seq 300); do [[ -s "$hog_flag" ]] && break; sleep 0.1; done
+"$hipq" submit "$out/oom.yaml" >> "$out/submit.log" 2>&1 || { cat "$out/submit.log"; exit 1; }
+while (( $(open_jobs) > 0 )); do
+  (( $(date +%s) - t_start > 3000 )) && { echo "the out-of-memory job did not finish"; break; }
+  if ! kill -0 "$worker_pid" 2>/dev/null; then echo "the worker died on the out-of-memory job"; start_worker; fi
+  sleep 0.5
+done
+kill "$hog" 2>/dev/null || true
+wait "$hog" 2>/dev/null || true
+kill -0 "$worker_pid" 2>/dev/null && stamp "the worker is alive after the out-of-memory job"
 "$hipq" status > "$out/status.txt" 2>&1 || true
 "$hipq" runs --db "$db" > "$out/runs.txt" 2>&1 || true
 cat "$out/status.txt"
