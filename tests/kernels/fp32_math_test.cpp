@@ -26,9 +26,9 @@ TEST(Fp32Math, TheEnvironmentVariableSelectsTheMode) {
   const char* old = std::getenv(kFp32MathEnv);
   const std::string saved = old ? old : "";
   ::unsetenv(kFp32MathEnv);
-  EXPECT_EQ(*fp32_math_from_env(), Fp32Math::k3xTf32);
-  ::setenv(kFp32MathEnv, "fma", 1);
   EXPECT_EQ(*fp32_math_from_env(), Fp32Math::kFma);
+  ::setenv(kFp32MathEnv, "3xtf32", 1);
+  EXPECT_EQ(*fp32_math_from_env(), Fp32Math::k3xTf32);
   ::setenv(kFp32MathEnv, "fast", 1);
   EXPECT_FALSE(fp32_math_from_env().ok());
   if (old)
