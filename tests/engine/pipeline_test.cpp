@@ -389,16 +389,42 @@ TEST_F(PipelineTest, DefaultGateFailsADecodeWithTheWrongScalingFactor) {
   EXPECT_FALSE(lo->metrics->has_psnr);
 }
 
+// The committed tiny goldens of `model` that hold diffusers' decoded image.
+std::vector<Golden> image_goldens(const std::string& model) {
+  std::vector<Golden> out;
+  for (const auto& f : golden_files("tiny")) {
+    auto g = read_golden(f);
+    EXPECT_TRUE(g.ok()) << f << ": " << g.status().ToString();
+    if (!g.ok()) continue;
+    if (g->model == model && g->has_image()) out.push_back(std::move(g).value());
+  }
+  return out;
+}
+
+// Worst PSNR of `p`'s VAE decode of each golden's fp32 latent (divided by the
+// VAE's `scaling`) against diffusers' image of it.
+double worst_decode_psnr(Pipeline& p, const std::vector<Golden>& goldens, float scaling) {
+  double worst = 1e9;
+  for (const Golden& g : goldens) {
+    std::vector<float> z(g.latent.size());
+    for (size_t i = 0; i < z.size(); ++i) z[i] = g.latent[i] / scaling;
+    const int64_t h = g.latent_shape[2], w = g.latent_shape[3];
+    auto px = p.vae_decode(z, h, w);
+    EXPECT_TRUE(px.ok()) << px.status().ToString();
+    if (!px.ok()) return 0.0;
+    RgbImage img = rgb8_from_decoded(px->data(), static_cast<int>(w * 8), static_cast<int>(h * 8));
+    EXPECT_EQ(img.rgb.size(), g.image.size());
+    if (img.rgb.size() != g.image.size()) return 0.0;
+    worst = std::min(worst, image_psnr(img.rgb.data(), g.image.data(), img.rgb.size()));
+  }
+  return worst;
+}
+
 // The image floor of a reduced-precision decode alone: diffusers' fp32 latent
 // decoded by hipq's SD 1.x VAE at fp16 / bf16 (SD 1.x does not upcast for
 // bf16; fp16 follows force_upcast) against diffusers' fp32 image.
 TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
-  std::vector<Golden> goldens;
-  for (const auto& f : golden_files("tiny")) {
-    auto g = read_golden(f);
-    ASSERT_TRUE(g.ok());
-    if (g->model == "synthetic:tiny-sd15" && g->has_image()) goldens.push_back(std::move(g).value());
-  }
+  const std::vector<Golden> goldens = image_goldens("synthetic:tiny-sd15");
   ASSERT_FALSE(goldens.empty());
   auto model = make_synthetic_model("tiny-sd15");
   ASSERT_TRUE(model.ok());
@@ -408,17 +434,7 @@ TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
     lo.precision = precision;
     auto p = Pipeline::load(*model, *backend_, lo);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
-    double worst = 1e9;
-    for (const Golden& g : goldens) {
-      std::vector<float> z(g.latent.size());
-      for (size_t i = 0; i < z.size(); ++i) z[i] = g.latent[i] / 0.18215f;
-      const int64_t h = g.latent_shape[2], w = g.latent_shape[3];
-      auto px = (*p)->vae_decode(z, h, w);
-      ASSERT_TRUE(px.ok()) << px.status().ToString();
-      RgbImage img = rgb8_from_decoded(px->data(), static_cast<int>(w * 8), static_cast<int>(h * 8));
-      ASSERT_EQ(img.rgb.size(), g.image.size());
-      worst = std::min(worst, image_psnr(img.rgb.data(), g.image.data(), img.rgb.size()));
-    }
+    const double worst = worst_decode_psnr(**p, goldens, 0.18215f);
     std::printf("  %s VAE decode of diffusers' fp32 latents (tiny-sd15, %zu goldens): worst psnr %.2f dB\n",
                 precision.c_str(), goldens.size(), worst);
     EXPECT_GE(worst, default_psnr_min(precision)) << precision;
@@ -427,30 +443,14 @@ TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
 
 // SDXL's VAE in bf16 (a bf16 job's decode) against diffusers' fp32 images.
 TEST_F(PipelineTest, SdxlBf16DecodeStaysAboveTheBf16ImageBound) {
-  std::vector<Golden> goldens;
-  for (const auto& f : golden_files("tiny")) {
-    auto g = read_golden(f);
-    ASSERT_TRUE(g.ok());
-    if (g->model == "synthetic:tiny-sdxl" && g->has_image()) goldens.push_back(std::move(g).value());
-  }
+  const std::vector<Golden> goldens = image_goldens("synthetic:tiny-sdxl");
   ASSERT_FALSE(goldens.empty());
   LoadOptions lo;
   lo.precision = "bf16";
   auto p = Pipeline::load("synthetic:tiny-sdxl", *backend_, lo);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ((*p)->vae_precision(), kernels::DType::kBF16);
-  const float scaling = 0.13025f;  // SDXL's VAE scaling_factor
-  double worst = 1e9;
-  for (const Golden& g : goldens) {
-    std::vector<float> z(g.latent.size());
-    for (size_t i = 0; i < z.size(); ++i) z[i] = g.latent[i] / scaling;
-    const int64_t h = g.latent_shape[2], w = g.latent_shape[3];
-    auto px = (*p)->vae_decode(z, h, w);
-    ASSERT_TRUE(px.ok()) << px.status().ToString();
-    RgbImage img = rgb8_from_decoded(px->data(), static_cast<int>(w * 8), static_cast<int>(h * 8));
-    ASSERT_EQ(img.rgb.size(), g.image.size());
-    worst = std::min(worst, image_psnr(img.rgb.data(), g.image.data(), img.rgb.size()));
-  }
+  const double worst = worst_decode_psnr(**p, goldens, 0.13025f);  // SDXL's VAE scaling_factor
   std::printf("  bf16 VAE decode of diffusers' fp32 latents (tiny-sdxl, %zu goldens): worst psnr %.2f dB\n",
               goldens.size(), worst);
   EXPECT_GE(worst, default_psnr_min("bf16"));
