@@ -110,7 +110,8 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
 
   WorkerRecord wa{.id = "boxa/0", .host = "boxa", .device_index = 0, .device_name = "NVIDIA H200",
                   .arch = "sm_90", .memory_bytes = 141LL << 30, .runtime_version = "13.0",
-                  .driver_version = "580", .build_sha = "abc1234", .backend = "hip", .state = "idle"};
+                  .driver_version = "580", .build_sha = "abc1234", .backend = "hip", .state = "idle",
+                  .curve_key = std::nullopt};
   WorkerRecord wb = wa;
   wb.id = "boxb/0";
   wb.host = "boxb";
