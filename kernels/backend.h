@@ -94,6 +94,12 @@ struct MatmulOptions {
   const Tensor* bias = nullptr;
   const Tensor* residual = nullptr;
   Activation activation = Activation::kNone;  // applied before the residual add
+  // GEGLU in the epilogue (diffusers' GEGLU after its projection, fused): the
+  // product's N columns are (value, gate) pairs 2j, 2j + 1, bias included, and
+  // out[..., j] = value * gelu(gate) (erf GELU), so out has N / 2 columns (N
+  // even). No activation, no residual. The weight rows come interleaved so
+  // (ParamLayout::kInterleavedHalves; engine/models/layers.h, Geglu).
+  bool geglu_pairs = false;
 };
 
 // y = conv2d(x, w) + bias (+ residual), NCHW. x: [N, C, H, W]; w: [O, C, kh, kw];

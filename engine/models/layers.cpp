@@ -45,6 +45,34 @@ Result<DeviceTensor> Linear::operator()(kernels::Backend& be, const Tensor& x, k
   return y;
 }
 
+Result<Geglu> Geglu::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t inner) {
+  Geglu g;
+  g.in = in;
+  g.inner = inner;
+  const std::string proj = join_key(prefix, "proj");
+  HIPQ_ASSIGN_OR_RETURN(g.weight, b.bind(join_key(proj, "weight"), {2 * inner, in}, ParamInit::uniform_fan_in(in),
+                                         ParamLayout::kInterleavedHalves));
+  HIPQ_ASSIGN_OR_RETURN(g.bias, b.bind(join_key(proj, "bias"), {2 * inner}, ParamInit::uniform_fan_in(in),
+                                       ParamLayout::kInterleavedHalves));
+  return g;
+}
+
+Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x) const {
+  if (x.dim(-1) != in)
+    return Status::InvalidArgument("GEGLU: input " + x.describe() + " does not end in " + std::to_string(in));
+  std::vector<int64_t> shape = x.shape_vec();
+  shape.back() = inner;
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, shape));
+  const int64_t rows = x.numel() / in;
+  Tensor y2 = y.t.reshape({rows, inner});
+  kernels::MatmulOptions o;
+  o.trans_b = true;
+  o.bias = &bias;
+  o.geglu_pairs = true;
+  HIPQ_RETURN_IF_ERROR(be.matmul(x.reshape({rows, in}), weight, y2, o));
+  return y;
+}
+
 Result<Conv2d> Conv2d::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
                             int kernel, int stride, int padding, bool bias) {
   Conv2d c;

@@ -1,4 +1,4 @@
-// The leaf modules of every model: Linear, Conv2d, GroupNorm, LayerNorm,
+// The leaf modules of every model: Linear, Geglu, Conv2d, GroupNorm, LayerNorm,
 // Embedding — torch.nn's, with their state-dict names ("weight", "bias") and
 // PyTorch's default initialisation declared for synthetic weights.
 //
@@ -34,6 +34,20 @@ struct Linear {
   Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
                                   kernels::Activation act = kernels::Activation::kNone,
                                   const kernels::Tensor* residual = nullptr) const;
+};
+
+// diffusers' GEGLU (ff.net.0 of a transformer block): the projection `proj`
+// to 2 * inner features, then value * gelu(gate) over its two halves, as one
+// GEMM whose epilogue does the GEGLU (MatmulOptions::geglu_pairs). The
+// projection's rows are bound interleaved (ParamLayout::kInterleavedHalves).
+struct Geglu {
+  kernels::Tensor weight;  // [2 * inner, in], halves interleaved on the device
+  kernels::Tensor bias;    // [2 * inner], likewise
+  int64_t in = 0, inner = 0;
+
+  static Result<Geglu> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t inner);
+  // x [..., in] contiguous -> [..., inner] in x's dtype.
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x) const;
 };
 
 struct Conv2d {

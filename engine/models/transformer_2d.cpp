@@ -15,7 +15,7 @@ Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const
                         Attention::bind(b, join_key(prefix, "attn2"), dim, cross_dim, heads, head_dim, false));
   HIPQ_ASSIGN_OR_RETURN(t.norm3, LayerNorm::bind(b, join_key(prefix, "norm3"), dim, 1e-5f));
   const int64_t ff_inner = 4 * dim;
-  HIPQ_ASSIGN_OR_RETURN(t.ff_proj, Linear::bind(b, join_key(prefix, "ff.net.0.proj"), dim, 2 * ff_inner));
+  HIPQ_ASSIGN_OR_RETURN(t.ff_geglu, Geglu::bind(b, join_key(prefix, "ff.net.0"), dim, ff_inner));
   HIPQ_ASSIGN_OR_RETURN(t.ff_out, Linear::bind(b, join_key(prefix, "ff.net.2"), ff_inner, dim));
   return t;
 }
@@ -27,11 +27,7 @@ Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const 
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n2, norm2(be, h1.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.t, &context, &h1.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n3, norm3(be, h2.t));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor p, ff_proj(be, n3.t));  // [B, S, 8*dim]
-  std::vector<int64_t> gshape = p.t.shape_vec();
-  gshape.back() /= 2;
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, DeviceTensor::make(be, x.dtype, gshape));
-  HIPQ_RETURN_IF_ERROR(be.geglu(p.t, g.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, n3.t));  // [B, S, 4*dim]
   return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
 }
 

@@ -22,7 +22,7 @@ namespace hipq::engine {
 struct BasicTransformerBlock {
   LayerNorm norm1, norm2, norm3;
   Attention attn1, attn2;
-  Linear ff_proj;  // ff.net.0.proj (GEGLU input)
+  Geglu ff_geglu;  // ff.net.0 (its projection ff.net.0.proj, GEGLU fused)
   Linear ff_out;   // ff.net.2
 
   static Result<BasicTransformerBlock> bind(WeightBinder& b, const std::string& prefix, int64_t dim,

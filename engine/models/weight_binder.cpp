@@ -23,7 +23,7 @@ bool is_ignorable(const std::string& name) {
 }  // namespace
 
 Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int64_t>& shape,
-                                  const ParamInit& init) {
+                                  const ParamInit& init, ParamLayout) {
   specs_.push_back({name, shape, init});
   Tensor t;
   t.ndim = static_cast<int>(shape.size());
@@ -38,7 +38,7 @@ WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend
 bool WeightLoader::has(const std::string& name) const { return source_.contains(prefix_ + name); }
 
 Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
-                                  const ParamInit&) {
+                                  const ParamInit&, ParamLayout layout) {
   const std::string name = prefix_ + local;
   HIPQ_ASSIGN_OR_RETURN(HostTensor host, source_.get(name));
   if (host.shape != shape) {
@@ -51,10 +51,27 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
                                    std::string(kernels::dtype_name(host.dtype)) +
                                    "; weights must be f32, f16 or bf16");
   }
+  const bool interleave = layout == ParamLayout::kInterleavedHalves;
+  if (interleave && (shape.empty() || shape[0] % 2 != 0)) {
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
+                                   " cannot have its halves interleaved: dim 0 must be even");
+  }
   used_.insert(name);
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
   Tensor dst = buf.tensor(dtype_, shape);
-  if (host.dtype == dtype_) {
+  if (interleave) {
+    // Upload as stored, then one strided copy (with the cast): [2, R/2, rest]
+    // read as [R/2, 2, rest].
+    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
+    Tensor src = staging.tensor(host.dtype, shape);
+    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
+    const int64_t half = shape[0] / 2;
+    const int64_t rest = host.numel() / shape[0];
+    Tensor halves = src.reshape({2, half, rest}).permute({1, 0, 2});
+    Tensor pairs = dst.reshape({half, 2, rest});
+    HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
+    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+  } else if (host.dtype == dtype_) {
     HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, dst.data, host.nbytes));
   } else {
     // Cast on the backend: one upload of the stored bytes, no host pass.

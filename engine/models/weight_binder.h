@@ -46,6 +46,17 @@ struct ParamInit {
   static ParamInit normal(float std) { return {Kind::kNormal, 1, std}; }
 };
 
+// How a parameter sits on the device when not as stored. SpecRecorder (and so
+// synthetic weights and exports) always sees the stored layout.
+enum class ParamLayout : uint8_t {
+  kAsStored = 0,
+  // The two halves of dim 0 of an [R, ...] tensor interleaved: device row 2j is
+  // stored row j, device row 2j + 1 stored row R/2 + j. GEGLU's projection
+  // (value rows, then gate rows) so, the (value, gate) pair of each output
+  // lands side by side in one GEMM tile (MatmulOptions::geglu_pairs).
+  kInterleavedHalves = 1,
+};
+
 struct ParamSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -59,7 +70,11 @@ class WeightBinder {
   // NotFound naming the source when the source lacks it; InvalidArgument
   // naming both shapes when it has another shape.
   virtual Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
-                                       const ParamInit& init) = 0;
+                                       const ParamInit& init, ParamLayout layout) = 0;
+  Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
+                               const ParamInit& init) {
+    return bind(name, shape, init, ParamLayout::kAsStored);
+  }
   // Whether an optional parameter exists (e.g. a bias some checkpoints drop).
   virtual bool has(const std::string& name) const = 0;
 };
@@ -67,8 +82,9 @@ class WeightBinder {
 // Records the parameters a config declares; bind() returns an empty tensor.
 class SpecRecorder : public WeightBinder {
  public:
+  using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
-                               const ParamInit& init) override;
+                               const ParamInit& init, ParamLayout layout) override;
   bool has(const std::string&) const override { return true; }
   const std::vector<ParamSpec>& specs() const { return specs_; }
   std::vector<ParamSpec> take_specs() { return std::move(specs_); }
@@ -83,8 +99,9 @@ class WeightLoader : public WeightBinder {
   // `prefix` is prepended to every name (e.g. "" for diffusers folders).
   WeightLoader(const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
                std::string prefix = {});
+  using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
-                               const ParamInit& init) override;
+                               const ParamInit& init, ParamLayout layout) override;
   bool has(const std::string& name) const override;
 
   // Names of the source never bound (ignoring known non-parameters such as

@@ -1,4 +1,5 @@
-// matmul on the cpu: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b].
+// matmul on the cpu: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b],
+// or with geglu_pairs value * gelu(gate) over the product's column pairs.
 // Operands are packed to contiguous fp32 ([M, K] and [K, N]) and multiplied
 // in blocks (columns of 256, depth of 128) by a 4 x 16 register-tile kernel,
 // with an i-k-j loop the compiler vectorises for the edges; row blocks are
@@ -130,7 +131,11 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
   if (Ba != 1 && Bb != 1 && Ba != Bb)
     return invalid(op, "batch dims differ: a " + a.describe() + ", b " + b.describe());
   const int64_t batch = std::max(Ba, Bb);
-  std::vector<int64_t> want = {M, N};
+  if (o.geglu_pairs && (N % 2 != 0 || o.residual || o.activation != Activation::kNone))
+    return invalid(op, "geglu_pairs needs an even N (got " + std::to_string(N) +
+                           "), no residual and no activation; b " + b.describe());
+  const int64_t out_n = o.geglu_pairs ? N / 2 : N;
+  std::vector<int64_t> want = {M, out_n};
   if (out.ndim == 3 || batch > 1) want.insert(want.begin(), batch);
   HIPQ_RETURN_IF_ERROR(check_shape(op, "out", out, want));
   if (o.bias) {
@@ -150,7 +155,7 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
   const size_t out_numel = static_cast<size_t>(batch * M * N);
 
   // Accumulate straight into an f32 out unless out shares memory with an input.
-  const bool direct = out.dtype == DType::kF32 && !overlaps(out, a) && !overlaps(out, b);
+  const bool direct = out.dtype == DType::kF32 && !o.geglu_pairs && !overlaps(out, a) && !overlaps(out, b);
   float* C = direct ? static_cast<float*>(out.data) : scratch(2, out_numel);
   thread_local std::vector<float> bias_buf, res_buf, a_buf, b_buf;
   const float* bias = o.bias ? as_f32(*o.bias, bias_buf) : nullptr;
@@ -186,8 +191,14 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
         if (rr) v += rr[j];
         c[j] = v;
       }
+      // (value, gate) pairs -> value * gelu(gate), packed at the row's start.
+      if (o.geglu_pairs)
+        for (int64_t j = 0; j < N / 2; ++j) c[j] = c[2 * j] * gelu_erf(c[2 * j + 1]);
     }
   });
+  if (o.geglu_pairs)  // rows of N / 2 outputs, N apart -> contiguous (row r moves down onto rows < r)
+    for (int64_t r = 1; r < total_rows; ++r)
+      std::memmove(C + r * out_n, C + r * N, static_cast<size_t>(out_n) * sizeof(float));
   if (!direct) scatter_f32(C, out);
   return Status::Ok();
 }

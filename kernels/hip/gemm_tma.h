@@ -30,7 +30,8 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, grid too tall, HIPQ_GEMM_TMA=0) the caller
-// uses gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 256 forces the tile width.
+// uses gemm_wgmma.h, as it does for N > kGemmTmaAutoMaxN unless
+// HIPQ_GEMM_TMA=128 / 256 forces the kernel and its tile width.
 #pragma once
 
 #include "kernels/hip/gemm_wgmma.h"
@@ -351,13 +352,15 @@ inline TensorMapEncodeTiled tensor_map_encoder() {
 
 // HIPQ_GEMM_TMA, read at every call so one process can measure each choice:
 // "0" turns the TMA kernel off (-> 0), "128" / "256" force that tile width,
-// unset or anything else lets gemm_tma_tile_n choose (-> -1).
+// "all" takes every N with gemm_tma_tile_n's tile (-> -2), unset or anything
+// else takes N <= kGemmTmaAutoMaxN with that tile (-> -1).
 inline int gemm_tma_mode() {
   const char* v = std::getenv("HIPQ_GEMM_TMA");
   if (v == nullptr) return -1;
   if (std::strcmp(v, "0") == 0) return 0;
   if (std::strcmp(v, "128") == 0) return 128;
   if (std::strcmp(v, "256") == 0) return 256;
+  if (std::strcmp(v, "all") == 0) return -2;  // every N, tile by gemm_tma_tile_n
   return -1;
 }
 
@@ -394,6 +397,9 @@ struct GemmTmaPlan {
   int bn = 256;
 };
 
+// Widest N the TMA kernel takes when HIPQ_GEMM_TMA does not force it.
+inline constexpr int kGemmTmaAutoMaxN = 4096;
+
 // Block tile width: 256 unless 128 finishes in fewer tile-widths of waves
 // (one block a multiprocessor for both; a 128-wide wave takes about half as
 // long), e.g. N = 640: 3 x 256 columns pad 17 % and 8192 rows give 192 tiles,
@@ -413,6 +419,9 @@ inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, c
   const int mode = gemm_tma_mode();
   if (mode == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
   if ((M + 127) / 128 > 65535) return false;  // grid.y
+  // Unforced, the wide GEMMs (the FF-in projections, N = 5120 and 10240 in
+  // SDXL) stay on the cp.async kernel: measured faster there (docs/performance.md).
+  if (mode == -1 && N > kGemmTmaAutoMaxN) return false;
   plan.bn = mode > 0 ? mode : gemm_tma_tile_n(batch, M, N, multiprocessors);
   return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);

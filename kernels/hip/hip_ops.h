@@ -58,6 +58,9 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
                      const AttentionOptions& o);
 Status hip_unary(HipContext& ctx, UnaryOp op, const Tensor& x, Tensor& y);
 Status hip_geglu(HipContext& ctx, const Tensor& x, Tensor& y);
+// x [..., 2F] of (value, gate) pairs 2j, 2j + 1 -> y [..., F] = value * gelu(gate):
+// the unfused end of matmul's geglu_pairs epilogue (MatmulOptions).
+Status hip_geglu_pairs(HipContext& ctx, const Tensor& x, Tensor& y);
 Status hip_binary(HipContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
 Status hip_scale(HipContext& ctx, const Tensor& x, Tensor& y, float alpha, float beta);
 Status hip_concat(HipContext& ctx, std::span<const Tensor> xs, int dim, Tensor& y);

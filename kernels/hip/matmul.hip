@@ -1,10 +1,13 @@
-// matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] on the
+// matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] (or,
+// with geglu_pairs, GEGLU over the product's (value, gate) column pairs) on the
 // tiled GEMM core (gemm_tile.h), its matrix-unit variants (gemm_mma.h,
 // gemm_wgmma.h: f16/bf16) or, for fp32 a and b on NVIDIA sm_80+, the 3xTF32
 // kernel (gemm_3xtf32.h). Any strides on a and b (transposes are
 // stride swaps); leading dims of out are batch dims, and a/b either match
 // them or broadcast (all 1 or absent).
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
@@ -34,6 +37,7 @@ struct MatEpilogue {
   int64_t rb, rm, rn;
   float alpha;
   int act;
+  int geglu = 0;  // MatmulOptions::geglu_pairs: ob, om count out's N / 2 columns
   // Out of line: inlined 64 times per thread (activation included) the
   // kernel takes minutes in ptxas for no speed gain at the end of the tile.
   __device__ __noinline__ void operator()(int b, int m, int n, float acc) const {
@@ -46,6 +50,10 @@ struct MatEpilogue {
   // C[m][n .. n+7] (fewer at the right edge) for the wgmma kernel's epilogue:
   // one 16-byte store when out is 16-bit and the row piece is aligned.
   __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* acc) const {
+    if (geglu) {
+      geglu_row8(b, m, n, N, acc);
+      return;
+    }
     const int64_t i0 = b * ob + m * om + n;
     float v[8];
 #pragma unroll
@@ -65,6 +73,39 @@ struct MatEpilogue {
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       if (n + e < N) dev::st(out, dt, i0 + e, v[e]);
+  }
+  // geglu_pairs: columns n .. n+7 (n even) are four (value, gate) pairs ->
+  // out[m][n/2 .. n/2+3] = value * gelu(gate); one 8-byte store when 16-bit
+  // and aligned. The 2F-wide product is never written.
+  __device__ __forceinline__ void geglu_row8(int b, int m, int n, int N, const float* acc) const {
+    const int64_t i0 = b * ob + m * om + n / 2;
+    float y[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = n + 2 * e;
+      float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
+      if (bias && c + 1 < N) {
+        v += dev::ld(bias, bias_dt, c * bias_s);
+        g += dev::ld(bias, bias_dt, (c + 1) * bias_s);
+      }
+      y[e] = v * dev::gelu(g);
+    }
+    if (n + 8 <= N && dt != dev::kDtF32 && (reinterpret_cast<uintptr_t>(out) + 2 * i0) % 8 == 0) {
+      uint32_t w[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t lo = dt == dev::kDtF16 ? __half_as_ushort(__float2half_rn(y[2 * e]))
+                                              : dev::f32_to_bf16_bits(y[2 * e]);
+        const uint32_t hi = dt == dev::kDtF16 ? __half_as_ushort(__float2half_rn(y[2 * e + 1]))
+                                              : dev::f32_to_bf16_bits(y[2 * e + 1]);
+        w[e] = lo | (hi << 16);
+      }
+      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(out) + i0) = make_uint2(w[0], w[1]);
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (n + 2 * e + 1 < N) dev::st(out, dt, i0 + e, y[e]);
   }
 };
 
@@ -103,9 +144,14 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   const int64_t Kb = o.trans_b ? b.dim(-1) : b.dim(-2);
   const int64_t N = o.trans_b ? b.dim(-2) : b.dim(-1);
   if (K != Kb) return shape_mismatch("matmul", "inner dimensions differ (a, b)", a, b);
-  if (out.dim(-2) != M || out.dim(-1) != N)
+  if (o.geglu_pairs && (N % 2 != 0 || o.residual || o.activation != Activation::kNone))
+    return Status::InvalidArgument("matmul: geglu_pairs needs an even N (got " + std::to_string(N) +
+                                   "), no residual and no activation; b " + b.describe());
+  const int64_t out_n = o.geglu_pairs ? N / 2 : N;
+  if (out.dim(-2) != M || out.dim(-1) != out_n)
     return Status::InvalidArgument("matmul: out " + out.describe() + " must be [..., " + std::to_string(M) + ", " +
-                                   std::to_string(N) + "] for a " + a.describe() + " and b " + b.describe());
+                                   std::to_string(out_n) + "] for a " + a.describe() + " and b " + b.describe() +
+                                   (o.geglu_pairs ? " (geglu_pairs halves N)" : ""));
   std::vector<int64_t> lead(out.shape.begin(), out.shape.begin() + out.ndim - 2);
   int64_t batch = 1;
   for (int64_t d : lead) batch *= d;
@@ -118,8 +164,9 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   MatEpilogue ep{};
   ep.out = out.data;
   ep.dt = static_cast<int>(out.dtype);
-  ep.ob = M * N;
-  ep.om = N;
+  ep.ob = M * out_n;
+  ep.om = out_n;
+  ep.geglu = o.geglu_pairs ? 1 : 0;
   ep.alpha = o.alpha;
   ep.act = static_cast<int>(o.activation);
   if (o.bias) {
@@ -165,9 +212,30 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     else if (lb.sk == 1)
       pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sm, N);
   }
+  bool wgmma_path = false;
+#if HIPQ_VENDOR_NVIDIA
+  wgmma_path = ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p;
+#endif
+  // HIPQ_GEMM_GEGLU=unfused measures what the fused epilogue saves.
+  const char* geglu_env = std::getenv("HIPQ_GEMM_GEGLU");
+  const bool fuse_geglu = wgmma_path && !(geglu_env && std::string_view(geglu_env) == "unfused");
+  if (o.geglu_pairs && !fuse_geglu) {
+    // Only the wgmma epilogues take the pairs (row8): elsewhere the product
+    // goes through a scratch [..., M, N] in out's dtype, then the pairs kernel.
+    std::vector<int64_t> full_shape = lead;
+    full_shape.push_back(M);
+    full_shape.push_back(N);
+    Buffer hold;
+    HIPQ_ASSIGN_OR_RETURN(hold, ctx.backend->allocate(static_cast<size_t>(batch * M * N) * dtype_size(out.dtype)));
+    Tensor full = Tensor::contiguous(hold.data(), out.dtype, full_shape, Location::kDevice);
+    MatmulOptions plain = o;
+    plain.geglu_pairs = false;
+    HIPQ_RETURN_IF_ERROR(hip_matmul(ctx, a, b, full, plain));
+    return hip_geglu_pairs(ctx, full, out);
+  }
 #if HIPQ_VENDOR_NVIDIA
   // Hopper: both operands K-major and plain -> warpgroup matrix instructions.
-  if (ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p) {
+  if (wgmma_path) {
     dev::RowsFill fa{}, fb{};
     fa.p = static_cast<const uint16_t*>(pa.p);
     fa.sb = pa.sb;

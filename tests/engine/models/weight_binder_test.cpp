@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "engine/models/layers.h"
 #include "naive_ops.h"
 
@@ -68,6 +70,70 @@ TEST(WeightBinderTest, ConvertsToRequestedPrecisionAndReportsUnused) {
     EXPECT_LE(max_abs_diff(got, w), tol * 8);
     EXPECT_EQ(loader.unused_names(), std::vector<std::string>{"extra.weight"});
   }
+}
+
+TEST(WeightBinderTest, GegluProjectionIsBoundWithItsHalvesInterleaved) {
+  // Stored as diffusers writes it: rows 0..2 the value rows, 3..5 the gate rows.
+  const int64_t in = 2, inner = 3;
+  Vec w(2 * inner * in), bias(2 * inner);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 100.0f + static_cast<float>(i);
+  InMemoryWeightSource src("test source");
+  src.add("ff.proj.weight", HostTensor::from_f32(w, {2 * inner, in}));
+  src.add("ff.proj.bias", HostTensor::from_f32(bias, {2 * inner}));
+  auto be = cpu_backend();
+  for (auto dt : {kernels::DType::kF32, kernels::DType::kBF16}) {
+    WeightLoader loader(src, *be, dt);
+    auto g = Geglu::bind(loader, "ff", in, inner);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    // Device rows: value 0, gate 0, value 1, gate 1, value 2, gate 2.
+    EXPECT_EQ(download(*be, g->weight), (Vec{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}));
+    EXPECT_EQ(download(*be, g->bias), (Vec{100, 103, 101, 104, 102, 105}));
+    EXPECT_TRUE(loader.unused_names().empty());
+  }
+  // The recorder (synthetic weights, exports) keeps the stored names and shapes.
+  SpecRecorder rec;
+  ASSERT_TRUE(Geglu::bind(rec, "ff", in, inner).ok());
+  ASSERT_EQ(rec.specs().size(), 2u);
+  EXPECT_EQ(rec.specs()[0].name, "ff.proj.weight");
+  EXPECT_EQ(rec.specs()[0].shape, (std::vector<int64_t>{6, 2}));
+  EXPECT_EQ(rec.specs()[1].name, "ff.proj.bias");
+}
+
+TEST(WeightBinderTest, GegluMatchesValueTimesGeluOfGateOverTheStoredHalves) {
+  std::mt19937 rng(7);
+  const int64_t rows = 5, in = 12, inner = 9;
+  const Vec w = random_vec(rng, static_cast<size_t>(2 * inner * in), 0.3f);
+  const Vec bias = random_vec(rng, static_cast<size_t>(2 * inner), 0.3f);
+  const Vec x = random_vec(rng, static_cast<size_t>(rows * in));
+  InMemoryWeightSource src("test source");
+  src.add("ff.proj.weight", HostTensor::from_f32(w, {2 * inner, in}));
+  src.add("ff.proj.bias", HostTensor::from_f32(bias, {2 * inner}));
+  auto be = cpu_backend();
+  WeightLoader loader(src, *be, kernels::DType::kF32);
+  auto g = Geglu::bind(loader, "ff", in, inner);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  DeviceTensor xd = upload(*be, x, {rows, in});
+  auto y = (*g)(*be, xd.t);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->t.shape_vec(), (std::vector<int64_t>{rows, inner}));
+  const Vec proj = linear(x, rows, in, w, 2 * inner, &bias);  // [rows, value | gate]
+  Vec want(static_cast<size_t>(rows * inner));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < inner; ++j)
+      want[r * inner + j] = proj[r * 2 * inner + j] * gelu(proj[r * 2 * inner + inner + j]);
+  EXPECT_LE(max_abs_diff(download(*be, y->t), want), 1e-5);
+}
+
+TEST(WeightBinderTest, InterleavingAnOddFirstDimIsRefusedWithTheTensorsName) {
+  InMemoryWeightSource src("test source");
+  src.add("odd.weight", HostTensor::from_f32(Vec(6, 1.0f), {3, 2}));
+  auto be = cpu_backend();
+  WeightLoader loader(src, *be, kernels::DType::kF32);
+  auto t = loader.bind("odd.weight", {3, 2}, ParamInit::zeros(), ParamLayout::kInterleavedHalves);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("odd.weight"), std::string::npos) << t.status().ToString();
 }
 
 }  // namespace

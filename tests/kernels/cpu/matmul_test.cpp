@@ -1,5 +1,7 @@
 #include "kernels/cpu/ops.h"
 
+#include <cmath>
+
 #include "cpu_test_util.h"
 
 namespace hipq::kernels {
@@ -42,6 +44,33 @@ TEST(CpuMatmul, EpilogueIsAlphaThenBiasThenActivationThenResidual) {
   // 0.5*2*1 + 0.5 = 1.5 ; 0.5*2*-3 + 1 = -2
   EXPECT_NEAR(out.values()[0], silu(1.5) + 10, 1e-5);
   EXPECT_NEAR(out.values()[1], silu(-2.0) + 20, 1e-5);
+}
+
+TEST(CpuMatmul, GegluPairsGiveValueTimesGeluOfGateAndHalveTheColumns) {
+  // Two rows, product columns (v0, g0, v1, g1) = a @ b + bias.
+  auto a = make({2, 1}, {1, 2});
+  auto b = make({1, 4}, {1, 0.5f, -2, 1});
+  auto bias = make({4}, {0, 0.25f, 1, -1});
+  auto out = zeros({2, 2});
+  MatmulOptions o;
+  o.bias = &bias.t;
+  o.geglu_pairs = true;
+  ASSERT_TRUE(cpu::matmul(a.t, b.t, out.t, o).ok());
+  auto gelu = [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+  EXPECT_VALUES_NEAR(out.values(),
+                     (std::vector<float>{static_cast<float>(1 * gelu(0.75)), static_cast<float>(-1 * gelu(0)),
+                                         static_cast<float>(2 * gelu(1.25)), static_cast<float>(-3 * gelu(1))}),
+                     1e-6);
+  // An odd N, a residual or an activation with the pairs is refused.
+  auto odd = make({1, 3}, {1, 2, 3});
+  auto out1 = zeros({2, 1});
+  EXPECT_EQ(cpu::matmul(a.t, odd.t, out1.t, o).code(), StatusCode::kInvalidArgument);
+  o.activation = Activation::kGelu;
+  EXPECT_EQ(cpu::matmul(a.t, b.t, out.t, o).code(), StatusCode::kInvalidArgument);
+  // The full-width out is the wrong shape with the pairs.
+  o.activation = Activation::kNone;
+  auto wide = zeros({2, 4});
+  EXPECT_EQ(cpu::matmul(a.t, b.t, wide.t, o).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CpuMatmul, BatchOfOneBroadcastsAgainstBatchedOperand) {

@@ -54,6 +54,7 @@ struct MatmulSpec {
   Activation act = Activation::kNone;
   float alpha = 1.0f;
   bool strided_a = false;  // a is a column slice of a wider buffer
+  bool geglu = false;      // geglu_pairs: out has N / 2 columns
 };
 
 ParityCase matmul_case(DType dt, const std::string& tag, const MatmulSpec& s, bool heavy = false) {
@@ -71,7 +72,8 @@ ParityCase matmul_case(DType dt, const std::string& tag, const MatmulSpec& s, bo
   }
   c.inputs = {a, input("b", dt, bshape)};
   const int64_t batch = std::max(s.batch_a, s.batch_b);
-  c.out_shape = batch ? std::vector<int64_t>{batch, s.M, s.N} : std::vector<int64_t>{s.M, s.N};
+  const int64_t out_n = s.geglu ? s.N / 2 : s.N;
+  c.out_shape = batch ? std::vector<int64_t>{batch, s.M, out_n} : std::vector<int64_t>{s.M, out_n};
   int bias_i = -1, res_i = -1;
   if (s.bias) {
     bias_i = static_cast<int>(c.inputs.size());
@@ -86,6 +88,7 @@ ParityCase matmul_case(DType dt, const std::string& tag, const MatmulSpec& s, bo
   o.trans_b = s.trans_b;
   o.alpha = s.alpha;
   o.activation = s.act;
+  o.geglu_pairs = s.geglu;
   c.run = [o, bias_i, res_i](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
     MatmulOptions oo = o;
     oo.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
@@ -444,6 +447,12 @@ void add_light(std::vector<ParityCase>& v) {
     // a [M, K] x b [K, N], both plain (16-byte pieces of 8 f16/bf16 or 4 f32): k- and n-contiguous tiles, M/N/K
     // tails of the 128x128x32 tile (at f32 the 3xTF32 kernel's cp.async path).
     v.push_back(matmul_case(dt, "plain_132x136x68_bias_res", {.M = 132, .N = 136, .K = 68, .bias = true, .residual = true}));
+    // GEGLU over (value, gate) column pairs: the fused epilogue (K-major 16-bit
+    // operands on Hopper, also at the right edge: 200 = 25 x 8) and the
+    // scratch + pairs kernel everywhere else (b not K-major, fp32).
+    v.push_back(matmul_case(dt, "geglu_136x264x72_tb_bias", {.M = 136, .N = 264, .K = 72, .trans_b = true, .bias = true, .geglu = true}));
+    v.push_back(matmul_case(dt, "geglu_batch2_77x200x64_tb_bias", {.batch_a = 2, .M = 77, .N = 200, .K = 64, .trans_b = true, .bias = true, .geglu = true}));
+    v.push_back(matmul_case(dt, "geglu_33x18x40_alpha", {.M = 33, .N = 18, .K = 40, .alpha = 0.5f, .geglu = true}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
@@ -557,6 +566,8 @@ void add_heavy(std::vector<ParityCase>& v) {
     // projections from the 2048-wide text context.
     v.push_back(matmul_case(dt, "sdxl_l1_qkv_8192x640x640", {.M = 8192, .N = 640, .K = 640, .trans_b = true}, true));
     v.push_back(matmul_case(dt, "sdxl_l1_ff_in_8192x5120x640", {.M = 8192, .N = 5120, .K = 640, .trans_b = true, .bias = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l1_ff_geglu_8192x5120x640", {.M = 8192, .N = 5120, .K = 640, .trans_b = true, .bias = true, .geglu = true}, true));
+    v.push_back(matmul_case(dt, "sdxl_l2_ff_geglu_2048x10240x1280", {.M = 2048, .N = 10240, .K = 1280, .trans_b = true, .bias = true, .geglu = true}, true));
     v.push_back(matmul_case(dt, "sdxl_l1_ff_out_8192x640x2560_res", {.M = 8192, .N = 640, .K = 2560, .trans_b = true, .bias = true, .residual = true}, true));
     v.push_back(matmul_case(dt, "sdxl_l2_qkv_2048x1280x1280", {.M = 2048, .N = 1280, .K = 1280, .trans_b = true}, true));
     v.push_back(matmul_case(dt, "sdxl_l2_ff_in_2048x10240x1280", {.M = 2048, .N = 10240, .K = 1280, .trans_b = true, .bias = true}, true));

@@ -74,17 +74,21 @@ ElementFn matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const Ten
     const int64_t ba = a.ndim == 3 && a.shape[0] > 1 ? batch : 0;
     const int64_t bb = b.ndim == 3 && b.shape[0] > 1 ? batch : 0;
     const int64_t K = o.trans_a ? a.dim(-2) : a.dim(-1);
-    double s = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t ar = o.trans_a ? k : m, ac = o.trans_a ? m : k;
-      const int64_t br = o.trans_b ? n : k, bc = o.trans_b ? k : n;
-      const double av = a.ndim == 3 ? at(a, {ba, ar, ac}) : at(a, {ar, ac});
-      const double bv = b.ndim == 3 ? at(b, {bb, br, bc}) : at(b, {br, bc});
-      s += av * bv;
-    }
-    double v = o.alpha * s;
-    if (bias_p) v += at(bias_v, {n});
-    v = activation(o.activation, v);
+    auto column = [&](int64_t c) {  // alpha * (a b)[m][c] + bias[c]
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t ar = o.trans_a ? k : m, ac = o.trans_a ? m : k;
+        const int64_t br = o.trans_b ? c : k, bc = o.trans_b ? k : c;
+        const double av = a.ndim == 3 ? at(a, {ba, ar, ac}) : at(a, {ar, ac});
+        const double bv = b.ndim == 3 ? at(b, {bb, br, bc}) : at(b, {br, bc});
+        s += av * bv;
+      }
+      double v = o.alpha * s;
+      if (bias_p) v += at(bias_v, {c});
+      return v;
+    };
+    if (o.geglu_pairs) return column(2 * n) * activation(Activation::kGelu, column(2 * n + 1));
+    double v = activation(o.activation, column(n));
     if (res_p) v += at_vec(res_v, idx);
     return v;
   };
