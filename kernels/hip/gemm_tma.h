@@ -20,18 +20,22 @@
 // The producer runs up to kStages k-tiles ahead, so the copies never sit in
 // the consumers' instruction stream (the reason a 128 x 256 tile with
 // all-threads cp.async was slower: kernels/dev/README.md).
-// Epilogue: the consumers stage the fp32 tile in the (then idle) stage
-// buffers and hand 8 consecutive columns to Epilogue::row8, as in
-// gemm_wgmma.h.
+// Persistent grid (min(tiles, SMs) blocks, tiles strided over them, n
+// fastest): the producer loads the next tile's k-tiles while the consumers
+// run the epilogue, which stages each warpgroup's 64 x 128 fp32 pieces in a
+// buffer of its own (outside the stage ring) and hands 8 consecutive columns
+// to Epilogue::row8, as in gemm_wgmma.h. 3 stages of 48 KB (4 of 32 KB for
+// the 128 x 128 tile) + 68 KB of staging.
 //
 // Host side: tensor maps are encoded per call with the driver's
 // cuTensorMapEncodeTiled, fetched through cudaGetDriverEntryPointByVersion
 // (no link against libcuda) and passed as __grid_constant__ kernel
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
-// operand TMA cannot describe, grid too tall, HIPQ_GEMM_TMA=0) the caller
-// uses gemm_wgmma.h, as it does for N > kGemmTmaAutoMaxN unless
-// HIPQ_GEMM_TMA=128 / 256 forces the kernel and its tile width.
+// operand TMA cannot describe, HIPQ_GEMM_TMA=0) the caller uses
+// gemm_wgmma.h, as it does for N > kGemmTmaAutoMaxN unless HIPQ_GEMM_TMA=128 /
+// 256 forces the kernel and its tile width. HIPQ_GEMM_TMA_GRID=tiles launches
+// one block a tile instead of the persistent grid (to measure what it saves).
 #pragma once
 
 #include "kernels/hip/gemm_wgmma.h"
@@ -40,6 +44,7 @@
 #include <cuda.h>  // CUtensorMap and the driver's enums (types only)
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,16 +54,20 @@ template <int BN_>
 struct TmaShape {
   static_assert(BN_ == 128 || BN_ == 256, "wgmma n of one instruction");
   static constexpr int BM = 128, BN = BN_, BK = 64;
-  static constexpr int kStages = BN == 256 ? 4 : 6;
+  static constexpr int kStages = BN == 256 ? 3 : 4;
   static constexpr int kConsumers = 2;                     // warpgroups, 64 rows of C each
   static constexpr int kThreads = 128 * (1 + kConsumers);  // + the producer warpgroup
   static constexpr int kAccum = BN / 2;                    // fp32 accumulators a consumer thread
   static constexpr int kATileBytes = BM * BK * 2;          // 128 rows x 128 bytes
   static constexpr int kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kLdc = BN + 8;  // fp32 staging row (floats)
-  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + alignment slack (swizzle atoms are 1 KB)
-  static_assert(BM * kLdc * 4 <= kStages * kStageBytes, "epilogue staging fits the stage buffers");
+  // Epilogue staging, outside the stage ring (the producer is already filling
+  // it for the next tile): per consumer warpgroup 64 rows x 128 fp32 columns,
+  // BN / 128 rounds a tile.
+  static constexpr int kEpiCols = 128, kLdc = kEpiCols + 8;
+  static constexpr int kEpiBytes = kConsumers * 64 * kLdc * 4;
+  static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;  // + alignment slack (1 KB swizzle atoms)
+  static_assert(kSmemBytes + 256 <= 227 * 1024, "fits the opt-in shared memory of an SM");
   static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "stages keep the 1 KB swizzle alignment");
 };
 
@@ -126,10 +135,10 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 #endif
 }
-// Barrier among the consumer warpgroups only (the producer has left).
-__device__ __forceinline__ void consumer_sync(int threads) {
+// Named barrier `id` (1..15) among `threads` threads (whole warps).
+__device__ __forceinline__ void named_sync(int id, int threads) {
 #if HIPQ_WGMMA_DEVICE
-  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 #endif
 }
 template <int N>
@@ -223,10 +232,13 @@ __device__ __forceinline__ void wgmma_row_block(float (&d)[BN / 2], uint64_t da,
 // maps ta (k, m, batch) and tb (k, n, batch); a_batch / b_batch are 0 for an
 // operand broadcast over the batch (its map has one batch entry). The
 // epilogue gets fp32 sums: ep.row8(batch, m, n, N, v) for v = C[m][n .. n+7].
+// Persistent: block i takes tiles i, i + gridDim.x, ... (n fastest, then m,
+// then batch); the stage ring and its phases run on across tiles, so the
+// producer loads tile i + 1 while the consumers run tile i's epilogue.
 template <typename TC, int BN, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
     gemm_tma_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
-                    int K, int a_batch, int b_batch, Epilogue ep) {
+                    int K, int batches, int a_batch, int b_batch, Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
   using S = TmaShape<BN>;
   static_assert(S::kThreads == 384, "__launch_bounds__ above");
@@ -239,15 +251,15 @@ __global__ void __launch_bounds__(384, 1)
   auto full = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full_bar[s])); };
   auto empty = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&empty_bar[s])); };
 
-  const int batch = blockIdx.z;
-  const int m0 = blockIdx.y * S::BM;
-  const int n0 = blockIdx.x * S::BN;
+  const int m_tiles = (M + S::BM - 1) / S::BM;
+  const int n_tiles = (N + S::BN - 1) / S::BN;
+  const int tiles = batches * m_tiles * n_tiles;
   const int k_tiles = (K + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
-      mbar_init(full(s), 1);                       // the producer's arrive.expect_tx (+ the copies' bytes)
-      mbar_init(empty(s), S::kConsumers * 128);    // every consumer thread
+      mbar_init(full(s), 1);                     // the producer's arrive.expect_tx (+ the copies' bytes)
+      mbar_init(empty(s), S::kConsumers * 128);  // every consumer thread
     }
     mbar_init_fence();
   }
@@ -259,67 +271,87 @@ __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
       tma_prefetch_map(&ta);
       tma_prefetch_map(&tb);
+      int it = 0;  // k-tiles issued by this block so far (all its tiles)
 #pragma unroll 1
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % S::kStages;
-        if (kt >= S::kStages) mbar_wait(empty(s), ((kt / S::kStages) - 1) & 1);  // its last reader is done
-        mbar_arrive_expect_tx(full(s), S::kStageBytes);
-        tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, batch * a_batch);
-        tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, batch * b_batch);
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int n0 = (t % n_tiles) * S::BN;
+        const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
+        const int batch = t / (n_tiles * m_tiles);
+#pragma unroll 1
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const int s = it % S::kStages;
+          if (it >= S::kStages) mbar_wait(empty(s), ((it / S::kStages) - 1) & 1);  // its last reader is done
+          mbar_arrive_expect_tx(full(s), S::kStageBytes);
+          tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, batch * a_batch);
+          tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, batch * b_batch);
+        }
       }
     }
     return;
   }
 
-  // Consumers: warpgroup cw owns rows cw * 64 .. + 63 of the block tile.
+  // Consumers: warpgroup cw owns rows cw * 64 .. + 63 of each tile.
   setmaxnreg_inc<232>();
   const int cw = wg - 1;
-  const int ct = threadIdx.x - 128;
+  const int ct = threadIdx.x % 128;
+  const int warp = ct / 32, lane = ct % 32;
+  float* cs = reinterpret_cast<float*>(tma_smem + (base - raw) + S::kStages * S::kStageBytes) + cw * 64 * S::kLdc;
+  const int epi_bar = 2 + cw;  // named barrier of this warpgroup (0: __syncthreads, 1: unused)
+  int it = 0;
   float d[S::kAccum];
-#pragma unroll
-  for (int i = 0; i < S::kAccum; ++i) d[i] = 0.0f;
 #pragma unroll 1
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % S::kStages;
-    mbar_wait(full(s), (kt / S::kStages) & 1);
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int n0 = (t % n_tiles) * S::BN;
+    const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
+    const int batch = t / (n_tiles * m_tiles);
 #pragma unroll
-    for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
-    wgmma_fence();
+    for (int i = 0; i < S::kAccum; ++i) d[i] = 0.0f;
+#pragma unroll 1
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const int s = it % S::kStages;
+      mbar_wait(full(s), (it / S::kStages) & 1);
 #pragma unroll
-    for (int kk = 0; kk < S::BK / 16; ++kk) {
-      const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(cw * 64 * 128 + kk * 32));
-      const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
-      wgmma_row_block<TC, BN>(d, da, db);
+      for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < S::BK / 16; ++kk) {
+        const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(cw * 64 * 128 + kk * 32));
+        const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
+        wgmma_row_block<TC, BN>(d, da, db);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous k-tile's products are done: its stage may be refilled
+#pragma unroll
+      for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
+      if (kt > 0) mbar_arrive(empty((it - 1) % S::kStages));
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage may be refilled
+    wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
-    if (kt > 0) mbar_arrive(empty((kt - 1) % S::kStages));
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
-  consumer_sync(S::kConsumers * 128);  // both warpgroups' products have read their last stage
+    mbar_arrive(empty((it - 1) % S::kStages));  // the tile's last stage
 
-  // Accumulator layout (per warp of the warpgroup, 16 rows): for each 8-column
-  // group j, d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3]
-  // eight rows below.
-  float* cs = reinterpret_cast<float*>(tma_smem + (base - raw));
-  const int warp = (ct % 128) / 32, lane = ct % 32;
-  const int r = cw * 64 + warp * 16 + lane / 4;
+    // Accumulator layout (per warp of the warpgroup, 16 rows): for each 8-column
+    // group j, d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3]
+    // eight rows below. Staged 128 columns at a time in this warpgroup's buffer.
+    const int r = warp * 16 + lane / 4;
 #pragma unroll
-  for (int j = 0; j < S::BN / 8; ++j) {
-    const int c = j * 8 + (lane % 4) * 2;
-    *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-  }
-  consumer_sync(S::kConsumers * 128);
+    for (int h = 0; h < S::BN / S::kEpiCols; ++h) {
+      named_sync(epi_bar, 128);  // the buffer's previous readers are done
+#pragma unroll
+      for (int j = 0; j < S::kEpiCols / 8; ++j) {
+        const int jj = h * (S::kEpiCols / 8) + j;
+        const int c = j * 8 + (lane % 4) * 2;
+        *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * jj], d[4 * jj + 1]);
+        *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * jj + 2], d[4 * jj + 3]);
+      }
+      named_sync(epi_bar, 128);
 #pragma unroll 1
-  for (int g = ct; g < S::BM * (S::BN / 8); g += S::kConsumers * 128) {
-    const int rr = g / (S::BN / 8), cc = (g % (S::BN / 8)) * 8;
-    const int m = m0 + rr, n = n0 + cc;
-    if (m < M && n < N) ep.row8(batch, m, n, N, cs + rr * S::kLdc + cc);
+      for (int g = ct; g < 64 * (S::kEpiCols / 8); g += 128) {
+        const int rr = g / (S::kEpiCols / 8), cc = (g % (S::kEpiCols / 8)) * 8;
+        const int m = m0 + cw * 64 + rr, n = n0 + h * S::kEpiCols + cc;
+        if (m < M && n < N) ep.row8(batch, m, n, N, cs + rr * S::kLdc + cc);
+      }
+    }
   }
 #else
   __trap();  // launched only where HipContext::wgmma holds
@@ -395,6 +427,7 @@ struct GemmTmaPlan {
   CUtensorMap a, b;
   int a_batch = 0, b_batch = 0;
   int bn = 256;
+  int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
 // Widest N the TMA kernel takes when HIPQ_GEMM_TMA does not force it.
@@ -418,11 +451,15 @@ inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, c
                              int N, int K, int multiprocessors) {
   const int mode = gemm_tma_mode();
   if (mode == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
-  if ((M + 127) / 128 > 65535) return false;  // grid.y
   // Unforced, the wide GEMMs (the FF-in projections, N = 5120 and 10240 in
   // SDXL) stay on the cp.async kernel: measured faster there (docs/performance.md).
   if (mode == -1 && N > kGemmTmaAutoMaxN) return false;
   plan.bn = mode > 0 ? mode : gemm_tma_tile_n(batch, M, N, multiprocessors);
+  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + plan.bn - 1) / plan.bn);
+  if (tiles > (int64_t{1} << 31) - 1) return false;
+  const char* grid = std::getenv("HIPQ_GEMM_TMA_GRID");
+  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
+  plan.blocks = static_cast<int>(grid != nullptr && std::strcmp(grid, "tiles") == 0 ? tiles : std::min(tiles, sms));
   return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }
@@ -435,8 +472,8 @@ hipError_t launch_gemm_tma_tile(hipStream_t stream, const GemmTmaPlan& plan, int
   if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
       e != hipSuccess)
     return e;
-  dim3 grid((N + S::BN - 1) / S::BN, (M + S::BM - 1) / S::BM, batch);
-  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, plan.a_batch, plan.b_batch, ep);
+  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, batch, plan.a_batch,
+                                                              plan.b_batch, ep);
   return hipGetLastError();
 }
 

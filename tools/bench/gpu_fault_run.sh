@@ -31,12 +31,19 @@ synthetic="${SYNTHETIC:-sdxl}"; backend="${BACKEND:-hip}"
 work="${WORKDIR:-/tmp/hipq-gpu-faults}"; slack="${MEMORY_SLACK_MIB:-64}"
 mkdir -p "$work"
 stamp() { echo "[$(date +%H:%M:%S)] $*"; }
-used_mib() {  # device memory in use on GPU 0, or 0 without nvidia-smi (cpu dry run)
-  if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' '
-  else
-    echo 0
-  fi
+used_mib() {  # device memory in use on GPU 0 (MiB) by the CUDA driver's count, or 0 without one (cpu dry run)
+  # nvidia-smi reads 0 in some containers; the driver's cuMemGetInfo does not. The
+  # figure includes this probe's own context, the same at every reading.
+  python3 - <<'PY' 2>/dev/null || echo 0
+import ctypes
+c = ctypes.CDLL("libcuda.so.1")
+dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+free, total = ctypes.c_size_t(), ctypes.c_size_t()
+ok = (c.cuInit(0) == 0 and c.cuDeviceGet(ctypes.byref(dev), 0) == 0
+      and c.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and c.cuCtxSetCurrent(ctx) == 0
+      and c.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)) == 0)
+print((total.value - free.value) >> 20 if ok else 0)
+PY
 }
 
 model="${MODEL:-$work/$synthetic}"
@@ -120,10 +127,10 @@ while (( killed < kills )); do
     wait "$worker_pid" 2>/dev/null || true
     killed=$(( killed + 1 ))
     t_kill=$(date +%s.%N)
-    for _ in $(seq 100); do  # the driver frees a dead process's memory within moments
+    for _ in $(seq 20); do  # the driver frees a dead process's memory within moments
       m="$(used_mib)"
       (( m <= baseline + slack )) && break
-      sleep 0.1
+      sleep 0.5
     done
     after_kill+=("$m")
     stamp "kill $killed: worker SIGKILLed mid-denoise; device memory in use $m MiB (baseline $baseline)" \
@@ -149,7 +156,12 @@ x = torch.empty(free - int(sys.argv[2]) * 2**20, dtype=torch.uint8, device="cuda
 open(sys.argv[1], "w").write("%d\n" % x.numel())
 time.sleep(600)' "$hog_flag" "${HOG_LEFT_MIB:-256}" > "$out/hog.log" 2>&1 &
 hog=$!
-for _ in $(seq 300); do [[ -s "$hog_flag" ]] && break; sleep 0.1; done
+# The job goes in only once the memory is taken (importing torch takes a while).
+for _ in $(seq 1200); do [[ -s "$hog_flag" ]] && break; kill -0 "$hog" 2>/dev/null || break; sleep 0.1; done
+if [[ ! -s "$hog_flag" ]]; then
+  echo "the memory-taking process did not get the memory:"; cat "$out/hog.log"; exit 1
+fi
+stamp "another process holds $(( $(cat "$hog_flag") >> 20 )) MiB; device memory in use $(used_mib) MiB"
 "$hipq" submit "$out/oom.yaml" >> "$out/submit.log" 2>&1 || { cat "$out/submit.log"; exit 1; }
 while (( $(open_jobs) > 0 )); do
   (( $(date +%s) - t_start > 3000 )) && { echo "the out-of-memory job did not finish"; break; }
