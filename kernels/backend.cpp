@@ -53,6 +53,13 @@ int gpu_device_count() {
 #endif
 }
 
+Status check_matmul_options(const MatmulOptions& o, int64_t N, const Tensor& b) {
+  if (o.geglu_pairs && (N % 2 != 0 || o.residual || o.activation != Activation::kNone))
+    return Status::InvalidArgument("matmul: geglu_pairs needs an even N (got " + std::to_string(N) +
+                                   "), no residual and no activation; b " + b.describe());
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, int device) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "hip") {

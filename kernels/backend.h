@@ -102,6 +102,11 @@ struct MatmulOptions {
   bool geglu_pairs = false;
 };
 
+// The conditions MatmulOptions puts on a product of N columns, checked alike
+// by every backend: InvalidArgument naming b when geglu_pairs meets an odd N,
+// a residual or an activation.
+Status check_matmul_options(const MatmulOptions& o, int64_t N, const Tensor& b);
+
 // y = conv2d(x, w) + bias (+ residual), NCHW. x: [N, C, H, W]; w: [O, C, kh, kw];
 // bias: [O] or null; y: [N, O, Ho, Wo]. Implicit GEMM: no full im2col buffer.
 struct Conv2dOptions {

@@ -131,9 +131,7 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
   if (Ba != 1 && Bb != 1 && Ba != Bb)
     return invalid(op, "batch dims differ: a " + a.describe() + ", b " + b.describe());
   const int64_t batch = std::max(Ba, Bb);
-  if (o.geglu_pairs && (N % 2 != 0 || o.residual || o.activation != Activation::kNone))
-    return invalid(op, "geglu_pairs needs an even N (got " + std::to_string(N) +
-                           "), no residual and no activation; b " + b.describe());
+  HIPQ_RETURN_IF_ERROR(check_matmul_options(o, N, b));
   const int64_t out_n = o.geglu_pairs ? N / 2 : N;
   std::vector<int64_t> want = {M, out_n};
   if (out.ndim == 3 || batch > 1) want.insert(want.begin(), batch);

@@ -5,7 +5,8 @@
 //   small_a big_b + big_a small_b + big_a big_b
 // with three mma.sync.m16n8k8 .tf32 instructions (small_a small_b, below
 // 2^-22 of the product, is dropped, as CUTLASS's 3xTF32 "fast accurate" mode
-// does). The result has fp32's accuracy, not tf32's (parity cases at fp32
+// does), into a partial sum per 8-wide k step that an fp32 add (round to
+// nearest) takes into the running sum (the mma's own accumulation truncates). The result has fp32's accuracy, not tf32's (parity cases at fp32
 // tolerances; tests/kernels/hip/tf32_split_test.cpp). Selected by matmul.hip
 // and conv2d.hip for fp32 a and b when HipContext::fp32_3xtf32 holds
 // (HIPQ_FP32_MATH, kernels/fp32_math.h); gemm_tile.h's SIMT core is the
@@ -168,14 +169,23 @@ __global__ void __launch_bounds__(256, FillA::kCompact && FillB::kCompact ? 2 : 
           a_big[e] = s.big;
           a_small[e] = s.small;
         }
-        // The two small terms first, so the large one lands on an accumulator
-        // that already holds them.
+        // The three products of this 8-wide k step go into a zeroed partial
+        // sum (the two small terms first, so the large one lands on a value
+        // that already holds them), which is then added to the running sum
+        // with an fp32 add that rounds to nearest. The matrix unit's own
+        // accumulation does not round to nearest (it truncates), so adding
+        // into the running sum there would bias every one of the K / 8
+        // steps by up to an ulp of the running sum; here that error is
+        // relative to one step's partial sum only.
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_m16n8k8_tf32(acc[i][j], a_small, b_big[j]);
+        for (int j = 0; j < 4; ++j) {
+          float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_m16n8k8_tf32(part, a_small, b_big[j]);
+          mma_m16n8k8_tf32(part, a_big, b_small[j]);
+          mma_m16n8k8_tf32(part, a_big, b_big[j]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_m16n8k8_tf32(acc[i][j], a_big, b_small[j]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) mma_m16n8k8_tf32(acc[i][j], a_big, b_big[j]);
+          for (int e = 0; e < 4; ++e) acc[i][j][e] += part[e];
+        }
       }
     }
     if (has_next) {

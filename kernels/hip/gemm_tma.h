@@ -33,9 +33,10 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, HIPQ_GEMM_TMA=0) the caller uses
-// gemm_wgmma.h, as it does for N > kGemmTmaAutoMaxN unless HIPQ_GEMM_TMA=128 /
-// 256 forces the kernel and its tile width. HIPQ_GEMM_TMA_GRID=tiles launches
-// one block a tile instead of the persistent grid (to measure what it saves).
+// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 256 forces the tile width;
+// HIPQ_GEMM_TMA_GRID=tiles launches one block a tile instead of the
+// persistent grid (to measure what it saves). Both are read once into
+// HipContext.
 #pragma once
 
 #include "kernels/hip/gemm_wgmma.h"
@@ -382,20 +383,6 @@ inline TensorMapEncodeTiled tensor_map_encoder() {
   return fn;
 }
 
-// HIPQ_GEMM_TMA, read at every call so one process can measure each choice:
-// "0" turns the TMA kernel off (-> 0), "128" / "256" force that tile width,
-// "all" takes every N with gemm_tma_tile_n's tile (-> -2), unset or anything
-// else takes N <= kGemmTmaAutoMaxN with that tile (-> -1).
-inline int gemm_tma_mode() {
-  const char* v = std::getenv("HIPQ_GEMM_TMA");
-  if (v == nullptr) return -1;
-  if (std::strcmp(v, "0") == 0) return 0;
-  if (std::strcmp(v, "128") == 0) return 128;
-  if (std::strcmp(v, "256") == 0) return 256;
-  if (std::strcmp(v, "all") == 0) return -2;  // every N, tile by gemm_tma_tile_n
-  return -1;
-}
-
 // The 3-D map (k, row, batch) of a RowsFill operand with boxes of 64 x
 // box_rows x 1, 128-byte swizzle, zero fill past the edges. `batched`: 1 when
 // the operand has a batch stride, 0 when it is broadcast (one batch entry).
@@ -430,9 +417,6 @@ struct GemmTmaPlan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
-// Widest N the TMA kernel takes when HIPQ_GEMM_TMA does not force it.
-inline constexpr int kGemmTmaAutoMaxN = 4096;
-
 // Block tile width: 256 unless 128 finishes in fewer tile-widths of waves
 // (one block a multiprocessor for both; a 128-wide wave takes about half as
 // long), e.g. N = 640: 3 x 256 columns pad 17 % and 8192 rows give 192 tiles,
@@ -447,19 +431,17 @@ inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
 
 // Whether the TMA kernel takes C[batch] = A B^T for these RowsFill operands
 // (fa.rows == M, fb.rows == N, both of width K); fills `plan` when it does.
+// `tile`: HipContext::gemm_tma (0: never, 128 / 256: that tile width, -1:
+// gemm_tma_tile_n's); `grid_tiles`: one block a tile instead of the
+// persistent grid.
 inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, const RowsFill& fb, int batch, int M,
-                             int N, int K, int multiprocessors) {
-  const int mode = gemm_tma_mode();
-  if (mode == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
-  // Unforced, the wide GEMMs (the FF-in projections, N = 5120 and 10240 in
-  // SDXL) stay on the cp.async kernel: measured faster there (docs/performance.md).
-  if (mode == -1 && N > kGemmTmaAutoMaxN) return false;
-  plan.bn = mode > 0 ? mode : gemm_tma_tile_n(batch, M, N, multiprocessors);
+                             int N, int K, int multiprocessors, int tile, bool grid_tiles) {
+  if (tile == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
+  plan.bn = tile > 0 ? tile : gemm_tma_tile_n(batch, M, N, multiprocessors);
   const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + plan.bn - 1) / plan.bn);
   if (tiles > (int64_t{1} << 31) - 1) return false;
-  const char* grid = std::getenv("HIPQ_GEMM_TMA_GRID");
   const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
-  plan.blocks = static_cast<int>(grid != nullptr && std::strcmp(grid, "tiles") == 0 ? tiles : std::min(tiles, sms));
+  plan.blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
   return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }

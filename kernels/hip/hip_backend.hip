@@ -21,6 +21,7 @@
 #include <map>
 #include <unordered_map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,12 @@ size_t size_class(size_t bytes) {
   while (p < bytes) p <<= 1;
   const size_t step = p / 16;  // p/2 .. p in 8 steps of p/16
   return (bytes + step - 1) / step * step;
+}
+
+// The value of an environment variable, "" when unset.
+std::string_view env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
 }
 
 std::string version_string(int v, bool nvidia) {
@@ -381,6 +388,10 @@ class HipBackend final : public Backend {
 #if defined(HIPQ_HAVE_SM90A)
     ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && std::getenv("HIPQ_NO_WGMMA") == nullptr;
 #endif
+    const std::string_view tma = env_or_empty("HIPQ_GEMM_TMA");
+    ctx_.gemm_tma = tma == "0" ? 0 : tma == "128" ? 128 : tma == "256" ? 256 : -1;
+    ctx_.gemm_tma_grid_tiles = env_or_empty("HIPQ_GEMM_TMA_GRID") == "tiles";
+    ctx_.gemm_geglu_fused = env_or_empty("HIPQ_GEMM_GEGLU") != "unfused";
     return Status::Ok();
   }
 

@@ -103,18 +103,20 @@ __device__ __forceinline__ void st(void* p, int dt, int64_t i, float v) {
   }
 }
 
+// Two values rounded as st() does into one 32-bit word of a 16-bit (f16 /
+// bf16) tensor, lo at the lower address.
+__device__ __forceinline__ uint32_t pack2_16bit(int dt, float lo, float hi) {
+  const uint32_t l = dt == kDtF16 ? __half_as_ushort(__float2half_rn(lo)) : f32_to_bf16_bits(lo);
+  const uint32_t h = dt == kDtF16 ? __half_as_ushort(__float2half_rn(hi)) : f32_to_bf16_bits(hi);
+  return l | (h << 16);
+}
+
 // Elements i .. i+7 of a 16-bit (f16/bf16) tensor in one 16-byte store, each
 // rounded as st() does; the caller checks that p + i is 16-byte aligned.
 __device__ __forceinline__ void st8_16bit(void* p, int dt, int64_t i, const float* v) {
-  uint32_t w[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const uint32_t lo = dt == kDtF16 ? __half_as_ushort(__float2half_rn(v[2 * e])) : f32_to_bf16_bits(v[2 * e]);
-    const uint32_t hi =
-        dt == kDtF16 ? __half_as_ushort(__float2half_rn(v[2 * e + 1])) : f32_to_bf16_bits(v[2 * e + 1]);
-    w[e] = lo | (hi << 16);
-  }
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p) + i) = make_uint4(w[0], w[1], w[2], w[3]);
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p) + i) =
+      make_uint4(pack2_16bit(dt, v[0], v[1]), pack2_16bit(dt, v[2], v[3]), pack2_16bit(dt, v[4], v[5]),
+                 pack2_16bit(dt, v[6], v[7]));
 }
 
 // Activation codes match kernels::Activation / UnaryOp numbering.

@@ -27,6 +27,15 @@ struct HipContext {
   bool wgmma = false;         // ... and its Hopper variant (compute capability 9.0, built for sm_90a)
   bool fp32_3xtf32 = false;   // fp32 GEMMs (matmul, conv2d) as 3xTF32 on the matrix units (NVIDIA sm_80+,
                               // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
+  // Measurement knobs of the Hopper GEMM, read once when the backend starts
+  // (docs/kernels-hip.md): HIPQ_GEMM_TMA "0" -> 0 (cp.async kernel only),
+  // "128" / "256" force the TMA kernel's tile width, else -1 (the width by
+  // gemm_tma_tile_n); HIPQ_GEMM_TMA_GRID=tiles -> one block a tile instead of
+  // the persistent grid; HIPQ_GEMM_GEGLU=unfused -> GEGLU through a scratch
+  // product and the pairs kernel instead of the GEMM's epilogue.
+  int gemm_tma = -1;
+  bool gemm_tma_grid_tiles = false;
+  bool gemm_geglu_fused = true;
   const ArchTuning* tuning = nullptr;
 
   // Blocks for a grid-stride loop over n items with `block` threads each.

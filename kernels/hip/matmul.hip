@@ -7,7 +7,6 @@
 // them or broadcast (all 1 or absent).
 #include <cstdlib>
 #include <string>
-#include <string_view>
 
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
@@ -91,16 +90,8 @@ struct MatEpilogue {
       y[e] = v * dev::gelu(g);
     }
     if (n + 8 <= N && dt != dev::kDtF32 && (reinterpret_cast<uintptr_t>(out) + 2 * i0) % 8 == 0) {
-      uint32_t w[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const uint32_t lo = dt == dev::kDtF16 ? __half_as_ushort(__float2half_rn(y[2 * e]))
-                                              : dev::f32_to_bf16_bits(y[2 * e]);
-        const uint32_t hi = dt == dev::kDtF16 ? __half_as_ushort(__float2half_rn(y[2 * e + 1]))
-                                              : dev::f32_to_bf16_bits(y[2 * e + 1]);
-        w[e] = lo | (hi << 16);
-      }
-      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(out) + i0) = make_uint2(w[0], w[1]);
+      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(out) + i0) =
+          make_uint2(dev::pack2_16bit(dt, y[0], y[1]), dev::pack2_16bit(dt, y[2], y[3]));
       return;
     }
 #pragma unroll
@@ -144,9 +135,7 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   const int64_t Kb = o.trans_b ? b.dim(-1) : b.dim(-2);
   const int64_t N = o.trans_b ? b.dim(-2) : b.dim(-1);
   if (K != Kb) return shape_mismatch("matmul", "inner dimensions differ (a, b)", a, b);
-  if (o.geglu_pairs && (N % 2 != 0 || o.residual || o.activation != Activation::kNone))
-    return Status::InvalidArgument("matmul: geglu_pairs needs an even N (got " + std::to_string(N) +
-                                   "), no residual and no activation; b " + b.describe());
+  HIPQ_RETURN_IF_ERROR(check_matmul_options(o, N, b));
   const int64_t out_n = o.geglu_pairs ? N / 2 : N;
   if (out.dim(-2) != M || out.dim(-1) != out_n)
     return Status::InvalidArgument("matmul: out " + out.describe() + " must be [..., " + std::to_string(M) + ", " +
@@ -216,9 +205,8 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
 #if HIPQ_VENDOR_NVIDIA
   wgmma_path = ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p;
 #endif
-  // HIPQ_GEMM_GEGLU=unfused measures what the fused epilogue saves.
-  const char* geglu_env = std::getenv("HIPQ_GEMM_GEGLU");
-  const bool fuse_geglu = wgmma_path && !(geglu_env && std::string_view(geglu_env) == "unfused");
+  // HIPQ_GEMM_GEGLU=unfused (ctx.gemm_geglu_fused false) measures what the fused epilogue saves.
+  const bool fuse_geglu = wgmma_path && ctx.gemm_geglu_fused;
   if (o.geglu_pairs && !fuse_geglu) {
     // Only the wgmma epilogues take the pairs (row8): elsewhere the product
     // goes through a scratch [..., M, N] in out's dtype, then the pairs kernel.
@@ -251,7 +239,8 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     // cannot describe an operand (or HIPQ_GEMM_TMA=0).
     dev::GemmTmaPlan plan;
     if (dev::prepare_gemm_tma(plan, mma_dtype == dev::kDtBF16, fa, fb, static_cast<int>(batch), static_cast<int>(M),
-                              static_cast<int>(N), static_cast<int>(K), ctx.multiprocessors)) {
+                              static_cast<int>(N), static_cast<int>(K), ctx.multiprocessors, ctx.gemm_tma,
+                              ctx.gemm_tma_grid_tiles)) {
       const hipError_t e =
           mma_dtype == dev::kDtF16
               ? dev::launch_gemm_tma<__half>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
