@@ -27,7 +27,8 @@ std::string fp32_products_line(std::string_view gpu_flavour) {
   const bool tensor_cores = gpu_flavour == "nvidia";
   const std::string hip = kernels::fp32_products(*mode, tensor_cores);
   if (!tensor_cores) return hip;
-  if (*mode == kernels::Fp32Math::kFma) return hip + " (HIPQ_FP32_MATH=3xtf32: split tensor-core products, faster)";
+  if (*mode == kernels::Fp32Math::kFma)
+    return hip + " (HIPQ_FP32_MATH=fma; unset, sm_80+ devices take split tensor-core products, faster)";
   return hip + " on sm_80+ devices, fp32 FMA on older ones (HIPQ_FP32_MATH=fma: fp32 FMA everywhere)";
 }
 

@@ -320,7 +320,6 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   if (cancelled()) return Status::Cancelled("generation cancelled before text encoding");
 
   PhaseTimer timer(&be);
-  PhaseTimer step_timer(&be);
   const bool cfg = s.guidance > 1.0f;
   const int64_t lh = s.height / 8, lw = s.width / 8;
   const int64_t lc = im.unet->config().in_channels;
@@ -335,7 +334,10 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   // the prompt embeddings), and torch's CPU generator gives a different
   // sequence per dtype: same seed, same draw.
   HIPQ_ASSIGN_OR_RETURN(DType noise_dtype, precision_dtype(s.precision));
-  std::vector<float> noise = randn(rng_kind, s.seed, latent_numel, noise_dtype);
+  const std::vector<float> noise = randn(rng_kind, s.seed, latent_numel, noise_dtype);
+  // The latents live on the device for the whole loop (engine/sampler.h).
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor latents,
+                        DeviceTensor::from_host(be, noise.data(), {1, lc, lh, lw}, DType::kF32));
 
   const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;
@@ -346,39 +348,68 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   {
     HIPQ_ASSIGN_OR_RETURN(UNetStep made,
                           UNetStep::make(be, *im.unet, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
-                                         time_ids, batch, lh, lw));
+                                         time_ids, batch, lh, lw, schedule.timesteps));
     unet_step.emplace(std::move(made));
   }
 
-  Denoiser denoise = [&](const std::vector<float>& model_input, const DenoiseStep& step,
-                         std::vector<float>& model_output) -> Status {
+  // Progress and cancellation follow the device without draining it: after
+  // step i is enqueued, the host waits on the event that closed step i - 1
+  // (Backend::elapsed_ms synchronises on its end event only), so one step
+  // stays queued while progress is reported and the cancel flag is read.
+  // A step's timing is the same interval on both clocks: from the end of the
+  // step before (or the loop's start) to the end of its guidance combine, on
+  // the device's events (gpu_ms) and as the host sees those ends (host_ms).
+  std::vector<int> step_done;  // an event after each enqueued step
+  HIPQ_ASSIGN_OR_RETURN(int loop_start, be.record_event());
+  auto last_seen = std::chrono::steady_clock::now();
+  auto report_finished = [&](int finished) -> Status {
+    const int from = finished == 0 ? loop_start : step_done[static_cast<size_t>(finished) - 1];
+    HIPQ_ASSIGN_OR_RETURN(double gpu_ms, be.elapsed_ms(from, step_done[static_cast<size_t>(finished)]));
+    const auto now = std::chrono::steady_clock::now();
+    out.steps.push_back(
+        {std::string(spec::kPhaseStep), std::chrono::duration<double, std::milli>(now - last_seen).count(), gpu_ms});
+    last_seen = now;
+    if (progress) progress(finished + 1, static_cast<int>(schedule.timesteps.size()));
+    return Status::Ok();
+  };
+  Denoiser denoise = [&](const kernels::Tensor& model_input, const DenoiseStep& step,
+                         kernels::Tensor& model_output) -> Status {
     if (cancelled())
       return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
                                std::to_string(step.count));
-    HIPQ_RETURN_IF_ERROR(step_timer.begin(std::string(spec::kPhaseStep)));
-    std::vector<float> input(model_input.size() * batch);
-    for (int b = 0; b < batch; ++b) std::copy(model_input.begin(), model_input.end(), input.begin() + b * latent_numel);
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, unet_step->run(input, step.timestep));
-    model_output.resize(latent_numel);
+    HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
+    const size_t entry_bytes = static_cast<size_t>(latent_numel) * sizeof(float);
+    kernels::Tensor uncond = kernels::Tensor::contiguous(pred->data, DType::kF32, model_output.shape_vec(),
+                                                         pred->location);
     if (cfg) {
       // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
-      const float* u = host.data();
-      const float* t = host.data() + latent_numel;
-      for (int64_t i = 0; i < latent_numel; ++i) model_output[i] = u[i] + guidance * (t[i] - u[i]);
+      kernels::Tensor text_pred = uncond;
+      text_pred.data = static_cast<char*>(pred->data) + entry_bytes;
+      HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kSub, text_pred, uncond, model_output));
+      HIPQ_RETURN_IF_ERROR(be.scale(model_output, model_output, guidance, 0.0f));
+      HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, uncond, model_output, model_output));
     } else {
-      std::copy(host.begin(), host.begin() + latent_numel, model_output.begin());
+      HIPQ_RETURN_IF_ERROR(be.copy(uncond, model_output));
     }
-    HIPQ_RETURN_IF_ERROR(step_timer.end());
-    if (progress) progress(step.index + 1, step.count);
+    HIPQ_ASSIGN_OR_RETURN(int done, be.record_event());
+    step_done.push_back(done);
+    if (step.index > 0) HIPQ_RETURN_IF_ERROR(report_finished(step.index - 1));
+    // A cancel seen now drops this step, queued but not waited for.
+    if (cancelled())
+      return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
+                               std::to_string(step.count));
     return Status::Ok();
   };
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
-  auto latent = sample(schedule, im.scheduler, std::move(noise), denoise);
+  last_seen = std::chrono::steady_clock::now();
+  Status sampled = sample(be, schedule, im.scheduler, latents.t, denoise);
+  if (sampled.ok() && !step_done.empty()) sampled = report_finished(static_cast<int>(step_done.size()) - 1);
   unet_step.reset();
-  if (!latent.ok()) return latent.status();
+  HIPQ_RETURN_IF_ERROR(sampled);
   HIPQ_RETURN_IF_ERROR(timer.end());
-  out.latent = std::move(latent).value();
+  // The one copy of the latents to the host: grading and writing read it there.
+  HIPQ_ASSIGN_OR_RETURN(out.latent, to_host_f32(be, latents.t));
   out.latent_shape = {1, lc, lh, lw};
   if (cancelled()) return Status::Cancelled("generation cancelled before decoding");
 
@@ -399,7 +430,6 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_RETURN_IF_ERROR(timer.end());
 
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
-  HIPQ_ASSIGN_OR_RETURN(out.steps, step_timer.finish());
   out.phases.insert(out.phases.end(), phases.begin(), phases.end());
   out.peak_memory_bytes = be.peak_bytes();
   return out;
@@ -429,8 +459,12 @@ Result<std::vector<float>> Pipeline::unet_output(const spec::GenerationSettings&
   HIPQ_ASSIGN_OR_RETURN(UNetStep step, UNetStep::make(*im.backend, *im.unet, text.hidden.t,
                                                       im.family == "sdxl" ? &text.pooled.t : nullptr,
                                                       im.time_ids(s, text.batch), text.batch, s.height / 8,
-                                                      s.width / 8));
-  return step.run(model_input, timestep);
+                                                      s.width / 8, {timestep}));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor input,
+                        DeviceTensor::from_host(*im.backend, model_input.data(),
+                                                {static_cast<int64_t>(model_input.size())}, DType::kF32));
+  HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* out, step.run(input.t, 0));
+  return to_host_f32(*im.backend, *out);
 }
 
 Result<std::vector<float>> Pipeline::vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w) {

@@ -3,109 +3,183 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/models/device_tensor.h"
 
 namespace hipq::engine {
 namespace {
 
-Status check_inputs(const Schedule& s, const std::vector<float>& noise, std::string_view who) {
+using kernels::Backend;
+using kernels::BinaryOp;
+using kernels::DType;
+using kernels::Tensor;
+
+Status check_inputs(const Schedule& s, const Tensor& x, std::string_view who) {
   if (s.timesteps.empty() || s.sigmas.size() != s.timesteps.size() + 1)
     return Status::InvalidArgument(std::string(who) + ": schedule has " + std::to_string(s.timesteps.size()) +
                                    " timesteps and " + std::to_string(s.sigmas.size()) + " sigmas (need n and n+1)");
-  if (noise.empty()) return Status::InvalidArgument(std::string(who) + ": empty latents");
+  if (x.numel() == 0) return Status::InvalidArgument(std::string(who) + ": empty latents");
+  if (x.dtype != DType::kF32 || !x.is_contiguous())
+    return Status::InvalidArgument(std::string(who) + ": latents must be a contiguous f32 tensor, got " +
+                                   x.describe());
   return Status::Ok();
 }
 
-Status call(const Denoiser& denoise, const std::vector<float>& input, const DenoiseStep& step,
-            std::vector<float>& out) {
-  out.resize(input.size());
-  HIPQ_RETURN_IF_ERROR(denoise(input, step, out));
-  if (out.size() != input.size())
-    return Status::Internal("denoiser returned " + std::to_string(out.size()) + " values for " +
-                            std::to_string(input.size()) + " inputs at step " + std::to_string(step.index));
-  return Status::Ok();
-}
+// The elementwise arithmetic of one sampler on the backend: scratch tensors
+// shaped like the latents, and a table of the per-step constants the step
+// divides by (uploaded once; a division by a constant must stay a division
+// to round as diffusers does, and the scale op only multiplies).
+class StepOps {
+ public:
+  static Result<StepOps> make(Backend& be, const Tensor& like, int temps, const std::vector<float>& divisors,
+                              int per_step) {
+    StepOps ops;
+    ops.be_ = &be;
+    ops.per_step_ = per_step;
+    for (int i = 0; i < temps; ++i) {
+      HIPQ_ASSIGN_OR_RETURN(DeviceTensor t, DeviceTensor::make(be, DType::kF32, like.shape_vec()));
+      ops.temps_.push_back(std::move(t));
+    }
+    if (!divisors.empty()) {
+      HIPQ_ASSIGN_OR_RETURN(ops.table_, DeviceTensor::from_host(be, divisors.data(),
+                                                               {static_cast<int64_t>(divisors.size())}, DType::kF32));
+    }
+    return ops;
+  }
 
-void scale_in_place(std::vector<float>& x, float factor) {
-  for (auto& v : x) v = v * factor;
-}
+  Tensor& tmp(int i) { return temps_[static_cast<size_t>(i)].t; }
+
+  Status scale(const Tensor& a, float factor, Tensor& y) { return be_->scale(a, y, factor, 0.0f); }
+  Status add(const Tensor& a, const Tensor& b, Tensor& y) { return be_->binary(BinaryOp::kAdd, a, b, y); }
+  Status sub(const Tensor& a, const Tensor& b, Tensor& y) { return be_->binary(BinaryOp::kSub, a, b, y); }
+  // y = a / divisors[step * per_step + which].
+  Status div(const Tensor& a, int step, int which, Tensor& y) {
+    Tensor d = Tensor::contiguous(static_cast<float*>(table_.t.data) + step * per_step_ + which, DType::kF32, {1},
+                                  table_.t.location);
+    return be_->binary(BinaryOp::kDiv, a, d, y);
+  }
+  Status copy(const Tensor& a, Tensor& y) { return be_->copy(a, y); }
+
+ private:
+  Backend* be_ = nullptr;
+  int per_step_ = 0;
+  std::vector<DeviceTensor> temps_;
+  DeviceTensor table_;
+};
 
 }  // namespace
 
-Result<std::vector<float>> sample_euler(const Schedule& schedule, const SchedulerConfig& cfg, std::vector<float> x,
-                                        const Denoiser& denoise) {
+Status sample_euler(Backend& be, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
+                    const Denoiser& denoise) {
   HIPQ_RETURN_IF_ERROR(check_inputs(schedule, x, "euler"));
-  scale_in_place(x, schedule.init_noise_sigma);
   const int n = static_cast<int>(schedule.timesteps.size());
-  std::vector<float> input(x.size()), out;
+  // Per step: the input scale sqrt(sigma^2 + 1), sigma, sigma^2 + 1.
+  std::vector<float> divisors;
   for (int i = 0; i < n; ++i) {
     const float sigma = schedule.sigmas[static_cast<size_t>(i)];
-    const float in_scale = std::sqrt(sigma * sigma + 1.0f);
-    for (size_t k = 0; k < x.size(); ++k) input[k] = x[k] / in_scale;
-    HIPQ_RETURN_IF_ERROR(call(denoise, input, {i, n, schedule.timesteps[static_cast<size_t>(i)], sigma}, out));
-    const float dt = schedule.sigmas[static_cast<size_t>(i) + 1] - sigma;
-    const float sigma2p1 = sigma * sigma + 1.0f;
-    const float v_scale = -sigma / std::sqrt(sigma2p1);
-    for (size_t k = 0; k < x.size(); ++k) {
-      float pred;
-      if (cfg.prediction_type == "epsilon") {
-        pred = x[k] - sigma * out[k];
-      } else if (cfg.prediction_type == "v_prediction") {
-        pred = out[k] * v_scale + x[k] / sigma2p1;
-      } else {
-        pred = out[k];
-      }
-      const float derivative = (x[k] - pred) / sigma;
-      x[k] = x[k] + derivative * dt;
-    }
+    divisors.insert(divisors.end(), {std::sqrt(sigma * sigma + 1.0f), sigma, sigma * sigma + 1.0f});
   }
-  return x;
+  HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 4, divisors, 3));
+  Tensor &input = ops.tmp(0), &out = ops.tmp(1), &pred = ops.tmp(2), &t = ops.tmp(3);
+  HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));
+  for (int i = 0; i < n; ++i) {
+    const float sigma = schedule.sigmas[static_cast<size_t>(i)];
+    HIPQ_RETURN_IF_ERROR(ops.div(x, i, 0, input));  // scale_model_input: x / sqrt(sigma^2 + 1)
+    HIPQ_RETURN_IF_ERROR(denoise(input, {i, n, schedule.timesteps[static_cast<size_t>(i)], sigma}, out));
+    const float dt = schedule.sigmas[static_cast<size_t>(i) + 1] - sigma;
+    const float v_scale = -sigma / std::sqrt(sigma * sigma + 1.0f);
+    const Tensor* p = &pred;
+    if (cfg.prediction_type == "epsilon") {  // pred = x - sigma * out
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, sigma, t));
+      HIPQ_RETURN_IF_ERROR(ops.sub(x, t, pred));
+    } else if (cfg.prediction_type == "v_prediction") {  // pred = out * v_scale + x / (sigma^2 + 1)
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, v_scale, t));
+      HIPQ_RETURN_IF_ERROR(ops.div(x, i, 2, pred));
+      HIPQ_RETURN_IF_ERROR(ops.add(t, pred, pred));
+    } else {
+      p = &out;
+    }
+    // derivative = (x - pred) / sigma; x = x + derivative * dt
+    HIPQ_RETURN_IF_ERROR(ops.sub(x, *p, t));
+    HIPQ_RETURN_IF_ERROR(ops.div(t, i, 1, t));
+    HIPQ_RETURN_IF_ERROR(ops.scale(t, dt, t));
+    HIPQ_RETURN_IF_ERROR(ops.add(x, t, x));
+  }
+  return Status::Ok();
 }
 
-Result<std::vector<float>> sample_ddim(const Schedule& schedule, const SchedulerConfig& cfg, std::vector<float> x,
-                                       const Denoiser& denoise) {
+Status sample_ddim(Backend& be, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
+                   const Denoiser& denoise) {
   HIPQ_RETURN_IF_ERROR(check_inputs(schedule, x, "ddim"));
   if (schedule.alphas_cumprod.empty()) return Status::InvalidArgument("ddim: schedule has no alphas_cumprod");
-  scale_in_place(x, schedule.init_noise_sigma);
   const int n = static_cast<int>(schedule.timesteps.size());
   const int64_t stride = static_cast<int64_t>(schedule.alphas_cumprod.size()) / n;
-  std::vector<float> out;
+  struct Coefficients {
+    float sqrt_a, sqrt_b, sqrt_a_prev, dir_scale;
+  };
+  std::vector<Coefficients> co;
+  std::vector<float> divisors;  // per step: sqrt(a_t), sqrt(1 - a_t)
   for (int i = 0; i < n; ++i) {
     const auto t = static_cast<int64_t>(schedule.timesteps[static_cast<size_t>(i)]);
     const int64_t prev = t - stride;
     if (t < 0 || t >= static_cast<int64_t>(schedule.alphas_cumprod.size()))
       return Status::InvalidArgument("ddim: timestep " + std::to_string(t) + " outside the training range");
-    HIPQ_RETURN_IF_ERROR(call(denoise, x, {i, n, static_cast<float>(t), schedule.sigmas[static_cast<size_t>(i)]}, out));
     const float a_t = schedule.alphas_cumprod[static_cast<size_t>(t)];
     const float a_prev = prev >= 0 ? schedule.alphas_cumprod[static_cast<size_t>(prev)] : schedule.final_alpha_cumprod;
     const float b_t = 1.0f - a_t;
-    const float sqrt_a = std::sqrt(a_t), sqrt_b = std::sqrt(b_t);
-    const float sqrt_a_prev = std::sqrt(a_prev);
     // eta = 0: std_dev_t is 0, so the direction keeps all of 1 - a_prev.
-    const float dir_scale = std::sqrt((1.0f - a_prev) - 0.0f);
-    const float clip = static_cast<float>(cfg.clip_sample_range);
-    for (size_t k = 0; k < x.size(); ++k) {
-      float x0, eps;
-      if (cfg.prediction_type == "epsilon") {
-        x0 = (x[k] - sqrt_b * out[k]) / sqrt_a;
-        eps = out[k];
-      } else if (cfg.prediction_type == "v_prediction") {
-        x0 = sqrt_a * x[k] - sqrt_b * out[k];
-        eps = sqrt_a * out[k] + sqrt_b * x[k];
-      } else {
-        x0 = out[k];
-        eps = (x[k] - sqrt_a * x0) / sqrt_b;
-      }
-      if (cfg.clip_sample) x0 = std::clamp(x0, -clip, clip);
-      x[k] = sqrt_a_prev * x0 + dir_scale * eps;
-    }
+    co.push_back({std::sqrt(a_t), std::sqrt(b_t), std::sqrt(a_prev), std::sqrt((1.0f - a_prev) - 0.0f)});
+    divisors.insert(divisors.end(), {co.back().sqrt_a, co.back().sqrt_b});
   }
-  return x;
+  HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 5, divisors, 2));
+  Tensor &out = ops.tmp(0), &x0_buf = ops.tmp(1), &eps_buf = ops.tmp(2), &t1 = ops.tmp(3), &t2 = ops.tmp(4);
+  HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));
+  const float clip = static_cast<float>(cfg.clip_sample_range);
+  for (int i = 0; i < n; ++i) {
+    const auto t = schedule.timesteps[static_cast<size_t>(i)];
+    HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, static_cast<float>(static_cast<int64_t>(t)),
+                                     schedule.sigmas[static_cast<size_t>(i)]},
+                                 out));
+    const Coefficients& c = co[static_cast<size_t>(i)];
+    Tensor* x0 = &x0_buf;
+    const Tensor* eps = &eps_buf;
+    if (cfg.prediction_type == "epsilon") {  // x0 = (x - sqrt_b * out) / sqrt_a; eps = out
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_b, t1));
+      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
+      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, x0_buf));
+      eps = &out;
+    } else if (cfg.prediction_type == "v_prediction") {
+      // x0 = sqrt_a * x - sqrt_b * out; eps = sqrt_a * out + sqrt_b * x
+      HIPQ_RETURN_IF_ERROR(ops.scale(x, c.sqrt_a, t1));
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_b, t2));
+      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, x0_buf));
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_a, t1));
+      HIPQ_RETURN_IF_ERROR(ops.scale(x, c.sqrt_b, t2));
+      HIPQ_RETURN_IF_ERROR(ops.add(t1, t2, eps_buf));
+    } else {  // x0 = out; eps = (x - sqrt_a * x0) / sqrt_b
+      x0 = &out;
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_a, t1));
+      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
+      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 1, eps_buf));
+    }
+    if (cfg.clip_sample) {  // on the host: the backend has no clamp (see the header)
+      HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, to_host_f32(be, *x0));
+      for (float& v : host) v = std::clamp(v, -clip, clip);
+      HIPQ_RETURN_IF_ERROR(be.copy_to_device(host.data(), x0->data, x0->nbytes()));
+    }
+    // x = sqrt_a_prev * x0 + dir_scale * eps
+    HIPQ_RETURN_IF_ERROR(ops.scale(*x0, c.sqrt_a_prev, t1));
+    HIPQ_RETURN_IF_ERROR(ops.scale(*eps, c.dir_scale, t2));
+    HIPQ_RETURN_IF_ERROR(ops.add(t1, t2, x));
+  }
+  return Status::Ok();
 }
 
-Result<std::vector<float>> sample_dpmpp_2m(const Schedule& schedule, const SchedulerConfig& cfg, std::vector<float> x,
-                                           const Denoiser& denoise) {
+Status sample_dpmpp_2m(Backend& be, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
+                       const Denoiser& denoise) {
   HIPQ_RETURN_IF_ERROR(check_inputs(schedule, x, "dpmpp_2m"));
-  scale_in_place(x, schedule.init_noise_sigma);
   const int n = static_cast<int>(schedule.timesteps.size());
   struct AlphaSigma {
     float alpha, sigma, lambda;
@@ -115,20 +189,28 @@ Result<std::vector<float>> sample_dpmpp_2m(const Schedule& schedule, const Sched
     const float sigma = s * alpha;
     return AlphaSigma{alpha, sigma, std::log(alpha) - std::log(sigma)};
   };
-  std::vector<float> out, x0(x.size()), prev_x0;
+  std::vector<float> divisors;  // per step: alpha_t
+  for (int i = 0; i < n; ++i) divisors.push_back(as(schedule.sigmas[static_cast<size_t>(i)]).alpha);
+  HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 6, divisors, 1));
+  Tensor &out = ops.tmp(0), &t1 = ops.tmp(3), &t2 = ops.tmp(4), &t3 = ops.tmp(5);
+  int x0_i = 1, prev_i = 2;  // scratch holding this step's x0 and the last one's (swapped each step)
+  HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));
   bool have_prev = false;
   for (int i = 0; i < n; ++i) {
     const float s_cur = schedule.sigmas[static_cast<size_t>(i)];
-    HIPQ_RETURN_IF_ERROR(call(denoise, x, {i, n, schedule.timesteps[static_cast<size_t>(i)], s_cur}, out));
+    HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, schedule.timesteps[static_cast<size_t>(i)], s_cur}, out));
     const AlphaSigma cur = as(s_cur);
-    for (size_t k = 0; k < x.size(); ++k) {
-      if (cfg.prediction_type == "epsilon") {
-        x0[k] = (x[k] - cur.sigma * out[k]) / cur.alpha;
-      } else if (cfg.prediction_type == "v_prediction") {
-        x0[k] = cur.alpha * x[k] - cur.sigma * out[k];
-      } else {
-        x0[k] = out[k];
-      }
+    Tensor& x0 = ops.tmp(x0_i);
+    if (cfg.prediction_type == "epsilon") {  // x0 = (x - sigma_t * out) / alpha_t
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t1));
+      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
+      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, x0));
+    } else if (cfg.prediction_type == "v_prediction") {  // x0 = alpha_t * x - sigma_t * out
+      HIPQ_RETURN_IF_ERROR(ops.scale(x, cur.alpha, t1));
+      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t2));
+      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, x0));
+    } else {
+      HIPQ_RETURN_IF_ERROR(ops.copy(out, x0));
     }
     const AlphaSigma next = as(schedule.sigmas[static_cast<size_t>(i) + 1]);
     const bool lower_order_final =
@@ -136,32 +218,36 @@ Result<std::vector<float>> sample_dpmpp_2m(const Schedule& schedule, const Sched
     const float h = next.lambda - cur.lambda;
     const float ratio = next.sigma / cur.sigma;
     const float c0 = next.alpha * (std::exp(-h) - 1.0f);
+    // x = ratio * x - c0 * x0 (first order), then - c1 * d1 with d1 = (x0 - x0_prev) / r0 (second order)
+    HIPQ_RETURN_IF_ERROR(ops.scale(x, ratio, t2));
+    HIPQ_RETURN_IF_ERROR(ops.scale(x0, c0, t3));
     if (!have_prev || lower_order_final) {
-      for (size_t k = 0; k < x.size(); ++k) x[k] = ratio * x[k] - c0 * x0[k];
+      HIPQ_RETURN_IF_ERROR(ops.sub(t2, t3, x));
     } else {
       const float h0 = cur.lambda - as(schedule.sigmas[static_cast<size_t>(i) - 1]).lambda;
       const float r0 = h0 / h;
       const float inv_r0 = 1.0f / r0;
       const float c1 = 0.5f * c0;
-      for (size_t k = 0; k < x.size(); ++k) {
-        const float d1 = inv_r0 * (x0[k] - prev_x0[k]);
-        x[k] = ratio * x[k] - c0 * x0[k] - c1 * d1;
-      }
+      HIPQ_RETURN_IF_ERROR(ops.sub(x0, ops.tmp(prev_i), t1));
+      HIPQ_RETURN_IF_ERROR(ops.scale(t1, inv_r0, t1));  // d1
+      HIPQ_RETURN_IF_ERROR(ops.sub(t2, t3, t2));
+      HIPQ_RETURN_IF_ERROR(ops.scale(t1, c1, t1));
+      HIPQ_RETURN_IF_ERROR(ops.sub(t2, t1, x));
     }
-    prev_x0 = x0;
+    std::swap(x0_i, prev_i);
     have_prev = true;
   }
-  return x;
+  return Status::Ok();
 }
 
-Result<std::vector<float>> sample(const Schedule& schedule, const SchedulerConfig& cfg, std::vector<float> noise,
-                                  const Denoiser& denoise) {
+Status sample(Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
+              const Denoiser& denoise) {
   switch (schedule.kind) {
     case SamplerKind::kEuler:
-    case SamplerKind::kEulerKarras: return sample_euler(schedule, cfg, std::move(noise), denoise);
-    case SamplerKind::kDdim: return sample_ddim(schedule, cfg, std::move(noise), denoise);
+    case SamplerKind::kEulerKarras: return sample_euler(backend, schedule, cfg, x, denoise);
+    case SamplerKind::kDdim: return sample_ddim(backend, schedule, cfg, x, denoise);
     case SamplerKind::kDpmpp2m:
-    case SamplerKind::kDpmpp2mKarras: return sample_dpmpp_2m(schedule, cfg, std::move(noise), denoise);
+    case SamplerKind::kDpmpp2mKarras: return sample_dpmpp_2m(backend, schedule, cfg, x, denoise);
   }
   return Status::Internal("sample: unknown sampler kind");
 }

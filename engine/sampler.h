@@ -1,25 +1,33 @@
-// Samplers: free functions that run the denoising loop over a Schedule,
-// calling the model through a Denoiser callback. Each reproduces the step of
-// one diffusers scheduler in fp32, in the same operation order.
+// Samplers: free functions that run the denoising loop over a Schedule on a
+// backend, calling the model through a Denoiser callback. Each reproduces the
+// step of one diffusers scheduler in fp32, in the same operation order: every
+// arithmetic operation of diffusers' step() is one elementwise op of the
+// backend (scale for a product with a per-step constant, binary for the rest),
+// so each result is rounded where PyTorch rounds it.
+//
+// The latents stay on the backend's device for the whole loop: the caller
+// hands over the noise as an fp32 device tensor, the sampler updates it in
+// place, and nothing inside the loop copies to or from the host or waits for
+// the device (per-step constants that are divided by go up once, before the
+// first step, as a small table). The one exception: DDIM with clip_sample
+// (no model family hipq knows sets it) clamps x0 on the host.
 //
 // The callback contract: the sampler passes the model input (already scaled as
 // the scheduler's scale_model_input does: x / sqrt(sigma^2 + 1) for Euler, x
 // unchanged for DDIM and DPM++, whose latents live in the variance-preserving
-// space) and the timestep the UNet is given;
-// the callback writes the raw model output (epsilon or v, per
-// cfg.prediction_type, classifier-free guidance already applied) of the same
-// size into `model_output`. A non-OK Status from the callback (e.g. Cancelled)
-// stops the loop and is returned as is.
-// Latents are host vectors (small: 4 x 128 x 128 for SDXL at 1024 px).
-// Thread safety: reentrant; the callback is called on the caller's thread.
+// space) and the timestep the UNet is given, both as fp32 device tensors of
+// the latents' shape owned by the sampler; the callback enqueues the work that
+// writes the raw model output (epsilon or v, per cfg.prediction_type,
+// classifier-free guidance already applied) into `model_output`. A non-OK
+// Status from the callback (e.g. Cancelled) stops the loop and is returned as
+// is. Thread safety: the backend's thread; the callback runs on it.
 #pragma once
 
 #include <functional>
-#include <vector>
 
-#include "base/result.h"
 #include "base/status.h"
 #include "engine/scheduler.h"
+#include "kernels/backend.h"
 
 namespace hipq::engine {
 
@@ -30,22 +38,24 @@ struct DenoiseStep {
   float sigma = 0;      // the step's sigma (DDIM: equivalent sigma)
 };
 
-using Denoiser = std::function<Status(const std::vector<float>& model_input, const DenoiseStep& step,
-                                      std::vector<float>& model_output)>;
+using Denoiser = std::function<Status(const kernels::Tensor& model_input, const DenoiseStep& step,
+                                      kernels::Tensor& model_output)>;
 
-// Each takes the initial noise (unit variance, e.g. torch_randn_cpu) and returns
-// the final latents; the noise is multiplied by schedule.init_noise_sigma first.
+// Each takes the initial noise (unit variance, e.g. torch_randn_cpu) in `x`,
+// a contiguous fp32 tensor of `backend`, multiplies it by
+// schedule.init_noise_sigma and leaves the final latents in it.
+// InvalidArgument for a schedule without steps or an x that is not such a tensor.
 // diffusers/schedulers/scheduling_euler_discrete.py (EulerDiscreteScheduler.step)
-Result<std::vector<float>> sample_euler(const Schedule& schedule, const SchedulerConfig& cfg,
-                                        std::vector<float> noise, const Denoiser& denoise);
+Status sample_euler(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                    kernels::Tensor& x, const Denoiser& denoise);
 // diffusers/schedulers/scheduling_ddim.py (DDIMScheduler.step, eta = 0)
-Result<std::vector<float>> sample_ddim(const Schedule& schedule, const SchedulerConfig& cfg,
-                                       std::vector<float> noise, const Denoiser& denoise);
+Status sample_ddim(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                   kernels::Tensor& x, const Denoiser& denoise);
 // diffusers/schedulers/scheduling_dpmsolver_multistep.py (dpmsolver++, order 2, midpoint)
-Result<std::vector<float>> sample_dpmpp_2m(const Schedule& schedule, const SchedulerConfig& cfg,
-                                           std::vector<float> noise, const Denoiser& denoise);
+Status sample_dpmpp_2m(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                       kernels::Tensor& x, const Denoiser& denoise);
 // Dispatches on schedule.kind.
-Result<std::vector<float>> sample(const Schedule& schedule, const SchedulerConfig& cfg,
-                                  std::vector<float> noise, const Denoiser& denoise);
+Status sample(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg, kernels::Tensor& x,
+              const Denoiser& denoise);
 
 }  // namespace hipq::engine

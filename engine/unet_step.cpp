@@ -11,7 +11,7 @@ using kernels::DType;
 
 Result<UNetStep> UNetStep::make(kernels::Backend& backend, const UNet& unet, const kernels::Tensor& hidden,
                                 const kernels::Tensor* pooled, const std::vector<float>& time_ids, int batch,
-                                int64_t lh, int64_t lw) {
+                                int64_t lh, int64_t lw, const std::vector<float>& timesteps) {
   UNetStep s;
   s.be_ = &backend;
   s.unet_ = &unet;
@@ -24,6 +24,15 @@ Result<UNetStep> UNetStep::make(kernels::Backend& backend, const UNet& unet, con
     HIPQ_ASSIGN_OR_RETURN(s.input_, DeviceTensor::make(backend, unet.precision(), {batch, lc, lh, lw}));
   }
   HIPQ_ASSIGN_OR_RETURN(s.timesteps_, DeviceTensor::make(backend, DType::kF32, {batch}));
+  if (timesteps.empty()) return Status::InvalidArgument("unet step: no timesteps");
+  std::vector<float> table;
+  for (float t : timesteps) table.insert(table.end(), static_cast<size_t>(batch), t);
+  s.steps_ = static_cast<int>(timesteps.size());
+  HIPQ_ASSIGN_OR_RETURN(s.timestep_table_,
+                        DeviceTensor::from_host(backend, table.data(), {s.steps_, batch}, DType::kF32));
+  if (unet.precision() != DType::kF32) {
+    HIPQ_ASSIGN_OR_RETURN(s.out_f32_, DeviceTensor::make(backend, DType::kF32, {batch, lc, lh, lw}));
+  }
   if (!time_ids.empty()) {
     HIPQ_ASSIGN_OR_RETURN(s.time_ids_, DeviceTensor::from_host(backend, time_ids.data(),
                                                               {static_cast<int64_t>(time_ids.size())}, DType::kF32));
@@ -50,16 +59,23 @@ Status UNetStep::forward_into_out() {
   out_.reset();
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor pred, unet_->forward(*be_, in));
   out_.emplace(std::move(pred));
+  if (out_f32_.buffer.data() != nullptr) HIPQ_RETURN_IF_ERROR(be_->copy(out_->t, out_f32_.t));
   return Status::Ok();
 }
 
-Result<std::vector<float>> UNetStep::run(const std::vector<float>& input, float timestep) {
-  if (static_cast<int64_t>(input.size()) != input_f32_.t.numel())
-    return Status::InvalidArgument("unet input holds " + std::to_string(input.size()) + " values, expected " +
-                                   std::to_string(input_f32_.t.numel()));
-  HIPQ_RETURN_IF_ERROR(be_->copy_to_device(input.data(), input_f32_.t.data, input_f32_.t.nbytes()));
-  const std::vector<float> ts(static_cast<size_t>(batch_), timestep);
-  HIPQ_RETURN_IF_ERROR(be_->copy_to_device(ts.data(), timesteps_.t.data, timesteps_.t.nbytes()));
+Result<const kernels::Tensor*> UNetStep::run(const kernels::Tensor& latents, int step) {
+  const int64_t all = input_f32_.t.numel(), one = all / batch_;
+  if (latents.dtype != DType::kF32 || !latents.is_contiguous() || (latents.numel() != all && latents.numel() != one))
+    return Status::InvalidArgument("unet step: latents " + latents.describe() + " must be contiguous f32 of " +
+                                   std::to_string(all) + " or " + std::to_string(one) + " values");
+  if (step < 0 || step >= steps_)
+    return Status::InvalidArgument("unet step: step " + std::to_string(step) + " outside the " +
+                                   std::to_string(steps_) + " timesteps of this generation");
+  const size_t bytes = latents.nbytes();
+  for (int64_t at = 0; at < all; at += latents.numel())
+    HIPQ_RETURN_IF_ERROR(be_->copy_device(latents.data, static_cast<float*>(input_f32_.t.data) + at, bytes));
+  HIPQ_RETURN_IF_ERROR(be_->copy_device(static_cast<const float*>(timestep_table_.t.data) + int64_t{step} * batch_,
+                                        timesteps_.t.data, timesteps_.t.nbytes()));
   const int call = calls_++;
   if (graph_ >= 0) {
     HIPQ_RETURN_IF_ERROR(be_->replay_graph(graph_));
@@ -82,7 +98,7 @@ Result<std::vector<float>> UNetStep::run(const std::vector<float>& input, float 
   } else {
     HIPQ_RETURN_IF_ERROR(forward_into_out());
   }
-  return to_host_f32(*be_, out_->t);
+  return out_f32_.buffer.data() != nullptr ? &out_f32_.t : &out_->t;
 }
 
 UNetStep::UNetStep(UNetStep&& o) noexcept { *this = std::move(o); }
@@ -98,6 +114,9 @@ UNetStep& UNetStep::operator=(UNetStep&& o) noexcept {
   input_f32_ = std::move(o.input_f32_);
   input_ = std::move(o.input_);
   timesteps_ = std::move(o.timesteps_);
+  timestep_table_ = std::move(o.timestep_table_);
+  steps_ = o.steps_;
+  out_f32_ = std::move(o.out_f32_);
   time_ids_ = std::move(o.time_ids_);
   out_ = std::move(o.out_);
   o.out_.reset();

@@ -4,11 +4,14 @@
 //
 // Every step of a generation has the same shapes, so after the first (eager)
 // step warms the memory pool, the second is recorded as a graph (the cast of
-// the latents to the model precision and the whole forward) and replayed; the
-// host then enqueues one launch per step instead of a thousand. Inputs are
-// written into the fixed buffers before each call (latents as fp32, the
-// timesteps); the output is read back as fp32. Replays run the same kernels
-// on the same addresses as the eager forward, so the results are identical.
+// the latents to the model precision, the whole forward and the cast of its
+// output to fp32) and replayed; the host then enqueues one launch per step
+// instead of a thousand. Everything stays on the device: the latents come in
+// as a device tensor and are copied into the fixed input buffer, the step's
+// timestep comes from a table uploaded once by make(), and the output is an
+// fp32 device tensor. run() neither copies to or from the host nor waits.
+// Replays run the same kernels on the same addresses as the eager forward, so
+// the results are identical.
 //
 // Backends without graphs (cpu), or HIPQ_STEP_GRAPHS=0 in the environment,
 // run every step eagerly. A failed capture is reported, never retried.
@@ -30,14 +33,19 @@ namespace hipq::engine {
 class UNetStep {
  public:
   // hidden: [batch, S, D]; pooled: [batch, P] (SDXL, else null); time_ids:
-  // 6 * batch values (SDXL, else empty); latents of lc x lh x lw each.
+  // 6 * batch values (SDXL, else empty); latents of lc x lh x lw each;
+  // timesteps: what the UNet receives at each step (uploaded once).
   static Result<UNetStep> make(kernels::Backend& backend, const UNet& unet, const kernels::Tensor& hidden,
                                const kernels::Tensor* pooled, const std::vector<float>& time_ids, int batch,
-                               int64_t lh, int64_t lw);
+                               int64_t lh, int64_t lw, const std::vector<float>& timesteps);
 
-  // The raw UNet output for `input` (batch * lc * lh * lw host floats, the
-  // batch's latents one after another) at `timestep`, as host fp32.
-  Result<std::vector<float>> run(const std::vector<float>& input, float timestep);
+  // The raw UNet output, fp32 [batch, lc, lh, lw] on the device (valid until
+  // the next call), for `latents` at timesteps[step]. latents: a contiguous
+  // fp32 device tensor of batch * lc * lh * lw values (the batch's latents one
+  // after another) or of lc * lh * lw (the same latents for every entry, as
+  // classifier-free guidance runs them). InvalidArgument for other sizes or a
+  // step outside the table.
+  Result<const kernels::Tensor*> run(const kernels::Tensor& latents, int step);
 
   // How many calls were replays of the captured graph.
   int replays() const { return replays_; }
@@ -57,9 +65,12 @@ class UNetStep {
   int batch_ = 1;
   DeviceTensor input_f32_;  // [batch, lc, lh, lw] f32, written before each call
   DeviceTensor input_;      // the same in the model precision (an alias of input_f32_ at fp32)
-  DeviceTensor timesteps_;  // [batch] f32
+  DeviceTensor timesteps_;  // [batch] f32, the UNet's timestep input
+  DeviceTensor timestep_table_;  // [steps, batch] f32
+  int steps_ = 0;
   DeviceTensor time_ids_;   // [batch, 6] f32 (SDXL)
-  std::optional<DeviceTensor> out_;
+  std::optional<DeviceTensor> out_;  // the forward's output (model precision)
+  DeviceTensor out_f32_;             // ... cast to fp32 (an alias of out_ at fp32: unused)
   bool use_graph_ = true;
   int graph_ = -1;
   int calls_ = 0;

@@ -5,12 +5,12 @@
 namespace hipq::kernels {
 
 Result<Fp32Math> parse_fp32_math(std::string_view value) {
-  if (value.empty() || value == "fma") return Fp32Math::kFma;
-  if (value == "3xtf32") return Fp32Math::k3xTf32;
+  if (value.empty() || value == "3xtf32") return Fp32Math::k3xTf32;
+  if (value == "fma") return Fp32Math::kFma;
   return Status::InvalidArgument(std::string(kFp32MathEnv) + "=" + std::string(value) +
-                                 ": unknown fp32 math mode; use fma (the default: fp32 FMA on the SIMT cores) or "
-                                 "3xtf32 (split products on tensor cores where the device has them: faster, "
-                                 "not quite fp32's accuracy, docs/kernels-hip.md)");
+                                 ": unknown fp32 math mode; use 3xtf32 (the default: split products on tensor "
+                                 "cores where the device has them, fp32 FMA elsewhere; docs/kernels-hip.md) or "
+                                 "fma (fp32 FMA on the SIMT cores everywhere)");
 }
 
 Result<Fp32Math> fp32_math_from_env() {

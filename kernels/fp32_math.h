@@ -21,9 +21,9 @@ enum class Fp32Math { k3xTf32, kFma };
 inline constexpr const char* kFp32MathEnv = "HIPQ_FP32_MATH";
 
 // "3xtf32" -> k3xTf32, "fma" -> kFma (an empty value is the default,
-// kFma); anything else InvalidArgument naming the variable and the values.
+// k3xTf32); anything else InvalidArgument naming the variable and the values.
 Result<Fp32Math> parse_fp32_math(std::string_view value);
-// parse_fp32_math of HIPQ_FP32_MATH (kFma when unset).
+// parse_fp32_math of HIPQ_FP32_MATH (k3xTf32 when unset).
 Result<Fp32Math> fp32_math_from_env();
 
 // What one backend's fp32 products are, in words: "3xTF32 split on tensor

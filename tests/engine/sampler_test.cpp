@@ -7,12 +7,45 @@
 #include <filesystem>
 
 #include "base/fs.h"
+#include "engine/models/device_tensor.h"
 #include "engine/rng.h"
+#include "kernels/backend.h"
 
 namespace hipq::engine {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The model of these tests, on host vectors; run() hands it the sampler's
+// device tensors (host memory on the cpu backend, copies on a GPU).
+using HostDenoiser =
+    std::function<Status(const std::vector<float>& in, const DenoiseStep& step, std::vector<float>& out)>;
+
+kernels::Backend& cpu() {
+  static std::unique_ptr<kernels::Backend> be = kernels::make_backend("cpu", 0).value();
+  return *be;
+}
+
+// sample() on `be` from `noise`, the final latents back on the host.
+Result<std::vector<float>> run(kernels::Backend& be, const Schedule& s, const SchedulerConfig& cfg,
+                               const std::vector<float>& noise, const HostDenoiser& model) {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor x, DeviceTensor::from_host(be, noise.data(),
+                                                                {static_cast<int64_t>(noise.size())},
+                                                                kernels::DType::kF32));
+  Denoiser d = [&](const kernels::Tensor& in, const DenoiseStep& step, kernels::Tensor& out) -> Status {
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> host_in, to_host_f32(be, in));
+    std::vector<float> host_out(host_in.size());
+    HIPQ_RETURN_IF_ERROR(model(host_in, step, host_out));
+    return be.copy_to_device(host_out.data(), out.data, out.nbytes());
+  };
+  HIPQ_RETURN_IF_ERROR(sample(be, s, cfg, x.t, d));
+  return to_host_f32(be, x.t);
+}
+
+Result<std::vector<float>> run(const Schedule& s, const SchedulerConfig& cfg, const std::vector<float>& noise,
+                               const HostDenoiser& model) {
+  return run(cpu(), s, cfg, noise, model);
+}
 
 // The data distribution is a point mass at `c`, so the exact denoiser is known
 // in closed form for every parameterisation; each sampler must then land on c
@@ -21,7 +54,7 @@ class PointMass {
  public:
   PointMass(std::vector<float> c, const Schedule& s, SamplerKind kind) : c_(std::move(c)), s_(s), kind_(kind) {}
 
-  Denoiser denoiser() {
+  HostDenoiser denoiser() {
     return [this](const std::vector<float>& in, const DenoiseStep& step, std::vector<float>& out) {
       ++calls;
       for (size_t k = 0; k < in.size(); ++k) {
@@ -55,7 +88,7 @@ TEST(Sampler, EulerLandsOnThePointMass) {
     auto s = make_schedule(cfg, 25, kind);
     ASSERT_TRUE(s.ok());
     PointMass pm(target(), *s, kind);
-    auto x = sample(*s, cfg, torch_randn_cpu(3, 6), pm.denoiser());
+    auto x = run(*s, cfg, torch_randn_cpu(3, 6), pm.denoiser());
     ASSERT_TRUE(x.ok()) << x.status().ToString();
     EXPECT_EQ(pm.calls, 25);
     for (size_t k = 0; k < x->size(); ++k) EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind);
@@ -68,7 +101,7 @@ TEST(Sampler, DpmppLandsOnThePointMass) {
     auto s = make_schedule(cfg, 20, kind);
     ASSERT_TRUE(s.ok());
     PointMass pm(target(), *s, kind);
-    auto x = sample(*s, cfg, torch_randn_cpu(4, 6), pm.denoiser());
+    auto x = run(*s, cfg, torch_randn_cpu(4, 6), pm.denoiser());
     ASSERT_TRUE(x.ok()) << x.status().ToString();
     for (size_t k = 0; k < x->size(); ++k) EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind);
   }
@@ -80,7 +113,7 @@ TEST(Sampler, DdimFollowsItsClosedForm) {
   ASSERT_TRUE(s.ok());
   PointMass pm(target(), *s, SamplerKind::kDdim);
   const auto noise = torch_randn_cpu(5, 6);
-  auto x = sample(*s, cfg, noise, pm.denoiser());
+  auto x = run(*s, cfg, noise, pm.denoiser());
   ASSERT_TRUE(x.ok());
   // Deterministic DDIM with the exact epsilon keeps e = (x_T - sqrt(a_T) c) / sqrt(1 - a_T):
   // the end point is sqrt(a_final) c + sqrt(1 - a_final) e.
@@ -98,14 +131,14 @@ TEST(Sampler, EulerScalesInputAndShrinksNoiseGeometrically) {
   ASSERT_TRUE(s.ok());
   std::vector<float> seen_sigmas;
   // eps = x / sigma (point mass at 0): each step multiplies x by sigma_next / sigma.
-  Denoiser d = [&](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+  HostDenoiser d = [&](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
     seen_sigmas.push_back(st.sigma);
     for (size_t k = 0; k < in.size(); ++k) out[k] = in[k] * std::sqrt(st.sigma * st.sigma + 1) / st.sigma;
     return Status::Ok();
   };
   cfg.final_sigmas_type = "sigma_min";
   auto s2 = make_schedule(cfg, 8, SamplerKind::kEuler);
-  auto x = sample(*s2, cfg, {1.0f}, d);
+  auto x = run(*s2, cfg, {1.0f}, d);
   ASSERT_TRUE(x.ok());
   EXPECT_NEAR((*x)[0], s2->init_noise_sigma * s2->sigmas.back() / s2->sigmas.front(), 1e-5);
   EXPECT_EQ(seen_sigmas.size(), 8u);
@@ -114,11 +147,11 @@ TEST(Sampler, EulerScalesInputAndShrinksNoiseGeometrically) {
 TEST(Sampler, CallbackErrorStopsTheLoop) {
   auto s = make_schedule(SchedulerConfig{}, 10, SamplerKind::kEuler);
   int calls = 0;
-  Denoiser d = [&](const std::vector<float>&, const DenoiseStep& st, std::vector<float>&) {
+  HostDenoiser d = [&](const std::vector<float>&, const DenoiseStep& st, std::vector<float>&) {
     ++calls;
     return st.index == 3 ? Status::Cancelled("job cancelled") : Status::Ok();
   };
-  auto x = sample(*s, SchedulerConfig{}, {0.f, 1.f}, d);
+  auto x = run(*s, SchedulerConfig{}, {0.f, 1.f}, d);
   ASSERT_FALSE(x.ok());
   EXPECT_EQ(x.status().code(), StatusCode::kCancelled);
   EXPECT_EQ(calls, 4);
@@ -141,12 +174,12 @@ TEST(Sampler, TrajectoriesMatchDiffusers) {
     const std::string sampler = c["sampler"];
     auto s = make_schedule(*cfg, c["steps"].get<int>(), *parse_sampler_kind(sampler));
     ASSERT_TRUE(s.ok());
-    Denoiser fake = [](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+    HostDenoiser fake = [](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
       for (size_t k = 0; k < in.size(); ++k)
         out[k] = 0.3f * in[k] + 0.2f * std::sin(in[k] * 1.7f + static_cast<float>(st.timestep / 250.0));
       return Status::Ok();
     };
-    auto x = sample(*s, *cfg, c["noise"].get<std::vector<float>>(), fake);
+    auto x = run(*s, *cfg, c["noise"].get<std::vector<float>>(), fake);
     ASSERT_TRUE(x.ok());
     const auto want = c["final"].get<std::vector<float>>();
     ASSERT_EQ(x->size(), want.size());
@@ -161,6 +194,55 @@ TEST(Sampler, TrajectoriesMatchDiffusers) {
   EXPECT_GE(checked, 20);
   RecordProperty("max_abs_error", std::to_string(worst));
   std::printf("trajectories checked: %d, max abs error vs diffusers: %.3g\n", checked, worst);
+}
+
+// The loop runs on the backend's elementwise ops, so a GPU must land on the
+// cpu's latents bit for bit: every op is one IEEE operation rounded to
+// nearest on both (the fake model sees the same inputs on both sides).
+TEST(Sampler, OnTheGpuTheLoopMatchesTheCpuBitForBit) {
+  if (kernels::gpu_device_count() == 0) GTEST_SKIP() << "no device";
+  auto gpu = kernels::make_backend("hip", 0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  HostDenoiser fake = [](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+    for (size_t k = 0; k < in.size(); ++k)
+      out[k] = 0.3f * in[k] + 0.2f * std::sin(in[k] * 1.7f + static_cast<float>(st.timestep / 250.0));
+    return Status::Ok();
+  };
+  const std::vector<float> noise = torch_randn_cpu(11, 4096);
+  int compared = 0;
+  for (auto kind : {SamplerKind::kEuler, SamplerKind::kEulerKarras, SamplerKind::kDdim, SamplerKind::kDpmpp2m,
+                    SamplerKind::kDpmpp2mKarras}) {
+    for (const char* prediction : {"epsilon", "v_prediction", "sample"}) {
+      SchedulerConfig cfg;
+      cfg.prediction_type = prediction;
+      auto s = make_schedule(cfg, 12, kind);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      auto want = run(cpu(), *s, cfg, noise, fake);
+      auto got = run(**gpu, *s, cfg, noise, fake);
+      ASSERT_TRUE(want.ok() && got.ok()) << sampler_kind_name(kind) << " " << prediction;
+      int differ = 0;
+      for (size_t k = 0; k < want->size(); ++k) differ += (*want)[k] != (*got)[k];
+      EXPECT_EQ(differ, 0) << sampler_kind_name(kind) << " " << prediction << ": " << differ << " of "
+                           << want->size() << " latents differ";
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 15);
+}
+
+TEST(Sampler, LatentsThatAreNotContiguousF32AreRefused) {
+  auto s = make_schedule(SchedulerConfig{}, 4, SamplerKind::kEuler);
+  ASSERT_TRUE(s.ok());
+  const std::vector<float> v(8, 1.0f);
+  auto x = DeviceTensor::from_host(cpu(), v.data(), {8}, kernels::DType::kF16);
+  ASSERT_TRUE(x.ok());
+  Denoiser never = [](const kernels::Tensor&, const DenoiseStep&, kernels::Tensor&) {
+    ADD_FAILURE() << "the model ran";
+    return Status::Ok();
+  };
+  const Status st = sample(cpu(), *s, SchedulerConfig{}, x->t, never);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("contiguous f32"), std::string::npos) << st.message();
 }
 
 }  // namespace

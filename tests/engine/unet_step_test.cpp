@@ -1,6 +1,6 @@
 // UNetStep: the step runner gives exactly what UNet::forward gives, on every
 // call, eager (cpu) or replayed from its captured graph (hip, when a device
-// is there).
+// is there), from latents and timesteps already on the device.
 #include "engine/unet_step.h"
 
 #include <gtest/gtest.h>
@@ -67,23 +67,36 @@ Vec forward(Setup& s, const Vec& input, float t, int64_t lh, int64_t lw) {
 void expect_step_matches_forward(const std::string& backend, kernels::DType dt, int expected_replays) {
   Setup s = make(backend, dt);
   const int64_t lh = 8, lw = 8, n = 2 * s.unet->config().in_channels * lh * lw;
-  auto step = UNetStep::make(*s.be, *s.unet, s.hidden.t, &s.pooled.t, s.time_ids, 2, lh, lw);
+  const std::vector<float> timesteps = {999.f, 749.f, 499.f, 1.f, 0.f};
+  auto step = UNetStep::make(*s.be, *s.unet, s.hidden.t, &s.pooled.t, s.time_ids, 2, lh, lw, timesteps);
   ASSERT_TRUE(step.ok()) << step.status().ToString();
-  const float timesteps[] = {999.f, 749.f, 499.f, 1.f};
-  for (int i = 0; i < 4; ++i) {
-    const Vec input = numbered(static_cast<size_t>(n), 1.0f, 0.7f * static_cast<float>(i));
-    auto got = step->run(input, timesteps[i]);
+  for (int i = 0; i < 5; ++i) {
+    // Calls 0-3: the two batch entries' latents apart; call 4: one latent for both (CFG).
+    const bool shared = i == 4;
+    Vec input = numbered(static_cast<size_t>(shared ? n / 2 : n), 1.0f, 0.7f * static_cast<float>(i));
+    DeviceTensor x = DeviceTensor::from_host(*s.be, input.data(), {static_cast<int64_t>(input.size())},
+                                             kernels::DType::kF32)
+                         .value();
+    auto got = step->run(x.t, i);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    const Vec want = forward(s, input, timesteps[i], lh, lw);
-    ASSERT_EQ(got->size(), want.size());
+    ASSERT_EQ((*got)->dtype, kernels::DType::kF32);
+    const Vec host = to_host_f32(*s.be, **got).value();
+    if (shared) input.insert(input.end(), input.begin(), input.end());
+    const Vec want = forward(s, input, timesteps[static_cast<size_t>(i)], lh, lw);
+    ASSERT_EQ(host.size(), want.size());
     int differ = 0;
-    for (size_t k = 0; k < want.size(); ++k) differ += (*got)[k] != want[k];
+    for (size_t k = 0; k < want.size(); ++k) differ += host[k] != want[k];
     EXPECT_EQ(differ, 0) << backend << " call " << i << ": " << differ << " of " << want.size() << " values differ";
   }
   EXPECT_EQ(step->replays(), expected_replays) << backend;
-  // Wrong input sizes are refused before anything runs.
-  auto bad = step->run(Vec(3, 0.f), 1.f);
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  // Wrong input sizes and steps outside the table are refused before anything runs.
+  const Vec three(3, 0.f);
+  DeviceTensor small = DeviceTensor::from_host(*s.be, three.data(), {3}, kernels::DType::kF32).value();
+  EXPECT_EQ(step->run(small.t, 0).status().code(), StatusCode::kInvalidArgument);
+  const Vec ok_input(static_cast<size_t>(n), 0.f);
+  DeviceTensor ok = DeviceTensor::from_host(*s.be, ok_input.data(), {n}, kernels::DType::kF32).value();
+  EXPECT_EQ(step->run(ok.t, 5).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(step->replays(), expected_replays) << "refused calls run nothing";
 }
 
 TEST(UNetStepTest, CpuRunsEagerlyAndMatchesForward) {
@@ -93,7 +106,7 @@ TEST(UNetStepTest, CpuRunsEagerlyAndMatchesForward) {
 TEST(UNetStepTest, HipReplaysItsGraphAndMatchesForwardBitForBit) {
   if (kernels::gpu_device_count() == 0) GTEST_SKIP() << "no device";
   for (kernels::DType dt : {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16})
-    expect_step_matches_forward("hip", dt, 3);  // calls 2-4: captured on call 2, replayed from then on
+    expect_step_matches_forward("hip", dt, 4);  // calls 2-5: captured on call 2, replayed from then on
 }
 
 TEST(UNetStepTest, HipWithGraphsOffRunsEagerly) {

@@ -8,7 +8,7 @@ namespace {
 
 TEST(Fp32Math, NamesParseAndAnEmptyValueIsTheDefault) {
   EXPECT_EQ(*parse_fp32_math("3xtf32"), Fp32Math::k3xTf32);
-  EXPECT_EQ(*parse_fp32_math(""), Fp32Math::kFma);
+  EXPECT_EQ(*parse_fp32_math(""), Fp32Math::k3xTf32);
   EXPECT_EQ(*parse_fp32_math("fma"), Fp32Math::kFma);
 }
 
@@ -26,9 +26,9 @@ TEST(Fp32Math, TheEnvironmentVariableSelectsTheMode) {
   const char* old = std::getenv(kFp32MathEnv);
   const std::string saved = old ? old : "";
   ::unsetenv(kFp32MathEnv);
-  EXPECT_EQ(*fp32_math_from_env(), Fp32Math::kFma);
-  ::setenv(kFp32MathEnv, "3xtf32", 1);
   EXPECT_EQ(*fp32_math_from_env(), Fp32Math::k3xTf32);
+  ::setenv(kFp32MathEnv, "fma", 1);
+  EXPECT_EQ(*fp32_math_from_env(), Fp32Math::kFma);
   ::setenv(kFp32MathEnv, "fast", 1);
   EXPECT_FALSE(fp32_math_from_env().ok());
   if (old)
