@@ -142,9 +142,11 @@ struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false,
   }
 };
 
-// [N, C, HW] -> [N, HW, C] for 16-bit data, through 32 x 32 shared-memory tiles.
-__global__ void nchw_to_nhwc_16bit(const uint16_t* __restrict__ x, uint16_t* __restrict__ y, int C, int HW) {
-  __shared__ uint16_t t[32][33];
+// [N, C, HW] -> [N, HW, C] through 32 x 32 shared-memory tiles; T: uint16_t
+// (f16 / bf16) or uint32_t (fp32), moved as raw bits.
+template <typename T>
+__global__ void nchw_to_nhwc(const T* __restrict__ x, T* __restrict__ y, int C, int HW) {
+  __shared__ T t[32][33];
   const int64_t img = static_cast<int64_t>(blockIdx.z) * C * HW;
   const int c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
   for (int r = threadIdx.y; r < 32; r += 8) {
@@ -158,14 +160,33 @@ __global__ void nchw_to_nhwc_16bit(const uint16_t* __restrict__ x, uint16_t* __r
   }
 }
 
-// w [O, C, T] -> [O, T, C] (T = kh * kw taps) for 16-bit data.
-__global__ void weights_to_taps_last_16bit(const uint16_t* __restrict__ w, uint16_t* __restrict__ y, int64_t n,
-                                           int C, int T) {
+// w [O, C, T] -> [O, T, C] (T = kh * kw taps), raw bits as above.
+template <typename E>
+__global__ void weights_to_taps_last(const E* __restrict__ w, E* __restrict__ y, int64_t n, int C, int T) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c = i % C, t = (i / C) % T, o = i / (static_cast<int64_t>(C) * T);
     y[i] = w[(o * C + c) * T + t];
   }
+}
+
+// x -> NHWC and w -> [O, kh, kw, C] in pool buffers held by xt / wt (the
+// NHWC routes of the matrix units); E: the element's bits.
+template <typename E>
+Status to_nhwc_operands(HipContext& ctx, const Tensor& x, const Tensor& w, Buffer& xt, Buffer& wt) {
+  const int N = static_cast<int>(x.shape[0]), C = static_cast<int>(x.shape[1]);
+  const int HW = static_cast<int>(x.shape[2] * x.shape[3]), T = static_cast<int>(w.shape[2] * w.shape[3]);
+  HIPQ_ASSIGN_OR_RETURN(xt, ctx.backend->allocate(x.nbytes()));
+  HIPQ_ASSIGN_OR_RETURN(wt, ctx.backend->allocate(w.nbytes()));
+  dim3 tgrid((HW + 31) / 32, (C + 31) / 32, N);
+  nchw_to_nhwc<E><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const E*>(x.data), static_cast<E*>(xt.data()),
+                                                         C, HW);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  const int64_t wn = static_cast<int64_t>(w.shape[0]) * C * T;
+  weights_to_taps_last<E><<<ctx.grid_for(wn, 256), 256, 0, ctx.stream>>>(static_cast<const E*>(w.data),
+                                                                         static_cast<E*>(wt.data()), wn, C, T);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
 }
 
 // The B operand of the wgmma route: row n = (image, output pixel), column
@@ -207,16 +228,8 @@ Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
   const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
   const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
   const int T = KH * KW, K = C * T, P = Ho * Wo;
-  HIPQ_ASSIGN_OR_RETURN(Buffer xt, ctx.backend->allocate(x.nbytes()));
-  HIPQ_ASSIGN_OR_RETURN(Buffer wt, ctx.backend->allocate(w.nbytes()));
-  dim3 tgrid((H * W + 31) / 32, (C + 31) / 32, N);
-  nchw_to_nhwc_16bit<<<tgrid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const uint16_t*>(x.data),
-                                                            static_cast<uint16_t*>(xt.data()), C, H * W);
-  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
-  const int64_t wn = static_cast<int64_t>(O) * K;
-  weights_to_taps_last_16bit<<<ctx.grid_for(wn, 256), 256, 0, ctx.stream>>>(
-      static_cast<const uint16_t*>(w.data), static_cast<uint16_t*>(wt.data()), wn, C, T);
-  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  Buffer xt, wt;
+  HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint16_t>(ctx, x, w, xt, wt));
   dev::RowsFill fa{};
   fa.p = static_cast<const uint16_t*>(wt.data());
   fa.ld = K;
@@ -280,6 +293,70 @@ void launch_conv_mma(hipStream_t stream, const Tensor& x, const Tensor& w, const
     fa.load = la;
     with_b(fa);
   }
+}
+
+// The B operand of the fp32 NHWC route (3xTF32, gemm_3xtf32.h with both
+// operands k-contiguous): row n = an output pixel of image `batch`, column
+// k = (ky, kx, c) of an NHWC input. C is a multiple of 32, so one k-tile of 32
+// lies inside one tap and a row's 32 values are contiguous: 16-byte cp.async
+// copies of 4 floats (8 a row, 4 rows a thread), rows in the padding and past
+// the image zero-filled. The tile layout is PlainFill's for this shape.
+struct NhwcF32Fill : dev::MmaFillBase<128, 32, /*kIsA=*/false, /*kColIsK=*/true, /*PAD=*/8> {
+  static constexpr bool kCompact = true;
+  const float* x = nullptr;  // [images, H, W, C]
+  int C = 0, H = 0, W = 0, Wo = 0, KW = 1, stride = 1, pad = 0;
+  const float* img = nullptr;
+  int hi0[4], wi0[4];
+  __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
+    this->set_origin(n0, N, K);
+    img = x + static_cast<int64_t>(batch) * H * W * C + (tid % 8) * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = n0 + tid / 8 + 32 * j;
+      const int ho = n / Wo, wo = n - ho * Wo;
+      hi0[j] = n < N ? ho * stride - pad : -(1 << 28);  // rows past the image never pass the bounds test
+      wi0[j] = wo * stride - pad;
+    }
+  }
+  __device__ __forceinline__ void issue(float* tile, int k0, int tid) const {
+    const int tap = k0 / C, c0 = k0 - tap * C;
+    const int ky = tap / KW, kx = tap - ky * KW;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int hi = hi0[j] + ky, wi = wi0[j] + kx;
+      const bool v = hi >= 0 && hi < H && wi >= 0 && wi < W;
+      const float* src = v ? img + (static_cast<int64_t>(hi) * W + wi) * C + c0 : x;
+      dev::cp_async16(tile + (tid / 8 + 32 * j) * kLd + (tid % 8) * 4, src, v);
+    }
+  }
+  __device__ __forceinline__ void finish(float*, int) const {}
+};
+
+// fp32 conv2d with C % 32 == 0 as 3xTF32 over NHWC operands: the weights
+// [O, kh * kw * C] and the NHWC input both k-contiguous, one image a grid z.
+Status launch_conv_3xtf32_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N,
+                               int O, int Ho, int Wo, const Conv2dOptions& o) {
+  using F = dev::Tf32x3Fills<true, true>;
+  static_assert(F::S::kBRows == NhwcF32Fill::kRows && F::S::kBCols == NhwcF32Fill::kCols &&
+                    F::S::kBPad == 8,
+                "NhwcF32Fill has the B tile shape of the k-contiguous 3xTF32 layout");
+  const int C = static_cast<int>(x.shape[1]), K = C * static_cast<int>(w.shape[2] * w.shape[3]);
+  Buffer xt, wt;
+  HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint32_t>(ctx, x, w, xt, wt));
+  typename F::PlainA fa{};
+  fa.plain = dev::plain_operand_f32(wt.data(), 0, K, K);
+  NhwcF32Fill fb{};
+  fb.x = static_cast<const float*>(xt.data());
+  fb.C = C;
+  fb.H = static_cast<int>(x.shape[2]);
+  fb.W = static_cast<int>(x.shape[3]);
+  fb.Wo = Wo;
+  fb.KW = static_cast<int>(w.shape[3]);
+  fb.stride = o.stride;
+  fb.pad = o.padding;
+  const hipError_t launched = dev::launch_gemm_3xtf32_fills<true, true>(ctx.stream, N, O, Ho * Wo, K, fa, fb, ep);
+  HIPQ_HIP_RETURN_IF_ERROR(launched);
+  return Status::Ok();
 }
 
 // conv2d with fp32 x and w on the matrix units as 3xTF32 (gemm_3xtf32.h):
@@ -393,7 +470,14 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
     HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
     return Status::Ok();
   }
-  // fp32 x and w: 3xTF32 on the matrix units, unless HIPQ_FP32_MATH=fma.
+  // fp32 x and w: 3xTF32 on the matrix units, unless HIPQ_FP32_MATH=fma;
+  // through NHWC operands where C allows it and the input is not already a
+  // plain matrix (1x1, stride 1, no padding), unless HIPQ_CONV_NHWC=0.
+  const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
+  if (ctx.fp32_3xtf32 && ctx.conv_nhwc && x.dtype == DType::kF32 && w.dtype == DType::kF32 && C % 32 == 0 &&
+      !plain_1x1)
+    return launch_conv_3xtf32_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
+                                   static_cast<int>(Wo), o);
   if (ctx.fp32_3xtf32 && x.dtype == DType::kF32 && w.dtype == DType::kF32) {
     HIPQ_HIP_RETURN_IF_ERROR(launch_conv_3xtf32(ctx.stream, x, w, ep, static_cast<int>(N), static_cast<int>(O),
                                                 static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o));

@@ -392,6 +392,7 @@ class HipBackend final : public Backend {
     ctx_.gemm_tma = tma == "0" ? 0 : tma == "128" ? 128 : tma == "256" ? 256 : -1;
     ctx_.gemm_tma_grid_tiles = env_or_empty("HIPQ_GEMM_TMA_GRID") == "tiles";
     ctx_.gemm_geglu_fused = env_or_empty("HIPQ_GEMM_GEGLU") != "unfused";
+    ctx_.conv_nhwc = env_or_empty("HIPQ_CONV_NHWC") != "0";
     return Status::Ok();
   }
 

@@ -36,6 +36,9 @@ struct HipContext {
   int gemm_tma = -1;
   bool gemm_tma_grid_tiles = false;
   bool gemm_geglu_fused = true;
+  // HIPQ_CONV_NHWC=0 -> false: fp32 3xTF32 convs gather the NCHW input
+  // (implicit im2col) instead of reading an NHWC copy.
+  bool conv_nhwc = true;
   const ArchTuning* tuning = nullptr;
 
   // Blocks for a grid-stride loop over n items with `block` threads each.

@@ -471,6 +471,10 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "c64_1x128x16x16_o64_k3_s2_p1_bias", 1, 128, 16, 16, 64, 3, 2, 1, true, false));
     v.push_back(conv_case(dt, "c64_2x64x8x8_o136_k1_bias", 2, 64, 8, 8, 136, 1, 1, 0, true, false));
     v.push_back(conv_case(dt, "c64_1x64x9x16_o64_k3_p1_strided_x", 1, 64, 9, 16, 64, 3, 1, 1, false, false, false, true));
+    // Channels a multiple of 32 (fp32's NHWC 3xTF32 route): two images with odd pixel counts
+    // (143 a image: tails of the 128-pixel tile), a 1x1 with stride 2 (not a plain matrix).
+    v.push_back(conv_case(dt, "c32_2x32x11x13_o40_k3_p1_bias_res", 2, 32, 11, 13, 40, 3, 1, 1, true, true));
+    v.push_back(conv_case(dt, "c32_1x32x9x9_o16_k1_s2_bias", 1, 32, 9, 9, 16, 1, 2, 0, true, false));
 
     v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, false));
     v.push_back(group_norm_case(dt, {2, 8, 5, 3}, 4, 1e-5f, true));
