@@ -475,9 +475,13 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   // plain matrix (1x1, stride 1, no padding), unless HIPQ_CONV_NHWC=0.
   const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
   if (ctx.fp32_3xtf32 && ctx.conv_nhwc && x.dtype == DType::kF32 && w.dtype == DType::kF32 && C % 32 == 0 &&
-      !plain_1x1)
-    return launch_conv_3xtf32_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
-                                   static_cast<int>(Wo), o);
+      !plain_1x1) {
+    const Status nhwc = launch_conv_3xtf32_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
+                                                static_cast<int>(Ho), static_cast<int>(Wo), o);
+    // The NHWC copies are an optimisation: where the pool cannot hold them
+    // (refused before anything is launched), the gather below needs no memory.
+    if (nhwc.code() != StatusCode::kResourceExhausted) return nhwc;
+  }
   if (ctx.fp32_3xtf32 && x.dtype == DType::kF32 && w.dtype == DType::kF32) {
     HIPQ_HIP_RETURN_IF_ERROR(launch_conv_3xtf32(ctx.stream, x, w, ep, static_cast<int>(N), static_cast<int>(O),
                                                 static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o));
