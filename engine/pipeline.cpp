@@ -378,13 +378,10 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
       return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
                                std::to_string(step.count));
     HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
-    const size_t entry_bytes = static_cast<size_t>(latent_numel) * sizeof(float);
-    kernels::Tensor uncond = kernels::Tensor::contiguous(pred->data, DType::kF32, model_output.shape_vec(),
-                                                         pred->location);
+    const kernels::Tensor uncond = pred->slice(0, 0, 1);
     if (cfg) {
       // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
-      kernels::Tensor text_pred = uncond;
-      text_pred.data = static_cast<char*>(pred->data) + entry_bytes;
+      const kernels::Tensor text_pred = pred->slice(0, 1, 1);
       HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kSub, text_pred, uncond, model_output));
       HIPQ_RETURN_IF_ERROR(be.scale(model_output, model_output, guidance, 0.0f));
       HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, uncond, model_output, model_output));

@@ -56,9 +56,7 @@ class StepOps {
   Status sub(const Tensor& a, const Tensor& b, Tensor& y) { return be_->binary(BinaryOp::kSub, a, b, y); }
   // y = a / divisors[step * per_step + which].
   Status div(const Tensor& a, int step, int which, Tensor& y) {
-    Tensor d = Tensor::contiguous(static_cast<float*>(table_.t.data) + step * per_step_ + which, DType::kF32, {1},
-                                  table_.t.location);
-    return be_->binary(BinaryOp::kDiv, a, d, y);
+    return be_->binary(BinaryOp::kDiv, a, table_.t.slice(0, int64_t{step} * per_step_ + which, 1), y);
   }
   Status copy(const Tensor& a, Tensor& y) { return be_->copy(a, y); }
 

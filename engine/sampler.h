@@ -15,8 +15,9 @@
 // The callback contract: the sampler passes the model input (already scaled as
 // the scheduler's scale_model_input does: x / sqrt(sigma^2 + 1) for Euler, x
 // unchanged for DDIM and DPM++, whose latents live in the variance-preserving
-// space) and the timestep the UNet is given, both as fp32 device tensors of
-// the latents' shape owned by the sampler; the callback enqueues the work that
+// space) as an fp32 device tensor of the latents' shape owned by the sampler,
+// and the step (index, timestep the UNet is given, sigma); the callback
+// enqueues the work that
 // writes the raw model output (epsilon or v, per cfg.prediction_type,
 // classifier-free guidance already applied) into `model_output`. A non-OK
 // Status from the callback (e.g. Cancelled) stops the loop and is returned as

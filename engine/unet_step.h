@@ -70,7 +70,7 @@ class UNetStep {
   int steps_ = 0;
   DeviceTensor time_ids_;   // [batch, 6] f32 (SDXL)
   std::optional<DeviceTensor> out_;  // the forward's output (model precision)
-  DeviceTensor out_f32_;             // ... cast to fp32 (an alias of out_ at fp32: unused)
+  DeviceTensor out_f32_;             // ... cast to fp32 (not allocated when the model runs in fp32)
   bool use_graph_ = true;
   int graph_ = -1;
   int calls_ = 0;
