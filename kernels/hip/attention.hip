@@ -19,6 +19,7 @@
 #include <string>
 
 #include "kernels/hip/attention_mma.h"
+#include "kernels/hip/attention_wgmma.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -223,6 +224,17 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
       rows_aligned(v) && rows_aligned(out)) {
     dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
                        v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
+    // Hopper: the warp-specialised wgmma kernel where it applies (head dim 64,
+    // no mask, whole 128-key tiles; HIPQ_ATTN_WGMMA=0 turns it off).
+    if (ctx.wgmma && ctx.attention_wgmma && D == 64) {
+      hipError_t e = hipSuccess;
+      const bool launched = q.dtype == DType::kF16 ? dev::launch_attention_wgmma<__half>(ctx.stream, m, B, e)
+                                                   : dev::launch_attention_wgmma<__nv_bfloat16>(ctx.stream, m, B, e);
+      if (launched) {
+        HIPQ_HIP_RETURN_IF_ERROR(e);
+        return Status::Ok();
+      }
+    }
     auto launch = [&](auto kernel, int q_per_block, int threads) {
       kernel<<<dim3((Sq + q_per_block - 1) / q_per_block, B * H), threads, 0, ctx.stream>>>(m);
     };

@@ -16,6 +16,7 @@
 
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
+#include "kernels/hip/gemm_tma.h"
 #include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -222,6 +223,16 @@ struct NhwcFill {
   }
 };
 
+// The TMA route's epilogue: the GEMM is batched over the images (column n
+// is pixel n of image `batch`); ConvEpilogue::row8 takes images folded into n.
+struct ConvImageEpilogue {
+  ConvEpilogue ep;
+  int64_t P, total;  // pixels an image, all images' pixels
+  __device__ __forceinline__ void row8(int batch, int o, int n, int /*N*/, const float* acc) const {
+    ep.row8(0, o, static_cast<int>(batch * P + n), static_cast<int>(total), acc);
+  }
+};
+
 template <typename TC>
 Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
                          int Ho, int Wo, const Conv2dOptions& o) {
@@ -235,6 +246,18 @@ Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
   fa.ld = K;
   fa.rows = O;
   fa.K = K;
+  // Stride 1: the warp-specialised TMA kernel with the im2col boxes of
+  // TmaConvLoad (images as the GEMM's batch); else, or when TMA cannot
+  // describe the input, the cp.async kernel below.
+  dev::GemmTmaPlan plan;
+  dev::TmaConvLoad bl;
+  if (o.stride == 1 && dev::prepare_conv_tma(plan, bl, std::is_same_v<TC, __nv_bfloat16>, fa,
+                                             static_cast<const uint16_t*>(xt.data()), N, H, W, C, Ho, Wo, KW,
+                                             o.padding, ctx.multiprocessors, ctx.gemm_tma, ctx.gemm_tma_grid_tiles)) {
+    const ConvImageEpilogue iep{ep, P, static_cast<int64_t>(N) * P};
+    HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma<TC>(ctx.stream, plan, N, O, P, K, bl, iep));
+    return Status::Ok();
+  }
   NhwcFill fb{};
   fb.x = static_cast<const uint16_t*>(xt.data());
   fb.C = C;

@@ -4,7 +4,7 @@
 // into a ring of shared-memory stages, and warpgroup matrix instructions
 // consume them, the two sides synchronised by mbarriers only.
 //
-// Block tile 128 x BN x 64 (BN = 256 or 128), 384 threads = 3 warpgroups:
+// Block tile 128 x BN x 64 (BN = 256, 160 or 128), 384 threads = 3 warpgroups:
 //  - warpgroup 0, the producer: gives its registers back (setmaxnreg.dec 40);
 //    one thread waits for a free stage, announces its byte count on the
 //    stage's "full" mbarrier and issues two 3-D tensor copies (A: 64 x 128,
@@ -24,8 +24,9 @@
 // fastest): the producer loads the next tile's k-tiles while the consumers
 // run the epilogue, which stages each warpgroup's 64 x 128 fp32 pieces in a
 // buffer of its own (outside the stage ring) and hands 8 consecutive columns
-// to Epilogue::row8, as in gemm_wgmma.h. 3 stages of 48 KB (4 of 32 KB for
-// the 128 x 128 tile) + 68 KB of staging.
+// to Epilogue::row8, as in gemm_wgmma.h. 3 stages of 48 KB + 68 KB of
+// staging for the 128 x 256 tile, 4 of 36 KB + 44 KB (80-column rounds) for
+// 128 x 160, 4 of 32 KB + 68 KB for 128 x 128.
 //
 // Host side: tensor maps are encoded per call with the driver's
 // cuTensorMapEncodeTiled, fetched through cudaGetDriverEntryPointByVersion
@@ -33,7 +34,7 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, HIPQ_GEMM_TMA=0) the caller uses
-// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 256 forces the tile width;
+// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 160 / 256 forces the tile width;
 // HIPQ_GEMM_TMA_GRID=tiles launches one block a tile instead of the
 // persistent grid (to measure what it saves). Both are read once into
 // HipContext.
@@ -46,14 +47,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 namespace hipq::kernels::dev {
 
 template <int BN_>
 struct TmaShape {
-  static_assert(BN_ == 128 || BN_ == 256, "wgmma n of one instruction");
+  static_assert(BN_ == 128 || BN_ == 160 || BN_ == 256, "wgmma n of one instruction");
   static constexpr int BM = 128, BN = BN_, BK = 64;
   static constexpr int kStages = BN == 256 ? 3 : 4;
   static constexpr int kConsumers = 2;                     // warpgroups, 64 rows of C each
@@ -63,9 +63,10 @@ struct TmaShape {
   static constexpr int kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   // Epilogue staging, outside the stage ring (the producer is already filling
-  // it for the next tile): per consumer warpgroup 64 rows x 128 fp32 columns,
-  // BN / 128 rounds a tile.
-  static constexpr int kEpiCols = 128, kLdc = kEpiCols + 8;
+  // it for the next tile): per consumer warpgroup 64 rows x kEpiCols fp32
+  // columns, BN / kEpiCols rounds a tile.
+  static constexpr int kEpiCols = BN == 160 ? 80 : 128, kLdc = kEpiCols + 8;
+  static_assert(BN % kEpiCols == 0 && kEpiCols % 8 == 0, "whole rounds of 8-column groups");
   static constexpr int kEpiBytes = kConsumers * 64 * kLdc * 4;
   static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;  // + alignment slack (1 KB swizzle atoms)
   static_assert(kSmemBytes + 256 <= 227 * 1024, "fits the opt-in shared memory of an SM");
@@ -124,6 +125,49 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       : "memory");
 #endif
 }
+// The 4-D form: box at (c0, c1, c2, c3), coordinates past an edge (also
+// negative ones) zero-filled.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                            int c2, int c3) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+#endif
+}
+
+// What the producer copies into a stage's B tile for k-tile kt of the tile
+// whose columns start at n0, image / batch entry `batch`.
+// TmaRowsLoad: BN rows of a RowsFill operand through its (k, row, batch)
+// map (b_batch 0: broadcast over the batch).
+struct TmaRowsLoad {
+  int b_batch = 0;
+  __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int kt, int n0,
+                                       int batch) const {
+    tma_load_3d(dst, map, bar, kt * 64, n0, batch * b_batch);
+  }
+};
+// TmaConvLoad: the implicit im2col of a stride-1 convolution over an NHWC
+// input whose (c, x, y, image) map has boxes of 64 x bw x bh x 1: column n
+// of the GEMM is output pixel n of image `batch` (n = y * Wo + x), k =
+// (ky, kx, c) with C a multiple of 64, so k-tile kt is 64 channels of one
+// tap. A tile's BN pixels are bh whole output rows (bw = Wo) or one piece of
+// a row (bh = 1), so the box at (c0, x0 + kx - pad, y0 + ky - pad, image)
+// holds them in GEMM row order; the copy engine zero-fills the padding.
+struct TmaConvLoad {
+  int cblocks = 1;  // C / 64
+  int KW = 1, pad = 0, Wo = 1;
+  __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int kt, int n0,
+                                       int batch) const {
+    const int tap = kt / cblocks, c0 = (kt - tap * cblocks) * 64;
+    const int ky = tap / KW, kx = tap - ky * KW;
+    const int y0 = n0 / Wo, x0 = n0 - y0 * Wo;
+    tma_load_4d(dst, map, bar, c0, x0 + kx - pad, y0 + ky - pad, batch);
+  }
+};
+
 template <int R>
 __device__ __forceinline__ void setmaxnreg_dec() {
 #if HIPQ_WGMMA_DEVICE
@@ -221,25 +265,58 @@ __device__ __forceinline__ void wgmma_m64n256k16<__nv_bfloat16>(float (&d)[128],
 #endif
 }
 
+// m64n160k16: the 128 x 160 tile (N a multiple of 160: SDXL's 640 and 1280
+// fill a wave of 132 SMs with it, gemm_tma_tile_n).
+template <typename TC>
+__device__ __forceinline__ void wgmma_m64n160k16(float (&d)[80], uint64_t da, uint64_t db);
+
+template <>
+__device__ __forceinline__ void wgmma_m64n160k16<__half>(float (&d)[80], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+template <>
+__device__ __forceinline__ void wgmma_m64n160k16<__nv_bfloat16>(float (&d)[80], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+
 template <typename TC, int BN>
 __device__ __forceinline__ void wgmma_row_block(float (&d)[BN / 2], uint64_t da, uint64_t db) {
   if constexpr (BN == 256)
     wgmma_m64n256k16<TC>(d, da, db);
+  else if constexpr (BN == 160)
+    wgmma_m64n160k16<TC>(d, da, db);
   else
     wgmma_m64n128k16<TC>(d, da, db, 1);
 }
 
-// C[batch][m][n] = sum_k A(m, k) B(n, k) with A, B read through the tensor
-// maps ta (k, m, batch) and tb (k, n, batch); a_batch / b_batch are 0 for an
-// operand broadcast over the batch (its map has one batch entry). The
+// C[batch][m][n] = sum_k A(m, k) B(n, k) with A read through the tensor map
+// ta (k, m, batch) and B through tb as `bl` says (TmaRowsLoad: (k, n,
+// batch); TmaConvLoad: an NHWC input); a_batch is 0 for an A broadcast over
+// the batch (its map has one batch entry). The
 // epilogue gets fp32 sums: ep.row8(batch, m, n, N, v) for v = C[m][n .. n+7].
 // Persistent: block i takes tiles i, i + gridDim.x, ... (n fastest, then m,
 // then batch); the stage ring and its phases run on across tiles, so the
 // producer loads tile i + 1 while the consumers run tile i's epilogue.
-template <typename TC, int BN, class Epilogue>
+template <typename TC, int BN, class BLoad, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
     gemm_tma_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
-                    int K, int batches, int a_batch, int b_batch, Epilogue ep) {
+                    int K, int batches, int a_batch, BLoad bl, Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
   using S = TmaShape<BN>;
   static_assert(S::kThreads == 384, "__launch_bounds__ above");
@@ -284,7 +361,7 @@ __global__ void __launch_bounds__(384, 1)
           if (it >= S::kStages) mbar_wait(empty(s), ((it / S::kStages) - 1) & 1);  // its last reader is done
           mbar_arrive_expect_tx(full(s), S::kStageBytes);
           tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, batch * a_batch);
-          tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, batch * b_batch);
+          bl.load(b_tile(s), &tb, full(s), kt, n0, batch);
         }
       }
     }
@@ -417,16 +494,41 @@ struct GemmTmaPlan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
-// Block tile width: 256 unless 128 finishes in fewer tile-widths of waves
-// (one block a multiprocessor for both; a 128-wide wave takes about half as
-// long), e.g. N = 640: 3 x 256 columns pad 17 % and 8192 rows give 192 tiles,
-// 2 waves of 256 = 4 units, against 320 tiles of 128, 3 waves = 3 units.
-inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
+// Block tile width: the one of 256, 160 and 128 that finishes in the fewest
+// tile-widths of waves (one block a multiprocessor for each; a wave of
+// 160-wide tiles takes about 160 / 256 of a 256-wide one), the wider on a
+// tie. E.g. 2048 rows (16 row tiles) and N = 1280 on 132 SMs: 80 tiles of
+// 256 are one wave of 256 = 256 units, 160 tiles of 128 two waves = 256,
+// 128 tiles of 160 one wave = 160; N = 640 over 8192 rows: 256 -> 2 waves
+// (512), 128 -> 3 waves (384), 160 -> 2 waves (320).
+// `allowed(bn)` filters the widths (the conv route takes only those whose
+// tiles are whole output rows or pieces of one); 0 when none is allowed.
+template <class Allowed>
+int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors, Allowed allowed) {
   const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
   const int64_t mt = (M + 127) / 128;
-  const int64_t waves256 = (batch * mt * ((N + 255) / 256) + sms - 1) / sms;
-  const int64_t waves128 = (batch * mt * ((N + 127) / 128) + sms - 1) / sms;
-  return waves128 < 2 * waves256 ? 128 : 256;
+  int best = 0;
+  int64_t best_cost = -1;
+  for (const int bn : {256, 160, 128}) {
+    if (!allowed(bn)) continue;
+    const int64_t waves = (batch * mt * ((N + bn - 1) / bn) + sms - 1) / sms;
+    const int64_t cost = waves * bn;
+    if (best_cost < 0 || cost < best_cost) best = bn, best_cost = cost;
+  }
+  return best;
+}
+inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
+  return gemm_tma_tile_n(batch, M, N, multiprocessors, [](int) { return true; });
+}
+
+// The persistent grid of `plan`'s tile width: min(tiles, multiprocessors)
+// blocks (every tile its own block with grid_tiles); false past 2^31 - 1 tiles.
+inline bool set_tma_grid(GemmTmaPlan& plan, int batch, int M, int N, int multiprocessors, bool grid_tiles) {
+  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + plan.bn - 1) / plan.bn);
+  if (tiles > (int64_t{1} << 31) - 1) return false;
+  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
+  plan.blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
+  return true;
 }
 
 // Whether the TMA kernel takes C[batch] = A B^T for these RowsFill operands
@@ -438,32 +540,83 @@ inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, c
                              int N, int K, int multiprocessors, int tile, bool grid_tiles) {
   if (tile == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
   plan.bn = tile > 0 ? tile : gemm_tma_tile_n(batch, M, N, multiprocessors);
-  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + plan.bn - 1) / plan.bn);
-  if (tiles > (int64_t{1} << 31) - 1) return false;
-  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
-  plan.blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
-  return encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
+  return set_tma_grid(plan, batch, M, N, multiprocessors, grid_tiles) &&
+         encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }
 
-template <typename TC, int BN, class Epilogue>
+// Whether the TMA kernel takes a stride-1 convolution as C[image] = W X^T:
+// the weights fa ([O, T * C] rows, taps before channels, broadcast over the
+// images) and an NHWC input x [images, H, W, C] with C % 64 == 0, output
+// Ho x Wo with Ho * Wo % 8 == 0, `pad` zeros on each side, KW taps a row.
+// The tile width must make a tile whole output rows or one piece of a row
+// (TmaConvLoad); fills `plan` and `bl` when it can.
+inline bool prepare_conv_tma(GemmTmaPlan& plan, TmaConvLoad& bl, bool bf16, const RowsFill& fa, const uint16_t* x,
+                             int images, int H, int W, int C, int Ho, int Wo, int KW, int pad, int multiprocessors,
+                             int tile, bool grid_tiles) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (!encode || tile == 0 || x == nullptr || images <= 0 || images > 65535 || C <= 0 || C % 64 != 0 || Ho <= 0 ||
+      Wo <= 0 || (static_cast<int64_t>(Ho) * Wo) % 8 != 0 || fa.rows <= 0 || KW <= 0 || pad < 0 ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return false;
+  const int P = Ho * Wo;
+  const auto fits = [Wo](int bn) { return bn >= Wo ? bn % Wo == 0 : Wo % bn == 0; };
+  plan.bn = tile > 0 ? (fits(tile) ? tile : 0) : gemm_tma_tile_n(images, fa.rows, P, multiprocessors, fits);
+  if (plan.bn == 0 || !set_tma_grid(plan, images, fa.rows, P, multiprocessors, grid_tiles) ||
+      !encode_rows_map(plan.a, bf16, fa, images, 128, plan.a_batch))
+    return false;
+  const int bw = std::min(plan.bn, Wo), bh = plan.bn / bw;
+  const uint64_t row = static_cast<uint64_t>(C) * 2;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(C), static_cast<cuuint64_t>(W), static_cast<cuuint64_t>(H),
+                              static_cast<cuuint64_t>(images)};
+  const cuuint64_t strides[3] = {row, row * W, row * W * H};  // bytes between x, y and image neighbours
+  constexpr uint64_t kMaxStride = uint64_t{1} << 40;
+  if (strides[2] >= kMaxStride) return false;
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(bw), static_cast<cuuint32_t>(bh), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  std::memset(&plan.b, 0, sizeof plan.b);
+  if (encode(&plan.b, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+             const_cast<uint16_t*>(x), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  bl.cblocks = C / 64;
+  bl.KW = KW;
+  bl.pad = pad;
+  bl.Wo = Wo;
+  return true;
+}
+
+template <typename TC, int BN, class BLoad, class Epilogue>
 hipError_t launch_gemm_tma_tile(hipStream_t stream, const GemmTmaPlan& plan, int batch, int M, int N, int K,
-                                const Epilogue& ep) {
+                                const BLoad& bl, const Epilogue& ep) {
   using S = TmaShape<BN>;
-  auto* kernel = gemm_tma_kernel<TC, BN, Epilogue>;
+  auto* kernel = gemm_tma_kernel<TC, BN, BLoad, Epilogue>;
   if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
       e != hipSuccess)
     return e;
-  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, batch, plan.a_batch,
-                                                              plan.b_batch, ep);
+  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, batch, plan.a_batch, bl,
+                                                              ep);
   return hipGetLastError();
 }
 
+template <typename TC, class BLoad, class Epilogue>
+hipError_t launch_gemm_tma(hipStream_t stream, const GemmTmaPlan& plan, int batch, int M, int N, int K,
+                           const BLoad& bl, const Epilogue& ep) {
+  switch (plan.bn) {
+    case 256:
+      return launch_gemm_tma_tile<TC, 256>(stream, plan, batch, M, N, K, bl, ep);
+    case 160:
+      return launch_gemm_tma_tile<TC, 160>(stream, plan, batch, M, N, K, bl, ep);
+    default:
+      return launch_gemm_tma_tile<TC, 128>(stream, plan, batch, M, N, K, bl, ep);
+  }
+}
+// C[batch] = A B^T for the RowsFill operands of prepare_gemm_tma.
 template <typename TC, class Epilogue>
 hipError_t launch_gemm_tma(hipStream_t stream, const GemmTmaPlan& plan, int batch, int M, int N, int K,
                            const Epilogue& ep) {
-  return plan.bn == 256 ? launch_gemm_tma_tile<TC, 256>(stream, plan, batch, M, N, K, ep)
-                        : launch_gemm_tma_tile<TC, 128>(stream, plan, batch, M, N, K, ep);
+  return launch_gemm_tma<TC>(stream, plan, batch, M, N, K, TmaRowsLoad{plan.b_batch}, ep);
 }
 
 }  // namespace hipq::kernels::dev

@@ -5,7 +5,6 @@
 // kernel (gemm_3xtf32.h). Any strides on a and b (transposes are
 // stride swaps); leading dims of out are batch dims, and a/b either match
 // them or broadcast (all 1 or absent).
-#include <cstdlib>
 #include <string>
 
 #include "kernels/hip/gemm_3xtf32.h"

@@ -57,6 +57,7 @@ std::vector<BenchCase> sdxl_cases() {
   gemm("sdxl_l1_qkv_8192x640x640", 8192, 640, 640, false);
   gemm("sdxl_l1_ff_in_8192x5120x640", 8192, 5120, 640, true);
   gemm("sdxl_l2_ff_in_2048x10240x1280", 2048, 10240, 1280, true);
+  gemm("sdxl_l2_qkv_2048x1280x1280", 2048, 1280, 1280, false);
   gemm("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, true);
 
   auto conv = [&](std::string name, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int s, int p) {

@@ -30,6 +30,7 @@ def cases():
     gemm("sdxl_l1_qkv_8192x640x640", 8192, 640, 640, False)
     gemm("sdxl_l1_ff_in_8192x5120x640", 8192, 5120, 640, True)
     gemm("sdxl_l2_ff_in_2048x10240x1280", 2048, 10240, 1280, True)
+    gemm("sdxl_l2_qkv_2048x1280x1280", 2048, 1280, 1280, False)
     gemm("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, True)
 
     def conv(name, N, C, H, W, O, k, s, p):

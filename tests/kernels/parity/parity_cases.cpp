@@ -471,6 +471,12 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "c64_1x128x16x16_o64_k3_s2_p1_bias", 1, 128, 16, 16, 64, 3, 2, 1, true, false));
     v.push_back(conv_case(dt, "c64_2x64x8x8_o136_k1_bias", 2, 64, 8, 8, 136, 1, 1, 0, true, false));
     v.push_back(conv_case(dt, "c64_1x64x9x16_o64_k3_p1_strided_x", 1, 64, 9, 16, 64, 3, 1, 1, false, false, false, true));
+    // Stride 1 on Hopper goes through the TMA kernel's im2col boxes when a tile can be whole output
+    // rows (12x10 above: 16 rows of 10 in a 160-wide tile, the last tile past the image) or a piece of
+    // one (Wo = 256: two 128-pixel pieces a row, x0 = 128 in the second); several 64-channel blocks a
+    // tap (C = 128); Wo = 24 fits no tile width (the cp.async kernel: medium_1x64x24x24).
+    v.push_back(conv_case(dt, "c64_2x128x6x32_o96_k3_p1_bias_res", 2, 128, 6, 32, 96, 3, 1, 1, true, true));
+    v.push_back(conv_case(dt, "c64_1x64x3x256_o64_k3_p1_row_pieces", 1, 64, 3, 256, 64, 3, 1, 1, true, false));
     // Channels a multiple of 32 (fp32's NHWC 3xTF32 route): two images with odd pixel counts
     // (143 a image: tails of the 128-pixel tile), a 1x1 with stride 2 (not a plain matrix).
     v.push_back(conv_case(dt, "c32_2x32x11x13_o40_k3_p1_bias_res", 2, 32, 11, 13, 40, 3, 1, 1, true, true));
@@ -503,6 +509,10 @@ void add_light(std::vector<ParityCase>& v) {
     // One head over 128 wide: at f32 the hip backend's GEMM-softmax-GEMM path, two batches.
     v.push_back(attention_case(dt, "b2_q40_k70_h1_d160", 2, 40, 70, 1, 160, false));
     v.push_back(attention_case(dt, "medium_b2_q256_k256_h2_d64_self", 2, 256, 256, 2, 64, false));
+    // Head dim 64 with whole 128-key tiles (the Hopper wgmma kernel): a query tail (100 of a
+    // 128-query block), 5 key tiles (the 3-stage ring wraps), q/k/v as views of one fused tensor.
+    v.push_back(attention_case(dt, "b2_q100_k640_h2_d64_tiles", 2, 100, 640, 2, 64, false));
+    v.push_back(attention_case(dt, "b1_q256_k256_h3_d64_fused_qkv", 1, 256, 256, 3, 64, false, true));
     v.push_back(attention_case(dt, "medium_b2_q256_k77_h2_d64_cross", 2, 256, 77, 2, 64, false));
     v.push_back(attention_case(dt, "medium_b1_q77_k77_h12_d64_clip_causal", 1, 77, 77, 12, 64, true));
 

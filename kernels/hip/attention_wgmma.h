@@ -1,0 +1,298 @@
+// Hopper (sm_90a) fused attention for f16/bf16, head dim 64, no mask, keys a
+// multiple of 128: SDXL's self attention (4096 and 1024 tokens). Flash style
+// as attention_mma.h (scores never leave registers, online softmax in base 2
+// with fp32 running max and sum, P rounded to the 16-bit type for the second
+// product), on the warpgroup matrix instructions and the tensor copy engine:
+//
+// Block: 128 queries of one (batch, head), 384 threads = 3 warpgroups.
+//  - warpgroup 0, the producer (setmaxnreg.dec 40): one thread copies the
+//    block's Q tile (128 x 64) once and then, per 128-key tile, K and V
+//    (128 x 64 each) into a ring of kStages stages, each a "full" mbarrier
+//    (transaction bytes) and an "empty" one (consumer arrivals), as in
+//    gemm_tma.h. Maps are 4-D (d, head, sequence, batch) over [B, S, H * D]
+//    with 128-byte swizzle: each tile row (a query or key) is 128 bytes.
+//  - warpgroups 1 and 2, the consumers (setmaxnreg.inc 232): 64 queries each.
+//    Per key tile: S (64 x 128, fp32) = Q K^T as 4 wgmma m64n128k16 with both
+//    operands in shared memory (K-major: Q's and K's rows are d-contiguous);
+//    the online softmax on S's registers; O (64 x 64) += P V as 8 wgmma
+//    m64n64k16 with P from registers (the accumulator layout of S's columns
+//    16k .. 16k + 15 is the A fragment of k-slice k) and V from shared memory
+//    as an MN-major operand (V's rows are keys with d contiguous: the
+//    transposed-B form, same 128-byte swizzled atoms, 1024 bytes a group of
+//    8 keys). The two consumers run independently, so one's softmax overlaps
+//    the other's products.
+// Queries past Sq are zero-filled by the copy engine and never stored.
+#pragma once
+
+#include "kernels/hip/attention_mma.h"  // AttnMmaArgs, pack2
+#include "kernels/hip/gemm_tma.h"
+
+#if HIPQ_VENDOR_NVIDIA
+#include <cstring>
+#include <type_traits>
+
+namespace hipq::kernels::dev {
+
+struct AttnWgmmaShape {
+  static constexpr int kQ = 128, kKeys = 128, D = 64;
+  static constexpr int kStages = 3;
+  static constexpr int kThreads = 384;
+  static constexpr int kTileBytes = kKeys * D * 2;  // a K or V tile; Q's tile is the same size
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kSmemBytes = kTileBytes + kStages * kStageBytes + 1024;  // + 1 KB alignment slack
+  static_assert(kSmemBytes <= 227 * 1024, "fits the opt-in shared memory of an SM");
+};
+
+struct AttnWgmmaArgs {
+  void* out;
+  int64_t osb, oss;  // out's batch and sequence strides (elements)
+  int H, Sq, Sk;
+  float scale_log2;
+};
+
+// O (64 x 64) += A (64 x 16, registers) . B (16 x 64 from the MN-major
+// shared tile described by db).
+template <typename TC>
+__device__ __forceinline__ void wgmma_m64n64k16_rs_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t db);
+
+template <>
+__device__ __forceinline__ void wgmma_m64n64k16_rs_tb<__half>(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
+#endif
+}
+template <>
+__device__ __forceinline__ void wgmma_m64n64k16_rs_tb<__nv_bfloat16>(float (&d)[32], const uint32_t (&a)[4],
+                                                                     uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
+#endif
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <typename TC>
+__global__ void __launch_bounds__(384, 1)
+    attention_wgmma_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                           const __grid_constant__ CUtensorMap tv, AttnWgmmaArgs a) {
+#if HIPQ_WGMMA_DEVICE
+  using S = AttnWgmmaShape;
+  extern __shared__ unsigned char attn_smem[];
+  __shared__ uint64_t q_bar, full_bar[S::kStages], empty_bar[S::kStages];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(attn_smem));
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  const uint32_t q_tile = base;
+  auto k_tile = [&](int s) { return base + static_cast<uint32_t>(S::kTileBytes + s * S::kStageBytes); };
+  auto v_tile = [&](int s) { return k_tile(s) + static_cast<uint32_t>(S::kTileBytes); };
+  auto bar = [](uint64_t& b) { return static_cast<uint32_t>(__cvta_generic_to_shared(&b)); };
+
+  const int bh = blockIdx.y;
+  const int b = bh / a.H, h = bh - b * a.H;
+  const int q0 = blockIdx.x * S::kQ;
+  const int tiles = a.Sk / S::kKeys;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    mbar_init(bar(q_bar), 1);
+    for (int s = 0; s < S::kStages; ++s) {
+      mbar_init(bar(full_bar[s]), 1);
+      mbar_init(bar(empty_bar[s]), 2 * 128);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_map(&tq);
+      tma_prefetch_map(&tk);
+      tma_prefetch_map(&tv);
+      mbar_arrive_expect_tx(bar(q_bar), S::kTileBytes);
+      tma_load_4d(q_tile, &tq, bar(q_bar), 0, h, q0, b);
+#pragma unroll 1
+      for (int j = 0; j < tiles; ++j) {
+        const int s = j % S::kStages;
+        if (j >= S::kStages) mbar_wait(bar(empty_bar[s]), ((j / S::kStages) - 1) & 1);
+        mbar_arrive_expect_tx(bar(full_bar[s]), S::kStageBytes);
+        tma_load_4d(k_tile(s), &tk, bar(full_bar[s]), 0, h, j * S::kKeys, b);
+        tma_load_4d(v_tile(s), &tv, bar(full_bar[s]), 0, h, j * S::kKeys, b);
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<232>();
+  const int cw = wg - 1;
+  const int ct = threadIdx.x % 128;
+  const int warp = ct / 32, lane = ct % 32;
+  // This thread's rows of S and O: r0 = warp * 16 + lane / 4 and r0 + 8 of
+  // the warpgroup's 64; columns 8j + 2 (lane % 4) + {0, 1}.
+  float o[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const uint32_t q_rows = q_tile + static_cast<uint32_t>(cw * 64 * 128);
+  float sc[64];  // S of the current key tile, then its P
+#pragma unroll
+  for (int i = 0; i < 64; ++i) sc[i] = 0.0f;
+  mbar_wait(bar(q_bar), 0);
+
+#pragma unroll 1
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % S::kStages;
+    mbar_wait(bar(full_bar[s]), (j / S::kStages) & 1);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) wgmma_fence_operand(sc[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < S::D / 16; ++kk)
+      wgmma_m64n128k16<TC>(sc, wgmma_desc(q_rows + static_cast<uint32_t>(kk * 32)),
+                           wgmma_desc(k_tile(s) + static_cast<uint32_t>(kk * 32)), kk > 0 ? 1 : 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) wgmma_fence_operand(sc[i]);
+
+    // Online softmax, base 2: row r0 holds sc[4c + 0/1], row r0 + 8 sc[4c + 2/3].
+    float corr[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int c = 0; c < 16; ++c) mx = fmaxf(mx, fmaxf(sc[4 * c + 2 * r], sc[4 * c + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[r], mx * a.scale_log2);
+      corr[r] = fast_exp2(m_run[r] - m_new);  // 0 on the first tile (m_run = -inf)
+      m_run[r] = m_new;
+      float sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 16; ++c) {
+        const float p0 = fast_exp2(fmaf(sc[4 * c + 2 * r], a.scale_log2, -m_new));
+        const float p1 = fast_exp2(fmaf(sc[4 * c + 2 * r + 1], a.scale_log2, -m_new));
+        sc[4 * c + 2 * r] = p0;
+        sc[4 * c + 2 * r + 1] = p1;
+        sum += p0 + p1;
+      }
+      l_run[r] = l_run[r] * corr[r] + sum;  // this thread's columns; summed over the row's 4 lanes at the end
+    }
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      o[4 * c] *= corr[0];
+      o[4 * c + 1] *= corr[0];
+      o[4 * c + 2] *= corr[1];
+      o[4 * c + 3] *= corr[1];
+    }
+    uint32_t pa[8][4];
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) {
+      pa[kk][0] = pack2<TC>(sc[8 * kk + 0], sc[8 * kk + 1]);
+      pa[kk][1] = pack2<TC>(sc[8 * kk + 2], sc[8 * kk + 3]);
+      pa[kk][2] = pack2<TC>(sc[8 * kk + 4], sc[8 * kk + 5]);
+      pa[kk][3] = pack2<TC>(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) wgmma_fence_operand(o[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk)
+      wgmma_m64n64k16_rs_tb<TC>(o, pa[kk], wgmma_desc(v_tile(s) + static_cast<uint32_t>(kk * 2048)));
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 32; ++i) wgmma_fence_operand(o[i]);
+    mbar_arrive(bar(empty_bar[s]));
+  }
+
+  // out[b, q, h * 64 + col] = O / l.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const int q = q0 + cw * 64 + warp * 16 + lane / 4 + 8 * r;
+    if (q >= a.Sq) continue;
+    TC* row = static_cast<TC*>(a.out) + b * a.osb + static_cast<int64_t>(q) * a.oss + h * S::D;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int col = 8 * c + 2 * (lane % 4);
+      *reinterpret_cast<uint32_t*>(row + col) = pack2<TC>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
+    }
+  }
+#else
+  __trap();  // launched only where HipContext::wgmma holds
+#endif
+}
+
+// The 4-D map (d, head, sequence, batch) of a [B, S, H * 64] operand with
+// batch / sequence strides sb / ss (elements) and boxes of 64 x 1 x rows x 1.
+inline bool encode_heads_map(CUtensorMap& map, bool bf16, const void* p, int B, int S, int H, int64_t sb,
+                             int64_t ss, int rows) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (!encode || p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 != 0 || (ss * 2) % 16 != 0 ||
+      (sb * 2) % 16 != 0 || ss < static_cast<int64_t>(H) * 64 || sb < 0)
+    return false;
+  constexpr int64_t kMaxStride = int64_t{1} << 40;
+  if (ss * 2 >= kMaxStride || sb * 2 >= kMaxStride) return false;
+  const cuuint64_t dims[4] = {64, static_cast<cuuint64_t>(H), static_cast<cuuint64_t>(S),
+                              static_cast<cuuint64_t>(B)};
+  const cuuint64_t strides[3] = {128, static_cast<cuuint64_t>(ss * 2),
+                                 static_cast<cuuint64_t>(B > 1 ? sb * 2 : ss * 2 * S)};
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(rows), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  std::memset(&map, 0, sizeof map);
+  return encode(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(p),
+                dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Launches attention_wgmma_kernel when the problem is one it takes (head dim
+// 64, Sk a multiple of 128, rows TMA can describe); false (nothing launched)
+// otherwise. `e` gets the launch's error.
+template <typename TC>
+bool launch_attention_wgmma(hipStream_t stream, const AttnMmaArgs& m, int B, hipError_t& e) {
+  using S = AttnWgmmaShape;
+  if (m.causal || !(m.scale_log2 > 0.0f) || m.Sk <= 0 || m.Sk % S::kKeys != 0 || m.Sq <= 0 || B <= 0 || B * m.H > 65535) return false;
+  const bool bf16 = std::is_same_v<TC, __nv_bfloat16>;
+  CUtensorMap tq, tk, tv;
+  if (!encode_heads_map(tq, bf16, m.q, B, m.Sq, m.H, m.qsb, m.qss, S::kQ) ||
+      !encode_heads_map(tk, bf16, m.k, B, m.Sk, m.H, m.ksb, m.kss, S::kKeys) ||
+      !encode_heads_map(tv, bf16, m.v, B, m.Sk, m.H, m.vsb, m.vss, S::kKeys))
+    return false;
+  auto* kernel = attention_wgmma_kernel<TC>;
+  e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+  if (e != hipSuccess) return true;
+  const AttnWgmmaArgs args{m.out, static_cast<int64_t>(m.Sq) * m.H * S::D, static_cast<int64_t>(m.H) * S::D, m.H,
+                           m.Sq, m.Sk, m.scale_log2};
+  kernel<<<dim3((m.Sq + S::kQ - 1) / S::kQ, B * m.H), S::kThreads, S::kSmemBytes, stream>>>(tq, tk, tv, args);
+  e = hipGetLastError();
+  return true;
+}
+
+}  // namespace hipq::kernels::dev
+#endif  // HIPQ_VENDOR_NVIDIA
