@@ -17,6 +17,7 @@
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
 #include "kernels/hip/gemm_tma.h"
+#include "kernels/hip/gemm_tma_3xtf32.h"
 #include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -355,6 +356,56 @@ struct NhwcF32Fill : dev::MmaFillBase<128, 32, /*kIsA=*/false, /*kColIsK=*/true,
   __device__ __forceinline__ void finish(float*, int) const {}
 };
 
+// The Hopper 3xTF32 route of a stride-1 fp32 conv over the NHWC operands xt
+// (input) and wt (weights [O, kh * kw * C]) of to_nhwc_operands: both split
+// in place into their big halves plus small copies, then
+// gemm_tma_3xtf32_kernel with TmaConvLoad boxes (images as the batch; a
+// 128-pixel tile is whole output rows or a piece of one). `launched` stays
+// false, with nothing queued, when the tile cannot be laid out over Wo, TMA
+// cannot describe an operand or the pool cannot hold the small copies.
+Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, Buffer& xt, Buffer& wt,
+                         const ConvEpilogue& ep, int N, int O, int Ho, int Wo, const Conv2dOptions& o,
+                         bool& launched) {
+  launched = false;
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int KW = static_cast<int>(w.shape[3]), K = C * static_cast<int>(w.shape[2]) * KW, P = Ho * Wo;
+  constexpr int kBn = dev::Tma3xTf32Shape::BN;
+  if (C % 32 != 0 || P % 8 != 0 || (Wo <= kBn ? kBn % Wo != 0 : Wo % kBn != 0)) return Status::Ok();
+  const int64_t x_elems = x.numel(), w_elems = w.numel();
+  Result<Buffer> xs = ctx.backend->allocate(static_cast<size_t>(x_elems) * sizeof(float));
+  if (!xs.ok()) return xs.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : xs.status();
+  Result<Buffer> ws = ctx.backend->allocate(static_cast<size_t>(w_elems) * sizeof(float));
+  if (!ws.ok()) return ws.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : ws.status();
+  float* xb = static_cast<float*>(xt.data());
+  float* wb = static_cast<float*>(wt.data());
+  dev::GemmTf32Plan plan;
+  plan.a_batch = 0;
+  const int bw = std::min(kBn, Wo), bh = kBn / bw;
+  if (!dev::set_tf32_grid(plan, N, O, P, ctx.multiprocessors) ||
+      !dev::encode_f32_rows_map(plan.a_big, wb, O, K, 1, 128) ||
+      !dev::encode_f32_rows_map(plan.a_small, static_cast<float*>(ws->data()), O, K, 1, 128) ||
+      !dev::encode_f32_nhwc_map(plan.b_big, xb, N, H, W, C, bw, bh) ||
+      !dev::encode_f32_nhwc_map(plan.b_small, static_cast<float*>(xs->data()), N, H, W, C, bw, bh))
+    return Status::Ok();
+  // In place: each element is read, then its big half written over it.
+  dev::split_tf32_rows_kernel<<<ctx.grid_for(x_elems, 256), 256, 0, ctx.stream>>>(
+      xb, 0, C, 1, static_cast<int>(x_elems / C), C, C, x_elems, xb, static_cast<float*>(xs->data()));
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  dev::split_tf32_rows_kernel<<<ctx.grid_for(w_elems, 256), 256, 0, ctx.stream>>>(
+      wb, 0, K, 1, O, K, K, w_elems, wb, static_cast<float*>(ws->data()));
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  dev::TmaConvLoad bl;
+  bl.cblocks = C / 32;
+  bl.bk = 32;
+  bl.KW = KW;
+  bl.pad = o.padding;
+  bl.Wo = Wo;
+  const ConvImageEpilogue iep{ep, P, static_cast<int64_t>(N) * P};
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_3xtf32(ctx.stream, plan, N, O, P, K, bl, iep));
+  launched = true;
+  return Status::Ok();
+}
+
 // fp32 conv2d with C % 32 == 0 as 3xTF32 over NHWC operands: the weights
 // [O, kh * kw * C] and the NHWC input both k-contiguous, one image a grid z.
 Status launch_conv_3xtf32_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N,
@@ -366,6 +417,11 @@ Status launch_conv_3xtf32_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w
   const int C = static_cast<int>(x.shape[1]), K = C * static_cast<int>(w.shape[2] * w.shape[3]);
   Buffer xt, wt;
   HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint32_t>(ctx, x, w, xt, wt));
+  if (ctx.wgmma && ctx.fp32_wgmma && o.stride == 1) {
+    bool launched = false;
+    HIPQ_RETURN_IF_ERROR(conv_3xtf32_wgmma(ctx, x, w, xt, wt, ep, N, O, Ho, Wo, o, launched));
+    if (launched) return Status::Ok();
+  }
   typename F::PlainA fa{};
   fa.plain = dev::plain_operand_f32(wt.data(), 0, K, K);
   NhwcF32Fill fb{};

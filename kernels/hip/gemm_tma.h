@@ -4,7 +4,7 @@
 // into a ring of shared-memory stages, and warpgroup matrix instructions
 // consume them, the two sides synchronised by mbarriers only.
 //
-// Block tile 128 x BN x 64 (BN = 256, 160 or 128), 384 threads = 3 warpgroups:
+// Block tile 128 x BN x 64 (BN = 256, 192, 160 or 128), 384 threads = 3 warpgroups:
 //  - warpgroup 0, the producer: gives its registers back (setmaxnreg.dec 40);
 //    one thread waits for a free stage, announces its byte count on the
 //    stage's "full" mbarrier and issues two 3-D tensor copies (A: 64 x 128,
@@ -26,7 +26,8 @@
 // buffer of its own (outside the stage ring) and hands 8 consecutive columns
 // to Epilogue::row8, as in gemm_wgmma.h. 3 stages of 48 KB + 68 KB of
 // staging for the 128 x 256 tile, 4 of 36 KB + 44 KB (80-column rounds) for
-// 128 x 160, 4 of 32 KB + 68 KB for 128 x 128.
+// 128 x 160, 4 of 40 KB + 52 KB (96-column rounds) for 128 x 192, 4 of 32 KB
+// + 68 KB for 128 x 128.
 //
 // Host side: tensor maps are encoded per call with the driver's
 // cuTensorMapEncodeTiled, fetched through cudaGetDriverEntryPointByVersion
@@ -34,7 +35,7 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, HIPQ_GEMM_TMA=0) the caller uses
-// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 160 / 256 forces the tile width;
+// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 160 / 192 / 256 forces the tile width;
 // HIPQ_GEMM_TMA_GRID=tiles launches one block a tile instead of the
 // persistent grid (to measure what it saves). Both are read once into
 // HipContext.
@@ -53,7 +54,7 @@ namespace hipq::kernels::dev {
 
 template <int BN_>
 struct TmaShape {
-  static_assert(BN_ == 128 || BN_ == 160 || BN_ == 256, "wgmma n of one instruction");
+  static_assert(BN_ == 128 || BN_ == 160 || BN_ == 192 || BN_ == 256, "wgmma n of one instruction");
   static constexpr int BM = 128, BN = BN_, BK = 64;
   static constexpr int kStages = BN == 256 ? 3 : 4;
   static constexpr int kConsumers = 2;                     // warpgroups, 64 rows of C each
@@ -65,7 +66,7 @@ struct TmaShape {
   // Epilogue staging, outside the stage ring (the producer is already filling
   // it for the next tile): per consumer warpgroup 64 rows x kEpiCols fp32
   // columns, BN / kEpiCols rounds a tile.
-  static constexpr int kEpiCols = BN == 160 ? 80 : 128, kLdc = kEpiCols + 8;
+  static constexpr int kEpiCols = BN == 160 ? 80 : BN == 192 ? 96 : 128, kLdc = kEpiCols + 8;
   static_assert(BN % kEpiCols == 0 && kEpiCols % 8 == 0, "whole rounds of 8-column groups");
   static constexpr int kEpiBytes = kConsumers * 64 * kLdc * 4;
   static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;  // + alignment slack (1 KB swizzle atoms)
@@ -142,26 +143,29 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
 // whose columns start at n0, image / batch entry `batch`.
 // TmaRowsLoad: BN rows of a RowsFill operand through its (k, row, batch)
 // map (b_batch 0: broadcast over the batch).
+// bk: the k-tile's width in elements (64 of 16-bit, 32 of fp32: 128 bytes).
 struct TmaRowsLoad {
   int b_batch = 0;
+  int bk = 64;
   __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int kt, int n0,
                                        int batch) const {
-    tma_load_3d(dst, map, bar, kt * 64, n0, batch * b_batch);
+    tma_load_3d(dst, map, bar, kt * bk, n0, batch * b_batch);
   }
 };
 // TmaConvLoad: the implicit im2col of a stride-1 convolution over an NHWC
 // input whose (c, x, y, image) map has boxes of 64 x bw x bh x 1: column n
 // of the GEMM is output pixel n of image `batch` (n = y * Wo + x), k =
-// (ky, kx, c) with C a multiple of 64, so k-tile kt is 64 channels of one
-// tap. A tile's BN pixels are bh whole output rows (bw = Wo) or one piece of
+// (ky, kx, c) with C a multiple of bk (64 16-bit or 32 fp32 channels), so
+// k-tile kt is bk channels of one tap. A tile's BN pixels are bh whole output rows (bw = Wo) or one piece of
 // a row (bh = 1), so the box at (c0, x0 + kx - pad, y0 + ky - pad, image)
 // holds them in GEMM row order; the copy engine zero-fills the padding.
 struct TmaConvLoad {
-  int cblocks = 1;  // C / 64
+  int cblocks = 1;  // C / bk
+  int bk = 64;
   int KW = 1, pad = 0, Wo = 1;
   __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int kt, int n0,
                                        int batch) const {
-    const int tap = kt / cblocks, c0 = (kt - tap * cblocks) * 64;
+    const int tap = kt / cblocks, c0 = (kt - tap * cblocks) * bk;
     const int ky = tap / KW, kx = tap - ky * KW;
     const int y0 = n0 / Wo, x0 = n0 - y0 * Wo;
     tma_load_4d(dst, map, bar, c0, x0 + kx - pad, y0 + ky - pad, batch);
@@ -295,14 +299,78 @@ __device__ __forceinline__ void wgmma_m64n160k16<__nv_bfloat16>(float (&d)[80], 
 #endif
 }
 
+// m64n192k16: the 128 x 192 tile (a conv over 32-wide images: 6 output rows
+// a tile, gemm_tma_tile_n).
+template <typename TC>
+__device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], uint64_t da, uint64_t db);
+
+template <>
+__device__ __forceinline__ void wgmma_m64n192k16<__half>(float (&d)[96], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+template <>
+__device__ __forceinline__ void wgmma_m64n192k16<__nv_bfloat16>(float (&d)[96], uint64_t da, uint64_t db) {
+#if HIPQ_WGMMA_DEVICE
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "n"(1));
+#endif
+}
+
 template <typename TC, int BN>
 __device__ __forceinline__ void wgmma_row_block(float (&d)[BN / 2], uint64_t da, uint64_t db) {
   if constexpr (BN == 256)
     wgmma_m64n256k16<TC>(d, da, db);
+  else if constexpr (BN == 192)
+    wgmma_m64n192k16<TC>(d, da, db);
   else if constexpr (BN == 160)
     wgmma_m64n160k16<TC>(d, da, db);
   else
     wgmma_m64n128k16<TC>(d, da, db, 1);
+}
+
+// A consumer warpgroup's 64 x BN fp32 accumulators (rows m0 .. m0 + 63 of C,
+// columns n0 ..) to the epilogue: staged kEpiCols columns at a time in the
+// warpgroup's buffer cs (64 x kLdc floats, outside the stage ring), then
+// ep.row8 on 8 consecutive columns a thread. Accumulator layout of wgmma
+// m64nN (per warp of the warpgroup, 16 rows): for each 8-column group j,
+// d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3] eight
+// rows below. epi_bar: the warpgroup's named barrier.
+template <int BN, int kEpiCols, int kLdc, class Epilogue>
+__device__ __forceinline__ void tma_store_tile(const float (&d)[BN / 2], float* cs, int epi_bar, int ct, int m0,
+                                               int n0, int M, int N, int batch, const Epilogue& ep) {
+  const int warp = ct / 32, lane = ct % 32;
+  const int r = warp * 16 + lane / 4;
+#pragma unroll
+  for (int h = 0; h < BN / kEpiCols; ++h) {
+    named_sync(epi_bar, 128);  // the buffer's previous readers are done
+#pragma unroll
+    for (int j = 0; j < kEpiCols / 8; ++j) {
+      const int jj = h * (kEpiCols / 8) + j;
+      const int c = j * 8 + (lane % 4) * 2;
+      *reinterpret_cast<float2*>(cs + r * kLdc + c) = make_float2(d[4 * jj], d[4 * jj + 1]);
+      *reinterpret_cast<float2*>(cs + (r + 8) * kLdc + c) = make_float2(d[4 * jj + 2], d[4 * jj + 3]);
+    }
+    named_sync(epi_bar, 128);
+#pragma unroll 1
+    for (int g = ct; g < 64 * (kEpiCols / 8); g += 128) {
+      const int rr = g / (kEpiCols / 8), cc = (g % (kEpiCols / 8)) * 8;
+      const int m = m0 + rr, n = n0 + h * kEpiCols + cc;
+      if (m < M && n < N) ep.row8(batch, m, n, N, cs + rr * kLdc + cc);
+    }
+  }
 }
 
 // C[batch][m][n] = sum_k A(m, k) B(n, k) with A read through the tensor map
@@ -372,9 +440,8 @@ __global__ void __launch_bounds__(384, 1)
   setmaxnreg_inc<232>();
   const int cw = wg - 1;
   const int ct = threadIdx.x % 128;
-  const int warp = ct / 32, lane = ct % 32;
+  // This warpgroup's staging buffer and named barrier (2 + cw; 0 is __syncthreads).
   float* cs = reinterpret_cast<float*>(tma_smem + (base - raw) + S::kStages * S::kStageBytes) + cw * 64 * S::kLdc;
-  const int epi_bar = 2 + cw;  // named barrier of this warpgroup (0: __syncthreads, 1: unused)
   int it = 0;
   float d[S::kAccum];
 #pragma unroll 1
@@ -408,28 +475,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
     mbar_arrive(empty((it - 1) % S::kStages));  // the tile's last stage
 
-    // Accumulator layout (per warp of the warpgroup, 16 rows): for each 8-column
-    // group j, d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3]
-    // eight rows below. Staged 128 columns at a time in this warpgroup's buffer.
-    const int r = warp * 16 + lane / 4;
-#pragma unroll
-    for (int h = 0; h < S::BN / S::kEpiCols; ++h) {
-      named_sync(epi_bar, 128);  // the buffer's previous readers are done
-#pragma unroll
-      for (int j = 0; j < S::kEpiCols / 8; ++j) {
-        const int jj = h * (S::kEpiCols / 8) + j;
-        const int c = j * 8 + (lane % 4) * 2;
-        *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * jj], d[4 * jj + 1]);
-        *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * jj + 2], d[4 * jj + 3]);
-      }
-      named_sync(epi_bar, 128);
-#pragma unroll 1
-      for (int g = ct; g < 64 * (S::kEpiCols / 8); g += 128) {
-        const int rr = g / (S::kEpiCols / 8), cc = (g % (S::kEpiCols / 8)) * 8;
-        const int m = m0 + cw * 64 + rr, n = n0 + h * S::kEpiCols + cc;
-        if (m < M && n < N) ep.row8(batch, m, n, N, cs + rr * S::kLdc + cc);
-      }
-    }
+    tma_store_tile<S::BN, S::kEpiCols, S::kLdc>(d, cs, 2 + cw, ct, m0 + cw * 64, n0, M, N, batch, ep);
   }
 #else
   __trap();  // launched only where HipContext::wgmma holds
@@ -494,9 +540,9 @@ struct GemmTmaPlan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
-// Block tile width: the one of 256, 160 and 128 that finishes in the fewest
-// tile-widths of waves (one block a multiprocessor for each; a wave of
-// 160-wide tiles takes about 160 / 256 of a 256-wide one), the wider on a
+// Block tile width: the one of 256, 192, 160 and 128 that finishes in the
+// fewest tile-widths of waves (one block a multiprocessor for each; a wave
+// of 160-wide tiles takes about 160 / 256 of a 256-wide one), the wider on a
 // tie. E.g. 2048 rows (16 row tiles) and N = 1280 on 132 SMs: 80 tiles of
 // 256 are one wave of 256 = 256 units, 160 tiles of 128 two waves = 256,
 // 128 tiles of 160 one wave = 160; N = 640 over 8192 rows: 256 -> 2 waves
@@ -509,7 +555,7 @@ int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors, Allowed al
   const int64_t mt = (M + 127) / 128;
   int best = 0;
   int64_t best_cost = -1;
-  for (const int bn : {256, 160, 128}) {
+  for (const int bn : {256, 192, 160, 128}) {
     if (!allowed(bn)) continue;
     const int64_t waves = (batch * mt * ((N + bn - 1) / bn) + sms - 1) / sms;
     const int64_t cost = waves * bn;
@@ -606,6 +652,8 @@ hipError_t launch_gemm_tma(hipStream_t stream, const GemmTmaPlan& plan, int batc
   switch (plan.bn) {
     case 256:
       return launch_gemm_tma_tile<TC, 256>(stream, plan, batch, M, N, K, bl, ep);
+    case 192:
+      return launch_gemm_tma_tile<TC, 192>(stream, plan, batch, M, N, K, bl, ep);
     case 160:
       return launch_gemm_tma_tile<TC, 160>(stream, plan, batch, M, N, K, bl, ep);
     default:

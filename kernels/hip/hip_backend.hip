@@ -389,11 +389,12 @@ class HipBackend final : public Backend {
     ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && std::getenv("HIPQ_NO_WGMMA") == nullptr;
 #endif
     const std::string_view tma = env_or_empty("HIPQ_GEMM_TMA");
-    ctx_.gemm_tma = tma == "0" ? 0 : tma == "128" ? 128 : tma == "160" ? 160 : tma == "256" ? 256 : -1;
+    ctx_.gemm_tma = tma == "0" ? 0 : tma == "128" ? 128 : tma == "160" ? 160 : tma == "192" ? 192 : tma == "256" ? 256 : -1;
     ctx_.gemm_tma_grid_tiles = env_or_empty("HIPQ_GEMM_TMA_GRID") == "tiles";
     ctx_.gemm_geglu_fused = env_or_empty("HIPQ_GEMM_GEGLU") != "unfused";
     ctx_.conv_nhwc = env_or_empty("HIPQ_CONV_NHWC") != "0";
     ctx_.attention_wgmma = env_or_empty("HIPQ_ATTN_WGMMA") != "0";
+    ctx_.fp32_wgmma = env_or_empty("HIPQ_FP32_WGMMA") != "0";
     return Status::Ok();
   }
 

@@ -29,7 +29,7 @@ struct HipContext {
                               // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
   // Measurement knobs of the Hopper GEMM, read once when the backend starts
   // (docs/kernels-hip.md): HIPQ_GEMM_TMA "0" -> 0 (cp.async kernel only),
-  // "128" / "160" / "256" force the TMA kernel's tile width, else -1 (the width by
+  // "128" / "160" / "192" / "256" force the TMA kernel's tile width, else -1 (the width by
   // gemm_tma_tile_n); HIPQ_GEMM_TMA_GRID=tiles -> one block a tile instead of
   // the persistent grid; HIPQ_GEMM_GEGLU=unfused -> GEGLU through a scratch
   // product and the pairs kernel instead of the GEMM's epilogue.
@@ -39,6 +39,9 @@ struct HipContext {
   // HIPQ_ATTN_WGMMA=0 -> false: f16/bf16 attention of head dim 64 on the
   // mma.sync kernel instead of the Hopper wgmma one (attention_wgmma.h).
   bool attention_wgmma = true;
+  // HIPQ_FP32_WGMMA=0 -> false: 3xTF32 products on the mma.sync kernels
+  // (gemm_3xtf32.h) instead of the Hopper wgmma ones (gemm_tma_3xtf32.h).
+  bool fp32_wgmma = true;
   // HIPQ_CONV_NHWC=0 -> false: fp32 3xTF32 convs gather the NCHW input
   // (implicit im2col) instead of reading an NHWC copy.
   bool conv_nhwc = true;

@@ -10,6 +10,7 @@
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
 #include "kernels/hip/gemm_tma.h"
+#include "kernels/hip/gemm_tma_3xtf32.h"
 #include "kernels/hip/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -118,6 +119,48 @@ bool batch_stride(const Tensor& t, const std::vector<int64_t>& lead, int64_t& sb
   sb = t.stride[tl - 1];
   return true;
 }
+
+#if HIPQ_VENDOR_NVIDIA
+// fp32 C = A B on the Hopper 3xTF32 kernel: both operands split into
+// K-major big / small copies (split_tf32_rows_kernel; any strides), then
+// gemm_tma_3xtf32_kernel. `launched` stays false, and nothing is queued,
+// when the pool cannot hold the copies or TMA cannot describe them (the
+// caller then takes the mma.sync kernel).
+Status matmul_3xtf32_wgmma(HipContext& ctx, const dev::F32Operand& a, const dev::F32Operand& b, int batch, int M,
+                           int N, int K, const MatEpilogue& ep, bool& launched) {
+  launched = false;
+  const int ldk = dev::tf32_ldk(K);
+  const int a_batches = a.sb != 0 ? batch : 1, b_batches = b.sb != 0 ? batch : 1;
+  const size_t a_elems = static_cast<size_t>(a_batches) * M * ldk, b_elems = static_cast<size_t>(b_batches) * N * ldk;
+  Result<Buffer> ab = ctx.backend->allocate(2 * a_elems * sizeof(float));
+  if (!ab.ok()) return ab.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : ab.status();
+  Result<Buffer> bb = ctx.backend->allocate(2 * b_elems * sizeof(float));
+  if (!bb.ok()) return bb.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : bb.status();
+  float* a_big = static_cast<float*>(ab->data());
+  float* b_big = static_cast<float*>(bb->data());
+  dev::GemmTf32Plan plan;
+  plan.a_batch = a_batches > 1 ? 1 : 0;
+  if (!dev::set_tf32_grid(plan, batch, M, N, ctx.multiprocessors) ||
+      !dev::encode_f32_rows_map(plan.a_big, a_big, M, ldk, a_batches, 128) ||
+      !dev::encode_f32_rows_map(plan.a_small, a_big + a_elems, M, ldk, a_batches, 128) ||
+      !dev::encode_f32_rows_map(plan.b_big, b_big, N, ldk, b_batches, 128) ||
+      !dev::encode_f32_rows_map(plan.b_small, b_big + b_elems, N, ldk, b_batches, 128))
+    return Status::Ok();
+  // A(m, k) = a.p[b * sb + m * si + k * sj]; B(n, k) = b.p[b * sb + k * si + n * sj].
+  dev::split_tf32_rows_kernel<<<ctx.grid_for(static_cast<int64_t>(a_elems), 256), 256, 0, ctx.stream>>>(
+      a.p, a.sb, a.si, a.sj, M, K, ldk, static_cast<int64_t>(a_elems), a_big, a_big + a_elems);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  dev::split_tf32_rows_kernel<<<ctx.grid_for(static_cast<int64_t>(b_elems), 256), 256, 0, ctx.stream>>>(
+      b.p, b.sb, b.sj, b.si, N, K, ldk, static_cast<int64_t>(b_elems), b_big, b_big + b_elems);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  dev::TmaRowsLoad bl;
+  bl.b_batch = b_batches > 1 ? 1 : 0;
+  bl.bk = dev::Tma3xTf32Shape::BK;
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_3xtf32(ctx.stream, plan, batch, M, N, K, bl, ep));
+  launched = true;
+  return Status::Ok();
+}
+#endif
 
 }  // namespace
 
@@ -260,10 +303,19 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   }
 #endif
 #if HIPQ_VENDOR_NVIDIA
-  // fp32 operands on the matrix units as 3xTF32 (gemm_3xtf32.h), unless HIPQ_FP32_MATH=fma.
+  // fp32 operands on the matrix units as 3xTF32, unless HIPQ_FP32_MATH=fma:
+  // on Hopper the wgmma kernel over split copies (gemm_tma_3xtf32.h; the
+  // mma.sync one where those copies do not fit or HIPQ_FP32_WGMMA=0), else
+  // gemm_3xtf32.h.
   if (ctx.fp32_3xtf32 && a.dtype == DType::kF32 && b.dtype == DType::kF32) {
     const dev::F32Operand fa{static_cast<const float*>(a.data), a_sb, la.sm, la.sk};  // (m, k)
     const dev::F32Operand fb{static_cast<const float*>(b.data), b_sb, lb.sm, lb.sk};  // (k, n)
+    if (ctx.wgmma && ctx.fp32_wgmma) {
+      bool launched = false;
+      HIPQ_RETURN_IF_ERROR(matmul_3xtf32_wgmma(ctx, fa, fb, static_cast<int>(batch), static_cast<int>(M),
+                                               static_cast<int>(N), static_cast<int>(K), ep, launched));
+      if (launched) return Status::Ok();
+    }
     HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_3xtf32(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
                                                      static_cast<int>(N), static_cast<int>(K), fa, fb, ep));
     return Status::Ok();
