@@ -370,7 +370,7 @@ Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, Buff
   const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
   const int KW = static_cast<int>(w.shape[3]), K = C * static_cast<int>(w.shape[2]) * KW, P = Ho * Wo;
   constexpr int kBn = dev::Tma3xTf32Shape::BN;
-  if (C % 32 != 0 || P % 8 != 0 || (Wo <= kBn ? kBn % Wo != 0 : Wo % kBn != 0)) return Status::Ok();
+  if (C % 32 != 0 || P % 8 != 0 || !dev::conv_tile_fits(kBn, Wo)) return Status::Ok();
   const int64_t x_elems = x.numel(), w_elems = w.numel();
   Result<Buffer> xs = ctx.backend->allocate(static_cast<size_t>(x_elems) * sizeof(float));
   if (!xs.ok()) return xs.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : xs.status();

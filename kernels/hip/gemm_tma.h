@@ -567,15 +567,19 @@ inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
   return gemm_tma_tile_n(batch, M, N, multiprocessors, [](int) { return true; });
 }
 
-// The persistent grid of `plan`'s tile width: min(tiles, multiprocessors)
-// blocks (every tile its own block with grid_tiles); false past 2^31 - 1 tiles.
-inline bool set_tma_grid(GemmTmaPlan& plan, int batch, int M, int N, int multiprocessors, bool grid_tiles) {
-  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + plan.bn - 1) / plan.bn);
+// The persistent grid of 128 x bn tiles: min(tiles, multiprocessors) blocks
+// (every tile its own block with grid_tiles); false past 2^31 - 1 tiles.
+inline bool tma_grid_blocks(int batch, int M, int N, int bn, int multiprocessors, bool grid_tiles, int& blocks) {
+  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + bn - 1) / bn);
   if (tiles > (int64_t{1} << 31) - 1) return false;
   const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
-  plan.blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
+  blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
   return true;
 }
+
+// Whether a bn-pixel conv tile is whole output rows of width Wo or one piece
+// of a row (TmaConvLoad's boxes).
+inline bool conv_tile_fits(int bn, int Wo) { return bn >= Wo ? bn % Wo == 0 : Wo % bn == 0; }
 
 // Whether the TMA kernel takes C[batch] = A B^T for these RowsFill operands
 // (fa.rows == M, fb.rows == N, both of width K); fills `plan` when it does.
@@ -586,7 +590,7 @@ inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, c
                              int N, int K, int multiprocessors, int tile, bool grid_tiles) {
   if (tile == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
   plan.bn = tile > 0 ? tile : gemm_tma_tile_n(batch, M, N, multiprocessors);
-  return set_tma_grid(plan, batch, M, N, multiprocessors, grid_tiles) &&
+  return tma_grid_blocks(batch, M, N, plan.bn, multiprocessors, grid_tiles, plan.blocks) &&
          encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }
@@ -606,9 +610,9 @@ inline bool prepare_conv_tma(GemmTmaPlan& plan, TmaConvLoad& bl, bool bf16, cons
       reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return false;
   const int P = Ho * Wo;
-  const auto fits = [Wo](int bn) { return bn >= Wo ? bn % Wo == 0 : Wo % bn == 0; };
+  const auto fits = [Wo](int bn) { return conv_tile_fits(bn, Wo); };
   plan.bn = tile > 0 ? (fits(tile) ? tile : 0) : gemm_tma_tile_n(images, fa.rows, P, multiprocessors, fits);
-  if (plan.bn == 0 || !set_tma_grid(plan, images, fa.rows, P, multiprocessors, grid_tiles) ||
+  if (plan.bn == 0 || !tma_grid_blocks(images, fa.rows, P, plan.bn, multiprocessors, grid_tiles, plan.blocks) ||
       !encode_rows_map(plan.a, bf16, fa, images, 128, plan.a_batch))
     return false;
   const int bw = std::min(plan.bn, Wo), bh = plan.bn / bw;

@@ -254,10 +254,8 @@ struct GemmTf32Plan {
 };
 
 inline bool set_tf32_grid(GemmTf32Plan& plan, int batch, int M, int N, int multiprocessors) {
-  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + 127) / 128);
-  if (batch <= 0 || batch > 65535 || tiles <= 0 || tiles > (int64_t{1} << 31) - 1) return false;
-  plan.blocks = static_cast<int>(std::min<int64_t>(tiles, multiprocessors > 0 ? multiprocessors : 1));
-  return true;
+  return batch > 0 && batch <= 65535 && M > 0 && N > 0 &&
+         tma_grid_blocks(batch, M, N, Tma3xTf32Shape::BN, multiprocessors, /*grid_tiles=*/false, plan.blocks);
 }
 
 template <class BLoad, class Epilogue>
