@@ -13,11 +13,13 @@
 // last visible key are skipped.
 // On NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
 // and 16-byte aligned rows, the matrix-unit kernel (attention_mma.h) runs
-// instead; single-head attention with head dim over 128 (the VAE's) runs as
+// instead; fp32 of head dim 64 runs as 3xTF32 on the matrix units
+// (attention_3xtf32.h) where HIPQ_FP32_MATH allows; single-head attention with head dim over 128 (the VAE's) runs as
 // GEMM, softmax, GEMM per block of queries (attention_by_gemms).
 #include <algorithm>
 #include <string>
 
+#include "kernels/hip/attention_3xtf32.h"
 #include "kernels/hip/attention_mma.h"
 #include "kernels/hip/attention_wgmma.h"
 #include "kernels/hip/hip_common.h"
@@ -216,6 +218,19 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   if (attention_by_gemms_applies(q, k, v, out, o, D)) return attention_by_gemms(ctx, q, k, v, out, scale);
   const float scale_log2 = scale * 1.4426950408889634f;  // softmax in base 2
 #if HIPQ_VENDOR_NVIDIA
+  // fp32 with 3xTF32 products (HIPQ_FP32_MATH): head dim 64, rows of whole
+  // 16-byte pieces (attention_3xtf32.h).
+  const bool all_f32 = q.dtype == DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
+  auto rows_aligned_f32 = [](const Tensor& t) {
+    return aligned16(t.data) && t.stride[0] % 4 == 0 && t.stride[1] % 4 == 0;
+  };
+  if (ctx.fp32_3xtf32 && all_f32 && D == 64 && rows_aligned_f32(q) && rows_aligned_f32(k) && rows_aligned_f32(v) &&
+      rows_aligned_f32(out)) {
+    const dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
+                             v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
+    HIPQ_HIP_RETURN_IF_ERROR(dev::launch_attention_3xtf32<64>(ctx.stream, m, B));
+    return Status::Ok();
+  }
   const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
   auto rows_aligned = [](const Tensor& t) {
     return aligned16(t.data) && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
