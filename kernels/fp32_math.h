@@ -1,4 +1,4 @@
-// How fp32 GEMM products (matmul, conv2d with fp32 operands) are computed on
+// How fp32 products (matmul, conv2d and attention with fp32 operands) are computed on
 // the hip backend, chosen once per backend from the environment:
 //   HIPQ_FP32_MATH unset, empty or "3xtf32": on NVIDIA devices with matrix
 //     units (sm_80+), 3xTF32: each operand split into two tf32 parts, three
