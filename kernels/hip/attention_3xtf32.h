@@ -53,18 +53,6 @@ struct Attn3xTf32Shape {
   static_assert(D % 8 == 0, "head dim in 8-wide k steps");
 };
 
-// part = 0; part += small_a big_b + big_a small_b + big_a big_b; acc += part.
-__device__ __forceinline__ void mma_3xtf32_step(float (&acc)[4], const uint32_t (&a_big)[4],
-                                                const uint32_t (&a_small)[4], const uint32_t (&b_big)[2],
-                                                const uint32_t (&b_small)[2]) {
-  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  mma_m16n8k8_tf32(part, a_small, b_big);
-  mma_m16n8k8_tf32(part, a_big, b_small);
-  mma_m16n8k8_tf32(part, a_big, b_big);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) acc[e] += part[e];
-}
-
 template <int D>
 __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xtf32_kernel(AttnMmaArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -97,12 +85,7 @@ __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xt
       const float2 lo = ok0 ? *reinterpret_cast<const float2*>(p0 + kc * 8) : make_float2(0.0f, 0.0f);
       const float2 hi = ok1 ? *reinterpret_cast<const float2*>(p1 + kc * 8) : make_float2(0.0f, 0.0f);
       const float v[4] = {lo.x, hi.x, lo.y, hi.y};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const Tf32Split s = split_tf32(v[e]);
-        q_big[kc][e] = s.big;
-        q_small[kc][e] = s.small;
-      }
+      split_tf32_frag(v, q_big[kc], q_small[kc]);
     }
   }
 
@@ -141,9 +124,7 @@ __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xt
 #pragma unroll
   for (int d = 0; d < D / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
-  const int causal_shift = a.Sk - a.Sq;
-  int kv_end = a.Sk;
-  if (a.causal) kv_end = max(0, min(a.Sk, min(q0 + kQ, a.Sq) - 1 + causal_shift + 1));
+  const int kv_end = attn_key_end(a, q0, kQ);
 
   if (kv_end > 0) {
     load(0);
@@ -173,49 +154,9 @@ __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xt
         mma_3xtf32_step(s[n], q_big[kc], q_small[kc], b_big, b_small);
       }
     }
-    // Scale, mask, online softmax per row (a row's scores sit in the 4 lanes
-    // of a quad). Only the last tile and causal runs need the mask.
-    float mx[2] = {-INFINITY, -INFINITY};
-    if (!a.causal && j0 + kKeys <= a.Sk) {
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[n][e] *= a.scale_log2;
-          mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = j0 + n * 8 + 2 * t + (e & 1);
-          const int r = e >> 1;
-          const bool visible = key < a.Sk && (!a.causal || key <= row_q[r] + causal_shift);
-          s[n][e] = visible ? s[n][e] * a.scale_log2 : -INFINITY;
-          mx[r] = fmaxf(mx[r], s[n][e]);
-        }
-      }
-    }
     float corr[2], m_use[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float m_new = fmaxf(m_run[r], mx[r]);
-      m_use[r] = m_new == -INFINITY ? 0.0f : m_new;  // nothing visible yet: p = 0, no NaN
-      corr[r] = exp2f(m_run[r] - m_use[r]);
-      m_run[r] = m_new;
-      l_run[r] *= corr[r];
-    }
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[d][0] *= corr[0];
-      o[d][1] *= corr[0];
-      o[d][2] *= corr[1];
-      o[d][3] *= corr[1];
-    }
+    attn_softmax_tile(s, a, j0, 2 * t, row_q, m_run, l_run, corr, m_use);
+    attn_rescale(o, corr);
     // O += P V, one 8-key step per S tile: the A fragment is that tile's
     // accumulator (a0 = c0 row g key 2t, a1 = c2 row g + 8, a2 = c1 key
     // 2t + 1, a3 = c3); V's B fragment at keys 2t, 2t + 1, head dim g.
@@ -226,12 +167,7 @@ __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xt
       l_run[0] += p[0] + p[2];
       l_run[1] += p[1] + p[3];
       uint32_t p_big[4], p_small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const Tf32Split sp = split_tf32(p[e]);
-        p_big[e] = sp.big;
-        p_small[e] = sp.small;
-      }
+      split_tf32_frag(p, p_big, p_small);
       const int key = kc * 8 + 2 * t;
 #pragma unroll
       for (int d = 0; d < D / 8; ++d) {
@@ -247,13 +183,8 @@ __global__ void __launch_bounds__(Attn3xTf32Shape<D>::kThreads, 1) attention_3xt
     __syncthreads();
   }
 
-  // Finish: the row sums are spread over the quad.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-  }
-  const float inv[2] = {l_run[0] > 0.0f ? 1.0f / l_run[0] : 0.0f, l_run[1] > 0.0f ? 1.0f / l_run[1] : 0.0f};
+  float inv[2];
+  attn_inverse_sums(l_run, inv);
   float* ob = static_cast<float*>(a.out);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

@@ -95,6 +95,85 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 #endif
 }
 
+// The online softmax of the matrix-unit kernels (this one and
+// attention_3xtf32.h), for one lane's rows g and g + 8 of a warp's 16
+// queries: s[n][e] is the score of row e >> 1 and key j0 + 8n + t2 + (e & 1)
+// (the m16n8 accumulator layout), a row's scores spread over the 4 lanes of
+// a quad. Scales to base 2, masks keys past Sk and, when causal, past the
+// row's last visible key (only a partial tile or a causal run needs it),
+// takes the row max over the quad and updates the running max and sum.
+// Returns per row the factor the earlier accumulators are to be scaled by
+// (corr) and the max the probabilities subtract (m_use: 0 while nothing is
+// visible, so p = 0 and no NaN).
+template <int kTiles>
+__device__ __forceinline__ void attn_softmax_tile(float (&s)[kTiles][4], const AttnMmaArgs& a, int j0, int t2,
+                                                  const int (&row_q)[2], float (&m_run)[2], float (&l_run)[2],
+                                                  float (&corr)[2], float (&m_use)[2]) {
+  const int causal_shift = a.Sk - a.Sq;
+  float mx[2] = {-INFINITY, -INFINITY};
+  if (!a.causal && j0 + 8 * kTiles <= a.Sk) {
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] *= a.scale_log2;
+        mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = j0 + n * 8 + t2 + (e & 1);
+        const int r = e >> 1;
+        const bool visible = key < a.Sk && (!a.causal || key <= row_q[r] + causal_shift);
+        s[n][e] = visible ? s[n][e] * a.scale_log2 : -INFINITY;
+        mx[r] = fmaxf(mx[r], s[n][e]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    const float m_new = fmaxf(m_run[r], mx[r]);
+    m_use[r] = m_new == -INFINITY ? 0.0f : m_new;
+    corr[r] = exp2f(m_run[r] - m_use[r]);
+    m_run[r] = m_new;
+    l_run[r] *= corr[r];
+  }
+}
+
+// End of the keys a block of queries q0 .. q0 + block - 1 sees (causal: up
+// to its last query's last visible key).
+__device__ __forceinline__ int attn_key_end(const AttnMmaArgs& a, int q0, int block) {
+  if (!a.causal) return a.Sk;
+  return max(0, min(a.Sk, min(q0 + block, a.Sq) + a.Sk - a.Sq));
+}
+
+// o (kTiles m16n8 accumulators) *= corr of its row.
+template <int kTiles>
+__device__ __forceinline__ void attn_rescale(float (&o)[kTiles][4], const float (&corr)[2]) {
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+    o[t][0] *= corr[0];
+    o[t][1] *= corr[0];
+    o[t][2] *= corr[1];
+    o[t][3] *= corr[1];
+  }
+}
+
+// 1 / the row sums (spread over the quad), 0 for a row that saw no key.
+__device__ __forceinline__ void attn_inverse_sums(float (&l_run)[2], float (&inv)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
+    inv[r] = l_run[r] > 0.0f ? 1.0f / l_run[r] : 0.0f;
+  }
+}
+
 // Block shape: 8 warps of 16 queries; K/V tiles of kKeys keys, two stages.
 template <int D>
 struct AttnMmaShape {
@@ -169,10 +248,7 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
   for (int t = 0; t < D / 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
   const int row_q[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  const int causal_shift = a.Sk - a.Sq;
-
-  int kv_end = a.Sk;
-  if (a.causal) kv_end = max(0, min(a.Sk, min(q0 + kQ, a.Sq) - 1 + causal_shift + 1));
+  const int kv_end = attn_key_end(a, q0, kQ);
 
   if (kv_end > 0) issue(0, 0);
   for (int j0 = 0, it = 0; j0 < kv_end; j0 += kKeys, ++it) {
@@ -204,49 +280,9 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
         mma16816<TC>(s[n + 1], qf[kc], b1);
       }
     }
-    // Scale, mask, online softmax per row (a row's scores sit in the 4 lanes
-    // of a quad). Only the last tile and causal runs need the mask.
-    float mx[2] = {-INFINITY, -INFINITY};
-    if (!a.causal && j0 + kKeys <= a.Sk) {
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[n][e] *= a.scale_log2;
-          mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = j0 + n * 8 + t2 + (e & 1);
-          const int r = e >> 1;
-          const bool visible = key < a.Sk && (!a.causal || key <= row_q[r] + causal_shift);
-          s[n][e] = visible ? s[n][e] * a.scale_log2 : -INFINITY;
-          mx[r] = fmaxf(mx[r], s[n][e]);
-        }
-      }
-    }
     float corr[2], m_use[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float m_new = fmaxf(m_run[r], mx[r]);
-      m_use[r] = m_new == -INFINITY ? 0.0f : m_new;  // nothing visible yet: p = 0, no NaN
-      corr[r] = exp2f(m_run[r] - m_use[r]);
-      m_run[r] = m_new;
-      l_run[r] *= corr[r];
-    }
-#pragma unroll
-    for (int t = 0; t < D / 8; ++t) {
-      o[t][0] *= corr[0];
-      o[t][1] *= corr[0];
-      o[t][2] *= corr[1];
-      o[t][3] *= corr[1];
-    }
+    attn_softmax_tile(s, a, j0, t2, row_q, m_run, l_run, corr, m_use);
+    attn_rescale(o, corr);
     uint32_t pf[kKeys / 16][4];  // P as A fragments, 16 keys each
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
@@ -274,13 +310,8 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
     __syncthreads();  // this stage is refilled two tiles later
   }
 
-  // Finish: the row sums are spread over the quad.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-  }
-  const float inv[2] = {l_run[0] > 0.0f ? 1.0f / l_run[0] : 0.0f, l_run[1] > 0.0f ? 1.0f / l_run[1] : 0.0f};
+  float inv[2];
+  attn_inverse_sums(l_run, inv);
   TC* ob = static_cast<TC*>(a.out);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

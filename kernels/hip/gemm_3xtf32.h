@@ -67,6 +67,24 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&c)[4], const uint32_t (
 #endif
 }
 
+// One 8-wide k step of a 3xTF32 product: the three products go into a
+// zeroed partial sum (the two small terms first, so the large one lands on a
+// value that already holds them), which is then added to the running sum
+// with an fp32 add that rounds to nearest. The matrix unit's own
+// accumulation does not round to nearest (it truncates), so adding into the
+// running sum there would bias every one of the K / 8 steps by up to an ulp
+// of the running sum; here that error is relative to one step's partial sum.
+__device__ __forceinline__ void mma_3xtf32_step(float (&acc)[4], const uint32_t (&a_big)[4],
+                                                const uint32_t (&a_small)[4], const uint32_t (&b_big)[2],
+                                                const uint32_t (&b_small)[2]) {
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  mma_m16n8k8_tf32(part, a_small, b_big);
+  mma_m16n8k8_tf32(part, a_big, b_small);
+  mma_m16n8k8_tf32(part, a_big, b_big);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) acc[e] += part[e];
+}
+
 template <bool kAK, bool kBK, class FillA, class FillB, class Epilogue>
 __global__ void __launch_bounds__(256, FillA::kCompact && FillB::kCompact ? 2 : 1)
     gemm_3xtf32_kernel(int M, int N, int K, FillA fa, FillB fb, Epilogue ep) {
@@ -163,29 +181,9 @@ __global__ void __launch_bounds__(256, FillA::kCompact && FillB::kCompact ? 2 : 
           v[3] = a[(kk + 2 * t + 1) * kLdA + m + 8];
         }
         uint32_t a_big[4], a_small[4];
+        split_tf32_frag(v, a_big, a_small);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const Tf32Split s = split_tf32(v[e]);
-          a_big[e] = s.big;
-          a_small[e] = s.small;
-        }
-        // The three products of this 8-wide k step go into a zeroed partial
-        // sum (the two small terms first, so the large one lands on a value
-        // that already holds them), which is then added to the running sum
-        // with an fp32 add that rounds to nearest. The matrix unit's own
-        // accumulation does not round to nearest (it truncates), so adding
-        // into the running sum there would bias every one of the K / 8
-        // steps by up to an ulp of the running sum; here that error is
-        // relative to one step's partial sum only.
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          mma_m16n8k8_tf32(part, a_small, b_big[j]);
-          mma_m16n8k8_tf32(part, a_big, b_small[j]);
-          mma_m16n8k8_tf32(part, a_big, b_big[j]);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][j][e] += part[e];
-        }
+        for (int j = 0; j < 4; ++j) mma_3xtf32_step(acc[i][j], a_big, a_small, b_big[j], b_small[j]);
       }
     }
     if (has_next) {

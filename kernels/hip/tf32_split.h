@@ -72,4 +72,14 @@ HIPQ_HOST_DEVICE inline Tf32Split split_tf32(float x) {
   return {big, tf32_rna_finite(x - f32_from_bits(big))};
 }
 
+// split_tf32 of every element of an mma fragment.
+template <int N>
+HIPQ_HOST_DEVICE inline void split_tf32_frag(const float (&v)[N], uint32_t (&big)[N], uint32_t (&small)[N]) {
+  for (int e = 0; e < N; ++e) {
+    const Tf32Split s = split_tf32(v[e]);
+    big[e] = s.big;
+    small[e] = s.small;
+  }
+}
+
 }  // namespace hipq::kernels::dev
