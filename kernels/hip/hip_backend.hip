@@ -15,9 +15,18 @@
 // memory the graph writes.
 // Timing: record_event() records a device event on the stream; ids index a
 // ring of events, so an id is valid for the next kEventRing recordings.
+// Uploads: a copy_to_device of kStagedUploadMin bytes or more outside a
+// capture goes through two pinned buffers of kStagedChunk bytes: the host
+// threads of cpu::ThreadPool copy chunk i + 1 out of the (pageable, often
+// memory-mapped) source while the copy engine moves chunk i, so a weight
+// upload runs at the rate of a parallel memcpy rather than the driver's
+// single-threaded pageable path. When the pinned buffers cannot be had the
+// copy takes the plain path.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 #include <string>
@@ -25,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/fp32_math.h"
 #include "kernels/hip/hip_backend.h"
 #include "kernels/hip/hip_common.h"
@@ -86,6 +96,10 @@ class HipBackend final : public Backend {
         for (void* p : blocks) (void)hipFree(p);
       for (hipEvent_t ev : events_)
         if (ev) (void)hipEventDestroy(ev);
+      for (StagingSlot& slot : staging_) {
+        if (slot.done) (void)hipEventDestroy(slot.done);
+        if (slot.host) (void)hipHostFree(slot.host);
+      }
       (void)hipStreamDestroy(stream_);
     }
   }
@@ -193,6 +207,7 @@ class HipBackend final : public Backend {
 
   Status copy_to_device(const void* host, void* device, size_t bytes) override {
     use_device();
+    if (bytes >= kStagedUploadMin && capturing_ < 0 && staging_ready()) return staged_upload(host, device, bytes);
     HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(device, host, bytes, hipMemcpyHostToDevice, stream_));
     return Status::Ok();
   }
@@ -314,6 +329,54 @@ class HipBackend final : public Backend {
   }
 
  private:
+  static constexpr size_t kStagedUploadMin = size_t{8} << 20;  // smaller copies: one plain hipMemcpyAsync
+  static constexpr size_t kStagedChunk = size_t{32} << 20;     // bytes a pinned buffer holds
+  struct StagingSlot {
+    void* host = nullptr;       // pinned, kStagedChunk bytes
+    hipEvent_t done = nullptr;  // recorded after the copy out of `host`
+    bool pending = false;       // `done` recorded and not yet waited for
+  };
+
+  // The two pinned buffers, made on the first large upload; false (and the
+  // plain path from then on) when the host cannot pin the memory.
+  bool staging_ready() {
+    if (staging_state_ != 0) return staging_state_ > 0;
+    staging_state_ = -1;
+    for (StagingSlot& slot : staging_) {
+      if (hipHostMalloc(&slot.host, kStagedChunk, hipHostMallocDefault) != hipSuccess ||
+          hipEventCreateWithFlags(&slot.done, hipEventDisableTiming) != hipSuccess) {
+        (void)hipGetLastError();
+        return false;  // the destructor frees what was made
+      }
+    }
+    staging_state_ = 1;
+    return true;
+  }
+  Status staged_upload(const void* host, void* device, size_t bytes) {
+    const auto* src = static_cast<const unsigned char*>(host);
+    auto* dst = static_cast<unsigned char*>(device);
+    cpu::ThreadPool& pool = cpu::ThreadPool::global();
+    constexpr int64_t kPiece = int64_t{1} << 20;  // a thread's share of a chunk is whole MiB pieces
+    for (size_t off = 0, i = 0; off < bytes; off += kStagedChunk, ++i) {
+      StagingSlot& slot = staging_[i % staging_.size()];
+      if (slot.pending) {  // the copy engine is done reading this buffer
+        HIPQ_HIP_RETURN_IF_ERROR(hipEventSynchronize(slot.done));
+        slot.pending = false;
+      }
+      const size_t n = std::min(kStagedChunk, bytes - off);
+      auto* pinned = static_cast<unsigned char*>(slot.host);
+      pool.parallel_for((static_cast<int64_t>(n) + kPiece - 1) / kPiece, 1, [&](int64_t b, int64_t e) {
+        const size_t from = static_cast<size_t>(b * kPiece);
+        const size_t to = std::min(n, static_cast<size_t>(e * kPiece));
+        std::memcpy(pinned + from, src + off + from, to - from);
+      });
+      HIPQ_HIP_RETURN_IF_ERROR(hipMemcpyAsync(dst + off, pinned, n, hipMemcpyHostToDevice, stream_));
+      HIPQ_HIP_RETURN_IF_ERROR(hipEventRecord(slot.done, stream_));
+      slot.pending = true;
+    }
+    return Status::Ok();
+  }
+
   explicit HipBackend(int device) : device_(device), events_(kEventRing, nullptr) {}
 
   // The current device is per host thread in HIP (and CUDA). A backend is made
@@ -422,6 +485,8 @@ class HipBackend final : public Backend {
   int64_t cached_bytes_ = 0;
   std::vector<hipEvent_t> events_;
   int next_event_ = 0;
+  std::array<StagingSlot, 2> staging_{};
+  int staging_state_ = 0;  // 0: not tried, 1: pinned buffers made, -1: unavailable
 };
 
 }  // namespace

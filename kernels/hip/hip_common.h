@@ -92,6 +92,19 @@ __device__ __forceinline__ float from_16bit(int dt, uint16_t h) {
   return dt == kDtF16 ? __half2float(__ushort_as_half(h)) : bf16_bits_to_f32(h);
 }
 
+// Elements i .. i+7 of a 16-bit (f16/bf16) tensor as fp32, from one 16-byte
+// load (the caller checks that p + i is 16-byte aligned).
+__device__ __forceinline__ void ld8_16bit(const void* p, int dt, int64_t i, float* v) {
+  const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p) + i);
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = from_16bit(dt, static_cast<uint16_t>(w[e / 2] >> (16 * (e % 2))));
+}
+// Whether elements i .. i+7 of a tensor of dtype dt can be read by ld8_16bit.
+__device__ __forceinline__ bool ld8_16bit_ok(const void* p, int dt, int64_t i) {
+  return dt != kDtF32 && (reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(p) + i) % 16) == 0;
+}
+
 // Rounds once (nearest even) into the storage type.
 __device__ __forceinline__ void st(void* p, int dt, int64_t i, float v) {
   if (dt == kDtF32) {

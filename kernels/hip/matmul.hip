@@ -100,6 +100,83 @@ struct MatEpilogue {
   }
 };
 
+#if HIPQ_VENDOR_NVIDIA
+// MatEpilogue's common case for the TMA kernel, its dtype fixed when
+// compiled: out, bias and residual all of the kernel's 16-bit type kDt,
+// contiguous rows (residual rows too), no activation. Every load and store of
+// a whole 8-column piece is one 16-byte access and no dtype switch is
+// inlined: the epilogue's code is a fraction of MatEpilogue::row8's (whose
+// per-element switches made the TMA kernel wait on instruction fetch:
+// kernels/dev/README.md). Same arithmetic, in the same order, as row8.
+template <int kDt>
+struct MatEpilogue16 {
+  uint16_t* out;
+  int64_t ob, om;
+  const uint16_t* bias;  // [N] or null
+  const uint16_t* res;   // rows of rm elements, batch stride rb, or null
+  int64_t rb, rm;
+  float alpha;
+  int geglu;  // as MatEpilogue::geglu (out N / 2 wide)
+  __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* acc) const {
+    if (n + 8 > N) {  // the right edge: element by element
+      if (geglu) {
+        for (int e = 0; n + 2 * e + 1 < N; ++e) {
+          float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
+          if (bias) v += dev::from_16bit(kDt, bias[n + 2 * e]), g += dev::from_16bit(kDt, bias[n + 2 * e + 1]);
+          out[b * ob + m * om + n / 2 + e] = static_cast<uint16_t>(dev::pack2_16bit(kDt, v * dev::gelu(g), 0.0f));
+        }
+        return;
+      }
+      for (int e = 0; n + e < N; ++e) {
+        float x = alpha * acc[e];
+        if (bias) x += dev::from_16bit(kDt, bias[n + e]);
+        if (res) x += dev::from_16bit(kDt, res[b * rb + m * rm + n + e]);
+        out[b * ob + m * om + n + e] = static_cast<uint16_t>(dev::pack2_16bit(kDt, x, 0.0f));
+      }
+      return;
+    }
+    float bv[8];
+    if (bias) dev::ld8_16bit(bias, kDt, n, bv);
+    if (geglu) {
+      float y[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
+        if (bias) v += bv[2 * e], g += bv[2 * e + 1];
+        y[e] = v * dev::gelu(g);
+      }
+      *reinterpret_cast<uint2*>(out + b * ob + m * om + n / 2) =
+          make_uint2(dev::pack2_16bit(kDt, y[0], y[1]), dev::pack2_16bit(kDt, y[2], y[3]));
+      return;
+    }
+    float rv[8];
+    if (res) dev::ld8_16bit(res, kDt, b * rb + m * rm + n, rv);
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float x = alpha * acc[e];
+      if (bias) x += bv[e];
+      if (res) x += rv[e];
+      v[e] = x;
+    }
+    dev::st8_16bit(out, kDt, b * ob + m * om + n, v);
+  }
+};
+
+// The compact form of `ep` when its case is MatEpilogue16's (dt: the
+// kernel's 16-bit type); false otherwise.
+template <int kDt>
+bool compact_epilogue(const MatEpilogue& ep, MatEpilogue16<kDt>& c) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (ep.dt != kDt || ep.act != dev::kActNone || !aligned(ep.out) || ep.om % 8 != 0 || ep.ob % 8 != 0) return false;
+  if (ep.bias && (ep.bias_dt != kDt || ep.bias_s != 1 || !aligned(ep.bias))) return false;
+  if (ep.res && (ep.res_dt != kDt || ep.rn != 1 || ep.rm % 8 != 0 || ep.rb % 8 != 0 || !aligned(ep.res))) return false;
+  c = MatEpilogue16<kDt>{static_cast<uint16_t*>(ep.out), ep.ob, ep.om, static_cast<const uint16_t*>(ep.bias),
+                         static_cast<const uint16_t*>(ep.res), ep.rb, ep.rm, ep.alpha, ep.geglu};
+  return true;
+}
+#endif
+
 // Batch stride of `t` over the leading dims (all but the last two), or 0 when
 // they broadcast. Fails when they neither match `lead` nor are all 1, or
 // cannot be flattened into one stride.
@@ -283,12 +360,19 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     if (dev::prepare_gemm_tma(plan, mma_dtype == dev::kDtBF16, fa, fb, static_cast<int>(batch), static_cast<int>(M),
                               static_cast<int>(N), static_cast<int>(K), ctx.multiprocessors, ctx.gemm_tma,
                               ctx.gemm_tma_grid_tiles)) {
-      const hipError_t e =
-          mma_dtype == dev::kDtF16
-              ? dev::launch_gemm_tma<__half>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
-                                             static_cast<int>(N), static_cast<int>(K), ep)
-              : dev::launch_gemm_tma<__nv_bfloat16>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
-                                                    static_cast<int>(N), static_cast<int>(K), ep);
+      // The compact epilogue where the case allows (MatEpilogue16), else the general one.
+      const auto launch = [&](auto tc, const auto& epilogue) {
+        return dev::launch_gemm_tma<decltype(tc)>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
+                                                  static_cast<int>(N), static_cast<int>(K), epilogue);
+      };
+      hipError_t e;
+      if (mma_dtype == dev::kDtF16) {
+        MatEpilogue16<dev::kDtF16> c;
+        e = compact_epilogue(ep, c) ? launch(__half{}, c) : launch(__half{}, ep);
+      } else {
+        MatEpilogue16<dev::kDtBF16> c;
+        e = compact_epilogue(ep, c) ? launch(__nv_bfloat16{}, c) : launch(__nv_bfloat16{}, ep);
+      }
       HIPQ_HIP_RETURN_IF_ERROR(e);
       return Status::Ok();
     }

@@ -38,18 +38,21 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 std::vector<BenchCase> sdxl_cases() {
   std::vector<BenchCase> v;
-  auto gemm = [&](std::string name, int64_t M, int64_t N, int64_t K, bool bias) {
+  // geglu: the UNet's FF-in form, GEGLU over (value, gate) column pairs in the
+  // epilogue (out is N / 2 wide); torch_ops.py times linear + chunk + gelu * mul.
+  auto gemm = [&](std::string name, int64_t M, int64_t N, int64_t K, bool bias, bool geglu = false) {
     BenchCase c;
     c.op = "matmul";
     c.name = name;
     c.inputs = {{M, K}, {N, K}};
     if (bias) c.inputs.push_back({N});
-    c.out = {M, N};
+    c.out = {M, geglu ? N / 2 : N};
     c.flops = 2.0 * M * N * K;
-    c.run = [bias](Backend& be, std::vector<Tensor>& in, Tensor& out) {
+    c.run = [bias, geglu](Backend& be, std::vector<Tensor>& in, Tensor& out) {
       MatmulOptions o;
       o.trans_b = true;
       o.bias = bias ? &in[2] : nullptr;
+      o.geglu_pairs = geglu;
       return be.matmul(in[0], in[1], out, o);
     };
     v.push_back(c);
@@ -59,6 +62,10 @@ std::vector<BenchCase> sdxl_cases() {
   gemm("sdxl_l2_ff_in_2048x10240x1280", 2048, 10240, 1280, true);
   gemm("sdxl_l2_qkv_2048x1280x1280", 2048, 1280, 1280, false);
   gemm("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, true);
+  gemm("sdxl_l1_ff_in_nobias_8192x5120x640", 8192, 5120, 640, false);
+  gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, false);
+  gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, true, true);
+  gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, true, true);
 
   auto conv = [&](std::string name, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int s, int p) {
     BenchCase c;

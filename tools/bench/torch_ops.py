@@ -22,16 +22,26 @@ def cases():
     """(op, case, input shapes, flops or 0, elements moved, fn(inputs))."""
     out = []
 
-    def gemm(name, M, N, K, bias):
+    def gemm(name, M, N, K, bias, geglu=False):
         shapes = [(M, K), (N, K)] + ([(N,)] if bias else [])
-        out.append(("matmul", name, shapes, 2.0 * M * N * K, 0,
-                    lambda t: F.linear(t[0], t[1], t[2] if bias else None)))
+
+        def fn(t):
+            y = F.linear(t[0], t[1], t[2] if bias else None)
+            if not geglu:
+                return y
+            h, g = y.chunk(2, dim=-1)  # diffusers' GEGLU: proj, then chunk into value and gate halves
+            return h * F.gelu(g)
+        out.append(("matmul", name, shapes, 2.0 * M * N * K, 0, fn))
 
     gemm("sdxl_l1_qkv_8192x640x640", 8192, 640, 640, False)
     gemm("sdxl_l1_ff_in_8192x5120x640", 8192, 5120, 640, True)
     gemm("sdxl_l2_ff_in_2048x10240x1280", 2048, 10240, 1280, True)
     gemm("sdxl_l2_qkv_2048x1280x1280", 2048, 1280, 1280, False)
     gemm("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, True)
+    gemm("sdxl_l1_ff_in_nobias_8192x5120x640", 8192, 5120, 640, False)
+    gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, False)
+    gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, True, True)
+    gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, True, True)
 
     def conv(name, N, C, H, W, O, k, s, p):
         Ho, Wo = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
