@@ -100,10 +100,6 @@ __device__ __forceinline__ void ld8_16bit(const void* p, int dt, int64_t i, floa
 #pragma unroll
   for (int e = 0; e < 8; ++e) v[e] = from_16bit(dt, static_cast<uint16_t>(w[e / 2] >> (16 * (e % 2))));
 }
-// Whether elements i .. i+7 of a tensor of dtype dt can be read by ld8_16bit.
-__device__ __forceinline__ bool ld8_16bit_ok(const void* p, int dt, int64_t i) {
-  return dt != kDtF32 && (reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(p) + i) % 16) == 0;
-}
 
 // Rounds once (nearest even) into the storage type.
 __device__ __forceinline__ void st(void* p, int dt, int64_t i, float v) {
