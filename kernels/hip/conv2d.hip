@@ -234,6 +234,43 @@ struct ConvImageEpilogue {
   }
 };
 
+// ConvImageEpilogue's common case, its dtype fixed when compiled (as
+// MatEpilogue16 in matmul.hip): y, bias and residual all of the kernel's
+// 16-bit type kDt, y and the residual 16-byte aligned. A tile's 8-pixel
+// pieces never cross an image's edge (prepare_conv_tma: P % 8 == 0), so every
+// piece is one 16-byte residual load and one 16-byte store. Same arithmetic,
+// in the same order, as ConvEpilogue::row8.
+template <int kDt>
+struct ConvImageEpilogue16 {
+  uint16_t* y;
+  const uint16_t* bias;  // [O] or null
+  const uint16_t* res;   // y's shape, or null
+  int64_t O, P;
+  __device__ __forceinline__ void row8(int batch, int o, int n, int /*N*/, const float* acc) const {
+    const int64_t i0 = (batch * O + o) * P + n;
+    const float bo = bias ? dev::from_16bit(kDt, bias[o]) : 0.0f;
+    float rv[8];
+    if (res) dev::ld8_16bit(res, kDt, i0, rv);
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = acc[e] + bo + (res ? rv[e] : 0.0f);
+    dev::st8_16bit(y, kDt, i0, v);
+  }
+};
+
+// The compact form of `ep` for the TMA route when its case is
+// ConvImageEpilogue16's; false otherwise.
+template <int kDt>
+bool compact_conv_epilogue(const ConvEpilogue& ep, ConvImageEpilogue16<kDt>& c) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (ep.dt != kDt || !aligned(ep.y) || ep.P % 8 != 0 || (ep.bias && ep.bias_dt != kDt) ||
+      (ep.res && (ep.res_dt != kDt || !aligned(ep.res))))
+    return false;
+  c = ConvImageEpilogue16<kDt>{static_cast<uint16_t*>(ep.y), static_cast<const uint16_t*>(ep.bias),
+                               static_cast<const uint16_t*>(ep.res), ep.O, ep.P};
+  return true;
+}
+
 template <typename TC>
 Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
                          int Ho, int Wo, const Conv2dOptions& o) {
@@ -255,6 +292,12 @@ Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
   if (o.stride == 1 && dev::prepare_conv_tma(plan, bl, std::is_same_v<TC, __nv_bfloat16>, fa,
                                              static_cast<const uint16_t*>(xt.data()), N, H, W, C, Ho, Wo, KW,
                                              o.padding, ctx.multiprocessors, ctx.gemm_tma, ctx.gemm_tma_grid_tiles)) {
+    constexpr int kDt = std::is_same_v<TC, __nv_bfloat16> ? dev::kDtBF16 : dev::kDtF16;
+    ConvImageEpilogue16<kDt> cep;
+    if (compact_conv_epilogue(ep, cep)) {
+      HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma<TC>(ctx.stream, plan, N, O, P, K, bl, cep));
+      return Status::Ok();
+    }
     const ConvImageEpilogue iep{ep, P, static_cast<int64_t>(N) * P};
     HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma<TC>(ctx.stream, plan, N, O, P, K, bl, iep));
     return Status::Ok();
