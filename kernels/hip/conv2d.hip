@@ -262,9 +262,8 @@ struct ConvImageEpilogue16 {
 // ConvImageEpilogue16's; false otherwise.
 template <int kDt>
 bool compact_conv_epilogue(const ConvEpilogue& ep, ConvImageEpilogue16<kDt>& c) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (ep.dt != kDt || !aligned(ep.y) || ep.P % 8 != 0 || (ep.bias && ep.bias_dt != kDt) ||
-      (ep.res && (ep.res_dt != kDt || !aligned(ep.res))))
+  if (ep.dt != kDt || !aligned16(ep.y) || ep.P % 8 != 0 || (ep.bias && ep.bias_dt != kDt) ||
+      (ep.res && (ep.res_dt != kDt || !aligned16(ep.res))))
     return false;
   c = ConvImageEpilogue16<kDt>{static_cast<uint16_t*>(ep.y), static_cast<const uint16_t*>(ep.bias),
                                static_cast<const uint16_t*>(ep.res), ep.O, ep.P};

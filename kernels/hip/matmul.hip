@@ -123,7 +123,7 @@ struct MatEpilogue16 {
         for (int e = 0; n + 2 * e + 1 < N; ++e) {
           float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
           if (bias) v += dev::from_16bit(kDt, bias[n + 2 * e]), g += dev::from_16bit(kDt, bias[n + 2 * e + 1]);
-          out[b * ob + m * om + n / 2 + e] = static_cast<uint16_t>(dev::pack2_16bit(kDt, v * dev::gelu(g), 0.0f));
+          dev::st(out, kDt, b * ob + m * om + n / 2 + e, v * dev::gelu(g));
         }
         return;
       }
@@ -131,7 +131,7 @@ struct MatEpilogue16 {
         float x = alpha * acc[e];
         if (bias) x += dev::from_16bit(kDt, bias[n + e]);
         if (res) x += dev::from_16bit(kDt, res[b * rb + m * rm + n + e]);
-        out[b * ob + m * om + n + e] = static_cast<uint16_t>(dev::pack2_16bit(kDt, x, 0.0f));
+        dev::st(out, kDt, b * ob + m * om + n + e, x);
       }
       return;
     }
@@ -167,10 +167,10 @@ struct MatEpilogue16 {
 // kernel's 16-bit type); false otherwise.
 template <int kDt>
 bool compact_epilogue(const MatEpilogue& ep, MatEpilogue16<kDt>& c) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (ep.dt != kDt || ep.act != dev::kActNone || !aligned(ep.out) || ep.om % 8 != 0 || ep.ob % 8 != 0) return false;
-  if (ep.bias && (ep.bias_dt != kDt || ep.bias_s != 1 || !aligned(ep.bias))) return false;
-  if (ep.res && (ep.res_dt != kDt || ep.rn != 1 || ep.rm % 8 != 0 || ep.rb % 8 != 0 || !aligned(ep.res))) return false;
+  if (ep.dt != kDt || ep.act != dev::kActNone || !aligned16(ep.out) || ep.om % 8 != 0 || ep.ob % 8 != 0) return false;
+  if (ep.bias && (ep.bias_dt != kDt || ep.bias_s != 1 || !aligned16(ep.bias))) return false;
+  if (ep.res && (ep.res_dt != kDt || ep.rn != 1 || ep.rm % 8 != 0 || ep.rb % 8 != 0 || !aligned16(ep.res)))
+    return false;
   c = MatEpilogue16<kDt>{static_cast<uint16_t*>(ep.out), ep.ob, ep.om, static_cast<const uint16_t*>(ep.bias),
                          static_cast<const uint16_t*>(ep.res), ep.rb, ep.rm, ep.alpha, ep.geglu};
   return true;
