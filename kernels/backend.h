@@ -175,6 +175,12 @@ class Backend {
   virtual int64_t bytes_in_use() const = 0;
   virtual int64_t peak_bytes() const = 0;
   virtual void reset_peak() = 0;
+  // The caller promises that the block at `data` (from allocate(), `bytes`
+  // long) does not change until it is released: a backend may keep forms
+  // derived from it once (the hip backend: conv weights in the layout of its
+  // matrix-unit conv) instead of deriving them on every op. The weight loader
+  // calls it for every parameter. Default: ignored.
+  virtual void hold_constant(const void* /*data*/, size_t /*bytes*/) {}
 
   // Graph capture: the ops enqueued between begin_capture() and end_capture()
   // are recorded, not run; end_capture() returns an id whose replay_graph()

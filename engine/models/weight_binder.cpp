@@ -84,6 +84,7 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
     HIPQ_RETURN_IF_ERROR(backend_.synchronize());
   }
   bytes_ += static_cast<int64_t>(dst.nbytes());
+  backend_.hold_constant(buf.data(), buf.bytes());  // parameters never change once bound
   buffers_.push_back(std::move(buf));
   return dst;
 }

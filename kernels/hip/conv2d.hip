@@ -162,6 +162,39 @@ __global__ void nchw_to_nhwc(const T* __restrict__ x, T* __restrict__ y, int C, 
   }
 }
 
+// The 16-bit form of nchw_to_nhwc for C and HW multiples of 8: 64 x 64
+// tiles, read and written as 16-byte pieces (8 pixels of one channel in, 8
+// channels of one pixel out; eight threads write a pixel's 128 bytes).
+__global__ void __launch_bounds__(256) nchw_to_nhwc16_vec8(const uint16_t* __restrict__ x, uint16_t* __restrict__ y,
+                                                             int C, int HW) {
+  __shared__ uint16_t t[64][65];  // [channel][pixel], odd pitch: the column reads below do not collide
+  const int64_t img = static_cast<int64_t>(blockIdx.z) * C * HW;
+  const int c0 = blockIdx.y * 64, p0 = blockIdx.x * 64;
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int idx = threadIdx.x + 256 * k, c = idx / 8, q = idx % 8;
+    if (c0 + c < C && p0 + 8 * q < HW) {
+      const uint4 u = *reinterpret_cast<const uint4*>(x + img + static_cast<int64_t>(c0 + c) * HW + p0 + 8 * q);
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) t[c][8 * q + e] = static_cast<uint16_t>(w[e / 2] >> (16 * (e % 2)));
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int idx = threadIdx.x + 256 * k, p = idx / 8, j = idx % 8;
+    if (p0 + p < HW && c0 + 8 * j < C) {
+      uint32_t w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        w[e] = static_cast<uint32_t>(t[8 * j + 2 * e][p]) | (static_cast<uint32_t>(t[8 * j + 2 * e + 1][p]) << 16);
+      *reinterpret_cast<uint4*>(y + img + static_cast<int64_t>(p0 + p) * C + c0 + 8 * j) =
+          make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+}
+
 // w [O, C, T] -> [O, T, C] (T = kh * kw taps), raw bits as above.
 template <typename E>
 __global__ void weights_to_taps_last(const E* __restrict__ w, E* __restrict__ y, int64_t n, int C, int T) {
@@ -175,20 +208,57 @@ __global__ void weights_to_taps_last(const E* __restrict__ w, E* __restrict__ y,
 // x -> NHWC and w -> [O, kh, kw, C] in pool buffers held by xt / wt (the
 // NHWC routes of the matrix units); E: the element's bits.
 template <typename E>
-Status to_nhwc_operands(HipContext& ctx, const Tensor& x, const Tensor& w, Buffer& xt, Buffer& wt) {
+Status to_nhwc_input(HipContext& ctx, const Tensor& x, Buffer& xt) {
   const int N = static_cast<int>(x.shape[0]), C = static_cast<int>(x.shape[1]);
-  const int HW = static_cast<int>(x.shape[2] * x.shape[3]), T = static_cast<int>(w.shape[2] * w.shape[3]);
+  const int HW = static_cast<int>(x.shape[2] * x.shape[3]);
   HIPQ_ASSIGN_OR_RETURN(xt, ctx.backend->allocate(x.nbytes()));
-  HIPQ_ASSIGN_OR_RETURN(wt, ctx.backend->allocate(w.nbytes()));
+  if constexpr (sizeof(E) == 2) {
+    if (C % 8 == 0 && HW % 8 == 0 && aligned16(x.data)) {
+      nchw_to_nhwc16_vec8<<<dim3((HW + 63) / 64, (C + 63) / 64, N), 256, 0, ctx.stream>>>(
+          static_cast<const uint16_t*>(x.data), static_cast<uint16_t*>(xt.data()), C, HW);
+      HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+      return Status::Ok();
+    }
+  }
   dim3 tgrid((HW + 31) / 32, (C + 31) / 32, N);
   nchw_to_nhwc<E><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const E*>(x.data), static_cast<E*>(xt.data()),
                                                          C, HW);
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
-  const int64_t wn = static_cast<int64_t>(w.shape[0]) * C * T;
+  return Status::Ok();
+}
+
+template <typename E>
+Status to_taps_last(HipContext& ctx, const Tensor& w, Buffer& wt) {
+  const int C = static_cast<int>(w.shape[1]), T = static_cast<int>(w.shape[2] * w.shape[3]);
+  HIPQ_ASSIGN_OR_RETURN(wt, ctx.backend->allocate(w.nbytes()));
+  const int64_t wn = w.numel();
   weights_to_taps_last<E><<<ctx.grid_for(wn, 256), 256, 0, ctx.stream>>>(static_cast<const E*>(w.data),
                                                                          static_cast<E*>(wt.data()), wn, C, T);
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
   return Status::Ok();
+}
+
+template <typename E>
+Status to_nhwc_operands(HipContext& ctx, const Tensor& x, const Tensor& w, Buffer& xt, Buffer& wt) {
+  HIPQ_RETURN_IF_ERROR(to_nhwc_input<E>(ctx, x, xt));
+  return to_taps_last<E>(ctx, w, wt);
+}
+
+// 16-bit weights [O, kh, kw, C] for the matrix-unit conv: for a constant w
+// (Backend::hold_constant) the form derived on its first use and kept by the
+// backend (constant_forms.h), else a copy in the pool buffer held by `wt`.
+Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer& wt) {
+  ConstantForms* forms = ctx.forms;
+  const bool constant = forms != nullptr && forms->is_constant(w.data, w.nbytes());
+  const ConstantForms::Shape shape{w.shape[0], w.shape[1], w.shape[2], w.shape[3]};
+  if (constant) {
+    if (const void* p = forms->find(w.data, ConstantForms::kTapsLast16, shape))
+      return static_cast<const uint16_t*>(p);
+  }
+  HIPQ_RETURN_IF_ERROR(to_taps_last<uint16_t>(ctx, w, wt));
+  const auto* p = static_cast<const uint16_t*>(wt.data());
+  if (constant && !forms->capturing) forms->put(w.data, ConstantForms::kTapsLast16, shape, std::move(wt));
+  return p;
 }
 
 // The B operand of the wgmma route: row n = (image, output pixel), column
@@ -277,9 +347,10 @@ Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
   const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
   const int T = KH * KW, K = C * T, P = Ho * Wo;
   Buffer xt, wt;
-  HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint16_t>(ctx, x, w, xt, wt));
+  HIPQ_RETURN_IF_ERROR(to_nhwc_input<uint16_t>(ctx, x, xt));
+  HIPQ_ASSIGN_OR_RETURN(const uint16_t* wp, taps_last_16bit(ctx, w, wt));
   dev::RowsFill fa{};
-  fa.p = static_cast<const uint16_t*>(wt.data());
+  fa.p = wp;
   fa.ld = K;
   fa.rows = O;
   fa.K = K;

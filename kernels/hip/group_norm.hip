@@ -1,9 +1,16 @@
 // group_norm: x [N, C, *] normalised over each (n, group) of C/G channels ×
 // spatial, then y = xhat * gamma[c] + beta[c], optionally SiLU (fused).
-// Three launches so the reduction uses the whole device, not one block per
-// group: (1) per (group, chunk) two-pass mean and M2, (2) merge the chunks in
-// fp64 (Chan et al.) into mean and 1/std per group, (3) normalise
-// elementwise. The variance is the biased one, as PyTorch's GroupNorm.
+// The reduction uses the whole device, not one block per group: per (group,
+// chunk) a two-pass mean and M2, merged in fp64 (Chan et al.) into the
+// group's mean and 1/std, then an elementwise pass. The variance is the biased
+// one, as PyTorch's GroupNorm.
+//
+// Two forms. The vector form (16-byte loads and stores: 8 f16/bf16 or 4 fp32
+// elements; x and y of one dtype, 16-byte aligned, spatial size a multiple of
+// the vector) takes two launches: each stats block holds its chunk in
+// registers (one read of x), and each apply block merges its group's chunk
+// partials itself, so no third launch sits between them. The general form
+// (any dtypes, any sizes) takes three: stats, a merge kernel, apply.
 #include <algorithm>
 #include <string>
 
@@ -73,6 +80,163 @@ __global__ void group_apply_kernel(const void* __restrict__ x, int xdt, const vo
   }
 }
 
+// ---- the vector form ----
+
+// kVec consecutive elements of x (dt: its dtype) as fp32, from one 16-byte
+// load; the caller checks alignment.
+template <int kVec>
+__device__ __forceinline__ void ldv(const void* p, int dt, int64_t i, float* v) {
+  if constexpr (kVec == 8) {
+    dev::ld8_16bit(p, dt, i, v);
+  } else {
+    const float4 u = *reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
+    v[0] = u.x;
+    v[1] = u.y;
+    v[2] = u.z;
+    v[3] = u.w;
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void stv(void* p, int dt, int64_t i, const float* v) {
+  if constexpr (kVec == 8) {
+    dev::st8_16bit(p, dt, i, v);
+  } else {
+    *reinterpret_cast<float4*>(static_cast<float*>(p) + i) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+constexpr int kVecBlock = 256;  // threads a block, both kernels
+constexpr int kVecRegs = 4;     // vectors a thread holds in the stats kernel
+
+// Block (group ng, chunk s): the chunk is kVecBlock * kVecRegs vectors, held
+// in registers between the mean and the M2 pass.
+template <int kVec>
+__global__ void __launch_bounds__(kVecBlock) group_stats_vec_kernel(const void* __restrict__ x, int xdt,
+                                                                     int64_t group_len, double* __restrict__ partial) {
+  __shared__ float scratch[32];
+  constexpr int kChunk = kVecBlock * kVecRegs * kVec;
+  const int ng = blockIdx.x, s = blockIdx.y;
+  const int64_t base = static_cast<int64_t>(ng) * group_len;
+  const int64_t lo = static_cast<int64_t>(s) * kChunk;
+  const int64_t hi = lo + kChunk < group_len ? lo + kChunk : group_len;
+  float v[kVecRegs][kVec];
+  float sum = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kVecRegs; ++r) {
+    const int64_t i = lo + static_cast<int64_t>(r * kVecBlock + threadIdx.x) * kVec;
+    if (i < hi) {
+      ldv<kVec>(x, xdt, base + i, v[r]);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += v[r][e];
+    }
+  }
+  const int64_t cnt = hi - lo;
+  const float mean = dev::block_reduce_sum(sum, scratch) / static_cast<float>(cnt);
+  float m2 = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kVecRegs; ++r) {
+    const int64_t i = lo + static_cast<int64_t>(r * kVecBlock + threadIdx.x) * kVec;
+    if (i < hi) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float d = v[r][e] - mean;
+        m2 += d * d;
+      }
+    }
+  }
+  m2 = dev::block_reduce_sum(m2, scratch);
+  if (threadIdx.x == 0) {
+    double* p = partial + (static_cast<int64_t>(ng) * gridDim.y + s) * 3;
+    p[0] = static_cast<double>(cnt);
+    p[1] = mean;
+    p[2] = m2;
+  }
+}
+
+// Block (group ng, piece s of `piece` elements): the first warp merges the
+// group's `splits` chunk partials in fp64 (the pairwise form of Chan et al.:
+// n = sum n_s, mean = sum n_s mean_s / n, M2 = sum M2_s + n_s (mean_s - mean)^2),
+// then every thread normalises kVec elements at a time.
+template <int kVec>
+__global__ void __launch_bounds__(kVecBlock) group_apply_vec_kernel(
+    const void* __restrict__ x, const void* __restrict__ gamma, int gdt, int64_t gs, const void* __restrict__ beta,
+    int bdt, int64_t bs, const double* __restrict__ partial, int splits, float eps, void* __restrict__ y, int dt,
+    int64_t group_len, int64_t piece, int groups, int cpg, int HW, bool fuse_silu) {
+  __shared__ float stat[2];
+  const int ng = blockIdx.x;
+  if (threadIdx.x < warpSize) {
+    const double* p = partial + static_cast<int64_t>(ng) * splits * 3;
+    double n = 0, weighted = 0;
+    for (int s = threadIdx.x; s < splits; s += warpSize) {
+      n += p[3 * s];
+      weighted += p[3 * s] * p[3 * s + 1];
+    }
+    n = dev::warp_reduce_sum(n);
+    weighted = dev::warp_reduce_sum(weighted);
+    const double mean = n > 0 ? weighted / n : 0.0;
+    double m2 = 0;
+    for (int s = threadIdx.x; s < splits; s += warpSize) {
+      const double d = p[3 * s + 1] - mean;
+      m2 += p[3 * s + 2] + p[3 * s] * d * d;
+    }
+    m2 = dev::warp_reduce_sum(m2);
+    if (threadIdx.x == 0) {
+      const double var = n > 0 ? m2 / n : 0.0;
+      stat[0] = static_cast<float>(mean);
+      stat[1] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+    }
+  }
+  __syncthreads();
+  const float mean = stat[0], rstd = stat[1];
+  const int64_t base = static_cast<int64_t>(ng) * group_len;
+  const int c0 = (ng % groups) * cpg;
+  const int64_t lo = static_cast<int64_t>(blockIdx.y) * piece;
+  const int64_t hi = lo + piece < group_len ? lo + piece : group_len;
+  for (int64_t i = lo + static_cast<int64_t>(threadIdx.x) * kVec; i < hi; i += static_cast<int64_t>(kVecBlock) * kVec) {
+    const int c = c0 + static_cast<int>(static_cast<int32_t>(i) / HW);  // group_len < 2^31 (host check)
+    const float g = dev::ld(gamma, gdt, c * gs), b = dev::ld(beta, bdt, c * bs);
+    float v[kVec];
+    ldv<kVec>(x, dt, base + i, v);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      v[e] = (v[e] - mean) * rstd * g + b;
+      if (fuse_silu) v[e] = dev::silu(v[e]);
+    }
+    stv<kVec>(y, dt, base + i, v);
+  }
+}
+
+// The vector form when x and y allow it; false (nothing launched) otherwise.
+template <int kVec>
+Result<bool> group_norm_vec(HipContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                            const GroupNormOptions& o, int64_t groups_total, int64_t group_len, int64_t HW,
+                            int64_t cpg) {
+  constexpr int64_t kChunk = int64_t{kVecBlock} * kVecRegs * kVec;
+  const int64_t splits = (group_len + kChunk - 1) / kChunk;
+  if (HW % kVec != 0 || !aligned16(x.data) || !aligned16(y.data) || group_len >= (int64_t{1} << 31) ||
+      splits > 65535 || groups_total > 65535)
+    return false;
+  // Apply pieces: about four vectors a thread, at most 65535 a group.
+  int64_t piece = int64_t{kVecBlock} * 4 * kVec;
+  piece = std::max(piece, (group_len + 65534) / 65535);
+  piece = (piece + kVec - 1) / kVec * kVec;
+  const int64_t pieces = (group_len + piece - 1) / piece;
+  HIPQ_ASSIGN_OR_RETURN(Buffer scratch,
+                        ctx.backend->allocate(static_cast<size_t>(groups_total * splits * 3) * sizeof(double)));
+  double* partial = static_cast<double*>(scratch.data());
+  group_stats_vec_kernel<kVec><<<dim3(static_cast<unsigned>(groups_total), static_cast<unsigned>(splits)),
+                                 kVecBlock, 0, ctx.stream>>>(x.data, static_cast<int>(x.dtype), group_len, partial);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  group_apply_vec_kernel<kVec><<<dim3(static_cast<unsigned>(groups_total), static_cast<unsigned>(pieces)),
+                                 kVecBlock, 0, ctx.stream>>>(
+      x.data, gamma.data, static_cast<int>(gamma.dtype), gamma.stride[0], beta.data, static_cast<int>(beta.dtype),
+      beta.stride[0], partial, static_cast<int>(splits), o.eps, y.data, static_cast<int>(y.dtype), group_len, piece,
+      o.groups, static_cast<int>(cpg), static_cast<int>(HW), o.fuse_silu);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return true;
+}
+
 }  // namespace
 
 Status hip_group_norm(HipContext& ctx, const Tensor& x_in, const Tensor& gamma, const Tensor& beta, Tensor& y,
@@ -100,6 +264,13 @@ Status hip_group_norm(HipContext& ctx, const Tensor& x_in, const Tensor& gamma, 
 
   Buffer x_hold;
   HIPQ_ASSIGN_OR_RETURN(Tensor x, contiguous_or_copy(ctx, x_in, x_hold));
+  if (x.dtype == y.dtype) {
+    Result<bool> done = x.dtype == DType::kF32
+                            ? group_norm_vec<4>(ctx, x, gamma, beta, y, o, groups_total, group_len, HW, cpg)
+                            : group_norm_vec<8>(ctx, x, gamma, beta, y, o, groups_total, group_len, HW, cpg);
+    if (!done.ok()) return done.status();
+    if (*done) return Status::Ok();
+  }
   const int64_t want_blocks = 4LL * ctx.multiprocessors;
   int64_t splits = std::max<int64_t>(1, (want_blocks + groups_total - 1) / groups_total);
   splits = std::min<int64_t>(splits, std::max<int64_t>(1, group_len / 2048));

@@ -86,6 +86,7 @@ class HipBackend final : public Backend {
 
   ~HipBackend() override {
     use_device();
+    forms_.drop_all();  // their blocks return to free_, freed below
     if (stream_) {
       (void)hipStreamSynchronize(stream_);
       for (auto& [id, exec] : graph_exec_)
@@ -141,6 +142,7 @@ class HipBackend final : public Backend {
 
   void release(void* data, size_t bytes) override {
     use_device();
+    std::vector<Buffer> forms = forms_.drop(data);  // destroyed on return, after this block is back
     const size_t cls = size_class(bytes);
     if (capturing_ >= 0) reserved_by_[data] = capturing_;
     auto owner = reserved_by_.find(data);
@@ -152,11 +154,14 @@ class HipBackend final : public Backend {
     cached_bytes_ += static_cast<int64_t>(cls);
   }
 
+  void hold_constant(const void* data, size_t bytes) override { forms_.hold(data, bytes); }
+
   Status begin_capture() override {
     use_device();
     if (capturing_ >= 0) return Status::FailedPrecondition("hip backend: a graph capture is already open");
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
     capturing_ = next_graph_++;
+    forms_.capturing = true;
     graph_exec_[capturing_] = nullptr;
     return Status::Ok();
   }
@@ -165,6 +170,7 @@ class HipBackend final : public Backend {
     if (capturing_ < 0) return Status::FailedPrecondition("hip backend: end_capture without begin_capture");
     const int id = capturing_;
     capturing_ = -1;
+    forms_.capturing = false;
     hipGraph_t graph = nullptr;
     hipError_t e = hipStreamEndCapture(stream_, &graph);
     if (e == hipSuccess) {
@@ -442,6 +448,7 @@ class HipBackend final : public Backend {
 
     ctx_.stream = stream_;
     ctx_.backend = this;
+    ctx_.forms = &forms_;
     ctx_.warp_size = warp;
     ctx_.multiprocessors = sms;
     ctx_.tuning = tuning_;
@@ -474,6 +481,7 @@ class HipBackend final : public Backend {
   BackendInfo info_;
   const ArchTuning* tuning_ = nullptr;
   HipContext ctx_;
+  ConstantForms forms_;
   std::map<size_t, std::vector<void*>> free_;
   std::map<int, hipGraphExec_t> graph_exec_;                          // graph id -> its executable
   std::map<std::pair<int, size_t>, std::vector<void*>> reserved_free_;  // (graph, size class) -> released blocks

@@ -286,6 +286,62 @@ TEST_F(GpuSmoke, LargeUploadsThroughPinnedBuffersArriveIntact) {
   EXPECT_TRUE(back == b);
 }
 
+// Constant conv weights (Backend::hold_constant): the f16 conv keeps their
+// rearranged form after the first call. Results from a held block equal
+// those from the same weights not held, on the first call and from the kept
+// form; once the held block is released, a new block at the same address
+// holding other weights is not served the old form.
+TEST_F(GpuSmoke, ConvWithConstantWeightsMatchesAndForgetsReleasedBlocks) {
+  const int64_t N = 2, C = 64, H = 16, W = 16, O = 64;
+  const std::vector<int64_t> xs{N, C, H, W}, ws{O, C, 3, 3}, ys{N, O, H, W};
+  auto f16 = [&](const std::vector<float>& v, const std::vector<int64_t>& shape) {
+    Buffer f = upload(v);
+    auto h = backend_->allocate(v.size() * 2);
+    EXPECT_TRUE(h.ok());
+    Tensor dst = h->tensor(DType::kF16, shape);
+    EXPECT_TRUE(backend_->copy(f.tensor(DType::kF32, shape), dst).ok());
+    return std::move(h).value();
+  };
+  Buffer x = f16(random_vector(static_cast<size_t>(N * C * H * W), 1), xs);
+  auto conv = [&](const Buffer& w) {
+    auto y = backend_->allocate(static_cast<size_t>(N * O * H * W) * 2);
+    auto y32 = backend_->allocate(static_cast<size_t>(N * O * H * W) * 4);
+    EXPECT_TRUE(y.ok() && y32.ok());
+    Tensor yt = y->tensor(DType::kF16, ys), y32t = y32->tensor(DType::kF32, ys);
+    Conv2dOptions o;
+    o.padding = 1;
+    EXPECT_TRUE(backend_->conv2d(x.tensor(DType::kF16, xs), w.tensor(DType::kF16, ws), yt, o).ok());
+    EXPECT_TRUE(backend_->copy(yt, y32t).ok());
+    return download(*y32, static_cast<size_t>(N * O * H * W));
+  };
+  const std::vector<float> w1 = random_vector(static_cast<size_t>(O * C * 9), 2);
+  const std::vector<float> w2 = random_vector(static_cast<size_t>(O * C * 9), 3);
+  const std::vector<float> plain1 = conv(f16(w1, ws));
+  const std::vector<float> plain2 = conv(f16(w2, ws));
+  ASSERT_NE(plain1, plain2);
+
+  Buffer held = f16(w1, ws);
+  backend_->hold_constant(held.data(), held.bytes());
+  EXPECT_EQ(conv(held), plain1);  // derives and keeps the form
+  EXPECT_EQ(conv(held), plain1);  // from the kept form
+  const void* at = held.data();
+  const size_t bytes = held.bytes();
+  held = Buffer();  // its kept form (same size) goes back to the pool with it
+  std::vector<Buffer> others;
+  Buffer again;
+  for (int i = 0; i < 4 && again.data() != at; ++i) {
+    auto b = backend_->allocate(bytes);
+    ASSERT_TRUE(b.ok());
+    if (b->data() == at) again = std::move(b).value();
+    else others.push_back(std::move(b).value());
+  }
+  ASSERT_EQ(again.data(), at) << "the pool did not hand the released block out again; the test needs it to";
+  Tensor again_w = again.tensor(DType::kF16, ws);
+  ASSERT_TRUE(backend_->copy(f16(w2, ws).tensor(DType::kF16, ws), again_w).ok());
+  backend_->hold_constant(again.data(), again.bytes());
+  EXPECT_EQ(conv(again), plain2);
+}
+
 // A worker makes its backend on the main thread and runs jobs on another; with
 // several GPUs, device K's backend must work from any thread (HIP's current
 // device is per thread). Every visible device, each made on this thread and

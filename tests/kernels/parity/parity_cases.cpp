@@ -487,12 +487,16 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(group_norm_case(dt, {1, 6, 7}, 3, 1e-6f, false));
     v.push_back(group_norm_case(dt, {2, 64, 17, 19}, 32, 1e-5f, true));
     v.push_back(group_norm_case(dt, {1, 320, 16, 16}, 32, 1e-5f, false));
+    // Several stats chunks a group and a partial last one (the vector form).
+    v.push_back(group_norm_case(dt, {1, 64, 72, 72}, 16, 1e-5f, true));
 
     v.push_back(layer_norm_case(dt, {3, 7, 33}, true));
     v.push_back(layer_norm_case(dt, {5, 31}, false));
     v.push_back(layer_norm_case(dt, {4, 40}, false));  // 16-bit vector kernel: 5 threads of one warp active
     v.push_back(layer_norm_case(dt, {2, 77, 768}, true));
     v.push_back(layer_norm_case(dt, {1, 256, 640}, true));
+    v.push_back(layer_norm_case(dt, {3, 2048}, true));  // 16-bit vector kernel: 256 threads a row
+    v.push_back(layer_norm_case(dt, {3, 2056}, true));  // 257 pieces: the last warp has one active lane
 
     v.push_back(softmax_case(dt, {3, 5, 17}, 0.125f, false));
     v.push_back(softmax_case(dt, {2, 9, 9}, 1.0f, true));

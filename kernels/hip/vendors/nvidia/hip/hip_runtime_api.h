@@ -75,6 +75,7 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipHostFree cudaFreeHost
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpy2DAsync cudaMemcpy2DAsync
 #define hipMemset cudaMemset
 #define hipMemsetAsync cudaMemsetAsync
 #define hipMemGetInfo cudaMemGetInfo
