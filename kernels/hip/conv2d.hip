@@ -246,7 +246,7 @@ Status to_nhwc_operands(HipContext& ctx, const Tensor& x, const Tensor& w, Buffe
 
 // 16-bit weights [O, kh, kw, C] for the matrix-unit conv: for a constant w
 // (Backend::hold_constant) the form derived on its first use and kept by the
-// backend (constant_forms.h), else a copy in the pool buffer held by `wt`.
+// backend (kernels/constant_forms.h), else a copy in the pool buffer held by `wt`.
 Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer& wt) {
   ConstantForms* forms = ctx.forms;
   const bool constant = forms != nullptr && forms->is_constant(w.data, w.nbytes());

@@ -14,7 +14,7 @@
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/hip/arch_tuning.h"
-#include "kernels/hip/constant_forms.h"
+#include "kernels/constant_forms.h"
 
 namespace hipq::kernels {
 
@@ -47,7 +47,7 @@ struct HipContext {
   // (implicit im2col) instead of reading an NHWC copy.
   bool conv_nhwc = true;
   const ArchTuning* tuning = nullptr;
-  ConstantForms* forms = nullptr;  // the backend's forms of constant tensors (constant_forms.h)
+  ConstantForms* forms = nullptr;  // the backend's forms of constant tensors (kernels/constant_forms.h)
 
   // Blocks for a grid-stride loop over n items with `block` threads each.
   unsigned grid_for(int64_t n, int block) const {
