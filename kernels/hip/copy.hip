@@ -1,9 +1,8 @@
 // copy: strided copy with dtype conversion (the layout transforms and the
 // f32/f16/bf16 casts). Same dtype copies move raw bits (any dtype); casts
 // go through fp32 and round once.
-#include <string>
-
 #include <algorithm>
+#include <string>
 
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
