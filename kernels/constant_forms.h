@@ -8,7 +8,9 @@
 // weight loader) until its backend releases it; drop() then forgets the block
 // and hands back every form derived from it, so a later block at the same
 // address starts clean. Forms are told apart by id and by the shape of the
-// tensor they were made from. One backend, one thread: no locking.
+// tensor they were made from. The op that derives a form does not keep it
+// while its stream is being captured into a graph (the kernel that fills it
+// would only run on replay). One backend, one thread: no locking.
 //
 // The maps live in constant_forms.cpp, compiled by the host compiler only:
 // GPU translation units (which include this header through hip_ops.h) see
@@ -50,8 +52,6 @@ class ConstantForms {
   std::vector<Buffer> drop(const void* block);
   // Every form, for a backend about to free its memory.
   std::vector<Buffer> drop_all();
-
-  bool capturing = false;  // set by the backend around a graph capture: no new forms then
 
  private:
   struct Impl;

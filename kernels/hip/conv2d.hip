@@ -246,7 +246,8 @@ Status to_nhwc_operands(HipContext& ctx, const Tensor& x, const Tensor& w, Buffe
 
 // 16-bit weights [O, kh, kw, C] for the matrix-unit conv: for a constant w
 // (Backend::hold_constant) the form derived on its first use and kept by the
-// backend (kernels/constant_forms.h), else a copy in the pool buffer held by `wt`.
+// backend (kernels/constant_forms.h; not kept while the stream is captured),
+// else a copy in the pool buffer held by `wt`.
 Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer& wt) {
   ConstantForms* forms = ctx.forms;
   const bool constant = forms != nullptr && forms->is_constant(w.data, w.nbytes());
@@ -257,7 +258,11 @@ Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer
   }
   HIPQ_RETURN_IF_ERROR(to_taps_last<uint16_t>(ctx, w, wt));
   const auto* p = static_cast<const uint16_t*>(wt.data());
-  if (constant && !forms->capturing) forms->put(w.data, ConstantForms::kTapsLast16, shape, std::move(wt));
+  if (constant) {
+    hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamIsCapturing(ctx.stream, &capture));
+    if (capture == hipStreamCaptureStatusNone) forms->put(w.data, ConstantForms::kTapsLast16, shape, std::move(wt));
+  }
   return p;
 }
 

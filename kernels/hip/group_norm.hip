@@ -46,22 +46,41 @@ __global__ void group_stats_kernel(const void* __restrict__ x, int xdt, int64_t 
   }
 }
 
+// One warp merges group ng's `splits` chunk partials (count, mean, M2) in
+// fp64, by the pairwise form of Chan et al.: n = sum n_s, mean = sum n_s
+// mean_s / n, M2 = sum M2_s + n_s (mean_s - mean)^2; its lane 0 writes the
+// group's mean and 1/std to stat[0], stat[1]. Both forms merge through it.
+__device__ void merge_group_partials(const double* __restrict__ partial, int64_t ng, int splits, float eps,
+                                     float* stat) {
+  const int lane = threadIdx.x % warpSize;
+  const double* p = partial + ng * splits * 3;
+  double n = 0, weighted = 0;
+  for (int s = lane; s < splits; s += warpSize) {
+    n += p[3 * s];
+    weighted += p[3 * s] * p[3 * s + 1];
+  }
+  n = dev::warp_reduce_sum(n);
+  weighted = dev::warp_reduce_sum(weighted);
+  const double mean = n > 0 ? weighted / n : 0.0;
+  double m2 = 0;
+  for (int s = lane; s < splits; s += warpSize) {
+    const double d = p[3 * s + 1] - mean;
+    m2 += p[3 * s + 2] + p[3 * s] * d * d;
+  }
+  m2 = dev::warp_reduce_sum(m2);
+  if (lane == 0) {
+    const double var = n > 0 ? m2 / n : 0.0;
+    stat[0] = static_cast<float>(mean);
+    stat[1] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+  }
+}
+
+// The general form's merge: one warp a group.
 __global__ void group_finalize_kernel(const double* __restrict__ partial, int groups_total, int splits, float eps,
                                       float* __restrict__ stats) {
-  const int ng = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t ng = static_cast<int64_t>(blockIdx.x) * (blockDim.x / warpSize) + threadIdx.x / warpSize;
   if (ng >= groups_total) return;
-  double n = 0, mean = 0, m2 = 0;
-  for (int s = 0; s < splits; ++s) {
-    const double* p = partial + (static_cast<int64_t>(ng) * splits + s) * 3;
-    if (p[0] == 0) continue;
-    const double nb = p[0], nab = n + nb, delta = p[1] - mean;
-    mean += delta * nb / nab;
-    m2 += p[2] + delta * delta * n * nb / nab;
-    n = nab;
-  }
-  const double var = n > 0 ? m2 / n : 0.0;
-  stats[2 * ng] = static_cast<float>(mean);
-  stats[2 * ng + 1] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+  merge_group_partials(partial, ng, splits, eps, stats + 2 * ng);
 }
 
 __global__ void group_apply_kernel(const void* __restrict__ x, int xdt, const void* __restrict__ gamma, int gdt,
@@ -155,9 +174,8 @@ __global__ void __launch_bounds__(kVecBlock) group_stats_vec_kernel(const void* 
 }
 
 // Block (group ng, piece s of `piece` elements): the first warp merges the
-// group's `splits` chunk partials in fp64 (the pairwise form of Chan et al.:
-// n = sum n_s, mean = sum n_s mean_s / n, M2 = sum M2_s + n_s (mean_s - mean)^2),
-// then every thread normalises kVec elements at a time.
+// group's chunk partials (merge_group_partials), then every thread normalises
+// kVec elements at a time.
 template <int kVec>
 __global__ void __launch_bounds__(kVecBlock) group_apply_vec_kernel(
     const void* __restrict__ x, const void* __restrict__ gamma, int gdt, int64_t gs, const void* __restrict__ beta,
@@ -165,28 +183,7 @@ __global__ void __launch_bounds__(kVecBlock) group_apply_vec_kernel(
     int64_t group_len, int64_t piece, int groups, int cpg, int HW, bool fuse_silu) {
   __shared__ float stat[2];
   const int ng = blockIdx.x;
-  if (threadIdx.x < warpSize) {
-    const double* p = partial + static_cast<int64_t>(ng) * splits * 3;
-    double n = 0, weighted = 0;
-    for (int s = threadIdx.x; s < splits; s += warpSize) {
-      n += p[3 * s];
-      weighted += p[3 * s] * p[3 * s + 1];
-    }
-    n = dev::warp_reduce_sum(n);
-    weighted = dev::warp_reduce_sum(weighted);
-    const double mean = n > 0 ? weighted / n : 0.0;
-    double m2 = 0;
-    for (int s = threadIdx.x; s < splits; s += warpSize) {
-      const double d = p[3 * s + 1] - mean;
-      m2 += p[3 * s + 2] + p[3 * s] * d * d;
-    }
-    m2 = dev::warp_reduce_sum(m2);
-    if (threadIdx.x == 0) {
-      const double var = n > 0 ? m2 / n : 0.0;
-      stat[0] = static_cast<float>(mean);
-      stat[1] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
-    }
-  }
+  if (threadIdx.x < warpSize) merge_group_partials(partial, ng, splits, eps, stat);
   __syncthreads();
   const float mean = stat[0], rstd = stat[1];
   const int64_t base = static_cast<int64_t>(ng) * group_len;
@@ -286,7 +283,9 @@ Status hip_group_norm(HipContext& ctx, const Tensor& x_in, const Tensor& gamma, 
   group_stats_kernel<<<dim3(static_cast<unsigned>(groups_total), static_cast<unsigned>(splits)), 256, 0,
                        ctx.stream>>>(x.data, static_cast<int>(x.dtype), group_len, chunk, partial);
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
-  group_finalize_kernel<<<static_cast<unsigned>((groups_total + 127) / 128), 128, 0, ctx.stream>>>(
+  const int64_t groups_a_block = 128 / ctx.warp_size;
+  group_finalize_kernel<<<static_cast<unsigned>((groups_total + groups_a_block - 1) / groups_a_block), 128, 0,
+                          ctx.stream>>>(
       partial, static_cast<int>(groups_total), static_cast<int>(splits), o.eps, stats);
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
   const int block = ctx.tuning->elementwise_block;

@@ -161,7 +161,6 @@ class HipBackend final : public Backend {
     if (capturing_ >= 0) return Status::FailedPrecondition("hip backend: a graph capture is already open");
     HIPQ_HIP_RETURN_IF_ERROR(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
     capturing_ = next_graph_++;
-    forms_.capturing = true;
     graph_exec_[capturing_] = nullptr;
     return Status::Ok();
   }
@@ -170,7 +169,6 @@ class HipBackend final : public Backend {
     if (capturing_ < 0) return Status::FailedPrecondition("hip backend: end_capture without begin_capture");
     const int id = capturing_;
     capturing_ = -1;
-    forms_.capturing = false;
     hipGraph_t graph = nullptr;
     hipError_t e = hipStreamEndCapture(stream_, &graph);
     if (e == hipSuccess) {

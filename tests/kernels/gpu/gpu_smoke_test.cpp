@@ -1,5 +1,6 @@
 // GPU smoke test: the hip backend's tiled GEMM (with bias and a batch), fp32
-// matmul and conv in both HIPQ_FP32_MATH modes, large uploads, and a
+// matmul and conv in both HIPQ_FP32_MATH modes, large uploads, a conv from
+// constant weights (their kept form, and its end with the block), and a
 // block reduction (group_norm's statistics and parity_sums) against plain
 // CPU loops written here, so the test depends on nothing but the hip
 // backend. Skips with "no device" when no GPU is visible.

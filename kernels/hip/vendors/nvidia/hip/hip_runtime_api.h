@@ -42,6 +42,8 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
 #define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipStreamCaptureStatus cudaStreamCaptureStatus
+#define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
 
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipDeviceAttributeMaxSharedMemoryPerBlock cudaDevAttrMaxSharedMemoryPerBlock
@@ -88,6 +90,7 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipStreamQuery cudaStreamQuery
 #define hipStreamBeginCapture cudaStreamBeginCapture
 #define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamIsCapturing cudaStreamIsCapturing
 #define hipGraphInstantiate(e, g, a, b, c) cudaGraphInstantiate(e, g, 0)
 #define hipGraphLaunch cudaGraphLaunch
 #define hipGraphExecDestroy cudaGraphExecDestroy
