@@ -131,8 +131,9 @@ Status deflate_band(const std::string& in, bool last, std::string& out) {
 // The zlib stream of the image data (PNG spec 10): bands of rows filtered and
 // deflated on up to hardware_concurrency threads (8 at most), as pigz does;
 // each band starts with an empty window. zlib is set as libpng sets it for
-// filtered rows (level 6, Z_FILTERED). A 1024 px test image: libpng 122 ms
-// and 1,808,798 bytes; this 81 ms on 2 cores (123 on one) and 1,806,157.
+// filtered rows (level 6, Z_FILTERED). A 1024 px image (hipq_bench_png, one
+// run of both): libpng 119 ms and 1,808,849 bytes; this 69 ms on 2 cores
+// (131 on one) and 1,806,219 bytes (docs/benchmarks.md).
 Result<std::string> image_data(const RgbImage& im) {
   constexpr int kMinRows = 64;
   const int cores = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));

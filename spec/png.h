@@ -2,7 +2,7 @@
 // writes decoded images with it, the report its thumbnails. Reading is
 // libpng's; writing is zlib's deflate behind our own chunk framing, so that
 // bands of rows are filtered (libpng's default adaptive choice) and deflated
-// on several threads into one stream (libpng compresses on one: 122 ms for a
+// on several threads into one stream (libpng compresses on one: 119 ms for a
 // 1024 px image, on the job's critical path).
 //
 // write_png encodes in memory and writes through write_file_atomic (parents
