@@ -37,6 +37,10 @@ Result<UNetStep> UNetStep::make(kernels::Backend& backend, const UNet& unet, con
     HIPQ_ASSIGN_OR_RETURN(s.time_ids_, DeviceTensor::from_host(backend, time_ids.data(),
                                                               {static_cast<int64_t>(time_ids.size())}, DType::kF32));
   }
+  // The text context is the same in every step: its cross-attention
+  // projections are made here, once, outside any captured graph.
+  HIPQ_ASSIGN_OR_RETURN(ContextKV kv, unet.project_context(backend, hidden));
+  s.context_kv_.emplace(std::move(kv));
   const char* env = std::getenv("HIPQ_STEP_GRAPHS");
   s.use_graph_ = !(env && std::strcmp(env, "0") == 0);
   return s;
@@ -52,6 +56,7 @@ Status UNetStep::forward_into_out() {
   in.sample = sample;
   in.timesteps_device = &timesteps_.t;
   in.encoder_hidden_states = hidden_;
+  in.context_kv = context_kv_ ? &*context_kv_ : nullptr;
   if (pooled_ != nullptr) {
     in.text_embeds = pooled_;
     in.time_ids_device = &time_ids_.t;
@@ -118,6 +123,8 @@ UNetStep& UNetStep::operator=(UNetStep&& o) noexcept {
   steps_ = o.steps_;
   out_f32_ = std::move(o.out_f32_);
   time_ids_ = std::move(o.time_ids_);
+  context_kv_ = std::move(o.context_kv_);
+  o.context_kv_.reset();
   out_ = std::move(o.out_);
   o.out_.reset();
   use_graph_ = o.use_graph_;

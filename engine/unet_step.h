@@ -10,6 +10,9 @@
 // as a device tensor and are copied into the fixed input buffer, the step's
 // timestep comes from a table uploaded once by make(), and the output is an
 // fp32 device tensor. run() neither copies to or from the host nor waits.
+// The cross attentions' k | v projections of the text context, the same in
+// every step, are made once by make() (UNet::project_context) and read by
+// every forward.
 // Replays run the same kernels on the same addresses as the eager forward, so
 // the results are identical.
 //
@@ -69,6 +72,7 @@ class UNetStep {
   DeviceTensor timestep_table_;  // [steps, batch] f32
   int steps_ = 0;
   DeviceTensor time_ids_;   // [batch, 6] f32 (SDXL)
+  std::optional<ContextKV> context_kv_;  // the cross attentions' projections of hidden_
   std::optional<DeviceTensor> out_;  // the forward's output (model precision)
   DeviceTensor out_f32_;             // ... cast to fp32 (not allocated when the model runs in fp32)
   bool use_graph_ = true;

@@ -17,6 +17,23 @@ Result<Linear> Linear::bind(WeightBinder& b, const std::string& prefix, int64_t 
   return l;
 }
 
+Result<Linear> Linear::bind_stacked(WeightBinder& b, const std::vector<std::string>& prefixes, int64_t in,
+                                    int64_t out_each, bool bias) {
+  Linear l;
+  l.in = in;
+  l.out = out_each * static_cast<int64_t>(prefixes.size());
+  std::vector<std::string> names;
+  for (const std::string& p : prefixes) names.push_back(join_key(p, "weight"));
+  HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind_stacked(names, {out_each, in}, ParamInit::uniform_fan_in(in)));
+  if (bias) {
+    names.clear();
+    for (const std::string& p : prefixes) names.push_back(join_key(p, "bias"));
+    HIPQ_ASSIGN_OR_RETURN(l.bias, b.bind_stacked(names, {out_each}, ParamInit::uniform_fan_in(in)));
+    l.has_bias = true;
+  }
+  return l;
+}
+
 Status Linear::forward(kernels::Backend& be, const Tensor& x, Tensor& y, kernels::Activation act,
                        const Tensor* residual) const {
   if (x.dim(-1) != in)

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/models/device_tensor.h"
@@ -26,6 +27,11 @@ struct Linear {
 
   static Result<Linear> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
                              bool bias = true);
+  // Layers of one input stored apart (prefixes[i].weight [out_each, in]),
+  // bound as one of out = prefixes.size() * out_each features: their outputs
+  // side by side in the order given, from one GEMM.
+  static Result<Linear> bind_stacked(WeightBinder& b, const std::vector<std::string>& prefixes, int64_t in,
+                                     int64_t out_each, bool bias);
   // y[..., out] = x[..., in] @ W^T + b (+ residual); x contiguous.
   Status forward(kernels::Backend& be, const kernels::Tensor& x, kernels::Tensor& y,
                  kernels::Activation act = kernels::Activation::kNone,

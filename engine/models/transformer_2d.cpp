@@ -9,10 +9,12 @@ Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const
                                                           int64_t cross_dim) {
   BasicTransformerBlock t;
   HIPQ_ASSIGN_OR_RETURN(t.norm1, LayerNorm::bind(b, join_key(prefix, "norm1"), dim, 1e-5f));
-  HIPQ_ASSIGN_OR_RETURN(t.attn1, Attention::bind(b, join_key(prefix, "attn1"), dim, dim, heads, head_dim, false));
+  HIPQ_ASSIGN_OR_RETURN(t.attn1, Attention::bind(b, join_key(prefix, "attn1"), AttentionKind::kSelf, dim, dim,
+                                                 heads, head_dim, false));
   HIPQ_ASSIGN_OR_RETURN(t.norm2, LayerNorm::bind(b, join_key(prefix, "norm2"), dim, 1e-5f));
   HIPQ_ASSIGN_OR_RETURN(t.attn2,
-                        Attention::bind(b, join_key(prefix, "attn2"), dim, cross_dim, heads, head_dim, false));
+                        Attention::bind(b, join_key(prefix, "attn2"), AttentionKind::kCross, dim, cross_dim,
+                                        heads, head_dim, false));
   HIPQ_ASSIGN_OR_RETURN(t.norm3, LayerNorm::bind(b, join_key(prefix, "norm3"), dim, 1e-5f));
   const int64_t ff_inner = 4 * dim;
   HIPQ_ASSIGN_OR_RETURN(t.ff_geglu, Geglu::bind(b, join_key(prefix, "ff.net.0"), dim, ff_inner));
@@ -20,12 +22,12 @@ Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const
   return t;
 }
 
-Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const Tensor& x,
-                                                    const Tensor& context) const {
+Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const Tensor& x, const Tensor& context,
+                                                    const ContextKV* kv) const {
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n1, norm1(be, x));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, n1.t, nullptr, &x));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n2, norm2(be, h1.t));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.t, &context, &h1.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.t, &context, &h1.t, kv));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n3, norm3(be, h2.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, n3.t));  // [B, S, 4*dim]
   return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
@@ -61,8 +63,13 @@ Result<Transformer2DModel> Transformer2DModel::bind(WeightBinder& b, const std::
   return t;
 }
 
-Result<DeviceTensor> Transformer2DModel::forward(kernels::Backend& be, const Tensor& x,
-                                                 const Tensor& context) const {
+Status Transformer2DModel::project_context(kernels::Backend& be, ContextKV& kv) const {
+  for (const BasicTransformerBlock& blk : blocks) HIPQ_RETURN_IF_ERROR(kv.add(be, blk.attn2));
+  return Status::Ok();
+}
+
+Result<DeviceTensor> Transformer2DModel::forward(kernels::Backend& be, const Tensor& x, const Tensor& context,
+                                                 const ContextKV* kv) const {
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), s = h * w;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor normed, norm(be, x, false));
   DeviceTensor tokens;  // [N, HW, C]
@@ -75,7 +82,7 @@ Result<DeviceTensor> Transformer2DModel::forward(kernels::Backend& be, const Ten
     HIPQ_ASSIGN_OR_RETURN(tokens, contiguous_copy(be, p.t.reshape({n, c, s}).permute({0, 2, 1}), x.dtype));
   }
   for (const BasicTransformerBlock& blk : blocks) {
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor next, blk.forward(be, tokens.t, context));
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor next, blk.forward(be, tokens.t, context, kv));
     tokens = std::move(next);
   }
   if (linear_projection) {

@@ -27,9 +27,10 @@ struct BasicTransformerBlock {
 
   static Result<BasicTransformerBlock> bind(WeightBinder& b, const std::string& prefix, int64_t dim,
                                             int heads, int64_t head_dim, int64_t cross_dim);
-  // x: [B, S, dim] contiguous; context: [B, Sk, cross_dim].
-  Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x,
-                               const kernels::Tensor& context) const;
+  // x: [B, S, dim] contiguous; context: [B, Sk, cross_dim]; kv: the
+  // context's projections made beforehand (or nullptr).
+  Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x, const kernels::Tensor& context,
+                               const ContextKV* kv = nullptr) const;
 };
 
 struct Transformer2DModel {
@@ -44,8 +45,10 @@ struct Transformer2DModel {
                                          int heads, int depth, int64_t cross_dim, bool use_linear_projection,
                                          int groups);
   // x: [N, C, H, W]; context: [N, Sk, cross_dim]. Returns [N, C, H, W].
-  Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x,
-                               const kernels::Tensor& context) const;
+  Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x, const kernels::Tensor& context,
+                               const ContextKV* kv = nullptr) const;
+  // Adds each block's cross-attention projection of `kv`'s context to it.
+  Status project_context(kernels::Backend& be, ContextKV& kv) const;
 };
 
 }  // namespace hipq::engine

@@ -382,6 +382,20 @@ Result<DeviceTensor> UNet::time_embedding(kernels::Backend& be, const UNetInputs
   return add_linear_2_(be, a1.t, kernels::Activation::kNone, &emb.t);
 }
 
+Result<ContextKV> UNet::project_context(kernels::Backend& be, const Tensor& encoder_hidden_states) const {
+  const Tensor& ctx = encoder_hidden_states;
+  if (ctx.ndim != 3 || ctx.dim(2) != cfg_.cross_attention_dim || ctx.dtype != dtype_)
+    return Status::InvalidArgument("UNet: encoder_hidden_states " + ctx.describe() + " is not [N, S, " +
+                                   std::to_string(cfg_.cross_attention_dim) + "] in the model precision");
+  ContextKV kv(ctx);
+  for (const DownBlock& blk : down_)
+    for (const Transformer2DModel& t : blk.attentions) HIPQ_RETURN_IF_ERROR(t.project_context(be, kv));
+  if (cfg_.mid_block) HIPQ_RETURN_IF_ERROR(mid_attn_.project_context(be, kv));
+  for (const UpBlock& blk : up_)
+    for (const Transformer2DModel& t : blk.attentions) HIPQ_RETURN_IF_ERROR(t.project_context(be, kv));
+  return kv;
+}
+
 Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) const {
   if (!in.sample || !in.encoder_hidden_states)
     return Status::InvalidArgument("UNet: sample and encoder_hidden_states are required");
@@ -429,7 +443,7 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
     for (size_t j = 0; j < blk.resnets.size(); ++j) {
       HIPQ_ASSIGN_OR_RETURN(DeviceTensor r, blk.resnets[j].forward(be, cur, &temb.t));
       if (!blk.attentions.empty()) {
-        HIPQ_ASSIGN_OR_RETURN(r, blk.attentions[j].forward(be, r.t, ctx));
+        HIPQ_ASSIGN_OR_RETURN(r, blk.attentions[j].forward(be, r.t, ctx, in.context_kv));
       }
       skips.push_back(std::move(r));
       cur = skips.back().t;
@@ -443,7 +457,7 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
   DeviceTensor h;
   if (cfg_.mid_block) {
     HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward(be, cur, &temb.t));
-    HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t, ctx));
+    HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t, ctx, in.context_kv));
     HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward(be, h.t, &temb.t));
   } else {
     HIPQ_ASSIGN_OR_RETURN(h, contiguous_copy(be, cur, dtype_));
@@ -458,7 +472,7 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
       HIPQ_RETURN_IF_ERROR(be.concat(parts, 1, cat.t));
       HIPQ_ASSIGN_OR_RETURN(h, blk.resnets[j].forward(be, cat.t, &temb.t));
       if (!blk.attentions.empty()) {
-        HIPQ_ASSIGN_OR_RETURN(h, blk.attentions[j].forward(be, h.t, ctx));
+        HIPQ_ASSIGN_OR_RETURN(h, blk.attentions[j].forward(be, h.t, ctx, in.context_kv));
       }
     }
     for (const Upsample2D& u : blk.upsamplers) {

@@ -90,6 +90,9 @@ struct UNetInputs {
   // written into these tensors).
   const kernels::Tensor* timesteps_device = nullptr;
   const kernels::Tensor* time_ids_device = nullptr;
+  // The cross attentions' projections of encoder_hidden_states, made once for
+  // a generation by project_context() (or nullptr: projected in every forward).
+  const ContextKV* context_kv = nullptr;
 };
 
 class UNet {
@@ -101,6 +104,9 @@ class UNet {
   // The model output (noise prediction) [N, out, h, w] in the model's precision.
   // InvalidArgument for shapes/dtypes that do not fit the config.
   Result<DeviceTensor> forward(kernels::Backend& be, const UNetInputs& in) const;
+  // Every cross attention's k | v projection of `encoder_hidden_states`, for
+  // UNetInputs::context_kv (the UNet must stay where it is while they are used).
+  Result<ContextKV> project_context(kernels::Backend& be, const kernels::Tensor& encoder_hidden_states) const;
 
   const UNetConfig& config() const { return cfg_; }
   kernels::DType precision() const { return dtype_; }

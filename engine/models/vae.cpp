@@ -15,7 +15,7 @@ constexpr float kVaeEps = 1e-6f;
 Status bind_mid_attention(WeightBinder& b, const std::string& p, int64_t ch, int groups, GroupNorm* norm,
                           Attention* attn) {
   HIPQ_ASSIGN_OR_RETURN(*norm, GroupNorm::bind(b, p + ".group_norm", ch, groups, kVaeEps));
-  HIPQ_ASSIGN_OR_RETURN(*attn, Attention::bind(b, p, ch, ch, 1, ch, /*qkv_bias=*/true));
+  HIPQ_ASSIGN_OR_RETURN(*attn, Attention::bind(b, p, AttentionKind::kSelf, ch, ch, 1, ch, /*qkv_bias=*/true));
   return Status::Ok();
 }
 

@@ -17,9 +17,7 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 // Buffers the model never reads as parameters.
-bool is_ignorable(const std::string& name) {
-  return name.ends_with("position_ids");
-}
+bool is_ignorable(const std::string& name) { return name.ends_with("position_ids"); }
 }  // namespace
 
 Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int64_t>& shape,
@@ -37,9 +35,20 @@ WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend
 
 bool WeightLoader::has(const std::string& name) const { return source_.contains(prefix_ + name); }
 
-Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
-                                  const ParamInit&, ParamLayout layout) {
-  const std::string name = prefix_ + local;
+Result<Tensor> SpecRecorder::bind_stacked(const std::vector<std::string>& names,
+                                          const std::vector<int64_t>& part_shape, const ParamInit& init) {
+  if (names.empty() || part_shape.empty())
+    return Status::InvalidArgument("bind_stacked: no parts, or parts without a first dim");
+  for (const std::string& n : names) specs_.push_back({n, part_shape, init});
+  std::vector<int64_t> shape = part_shape;
+  shape[0] *= static_cast<int64_t>(names.size());
+  Tensor t;
+  t.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[d];
+  return t;
+}
+
+Result<HostTensor> WeightLoader::fetch(const std::string& name, const std::vector<int64_t>& shape) const {
   HIPQ_ASSIGN_OR_RETURN(HostTensor host, source_.get(name));
   if (host.shape != shape) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' has shape " +
@@ -51,9 +60,35 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
                                    std::string(kernels::dtype_name(host.dtype)) +
                                    "; weights must be f32, f16 or bf16");
   }
+  return host;
+}
+
+Status WeightLoader::upload(const HostTensor& host, Tensor dst) {
+  if (host.dtype == dtype_) return backend_.copy_to_device(host.data, dst.data, host.nbytes);
+  // Cast on the backend: one upload of the stored bytes, no host pass.
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
+  Tensor src = staging.tensor(host.dtype, dst.shape_vec());
+  HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
+  HIPQ_RETURN_IF_ERROR(backend_.copy(src, dst));
+  // The staging buffer goes back to the pool at scope end; the copy above
+  // is ordered before any later use of that memory on the single stream.
+  return backend_.synchronize();
+}
+
+void WeightLoader::keep(kernels::Buffer buf, int64_t bytes) {
+  bytes_ += bytes;
+  backend_.hold_constant(buf.data(), buf.bytes());  // parameters never change once bound
+  buffers_.push_back(std::move(buf));
+}
+
+Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
+                                  const ParamInit&, ParamLayout layout) {
+  const std::string name = prefix_ + local;
+  HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
   const bool interleave = layout == ParamLayout::kInterleavedHalves;
   if (interleave && (shape.empty() || shape[0] % 2 != 0)) {
-    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " +
+                                   shape_str(shape) +
                                    " cannot have its halves interleaved: dim 0 must be even");
   }
   used_.insert(name);
@@ -71,21 +106,37 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
     Tensor pairs = dst.reshape({half, 2, rest});
     HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
     HIPQ_RETURN_IF_ERROR(backend_.synchronize());
-  } else if (host.dtype == dtype_) {
-    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, dst.data, host.nbytes));
   } else {
-    // Cast on the backend: one upload of the stored bytes, no host pass.
-    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
-    Tensor src = staging.tensor(host.dtype, shape);
-    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
-    HIPQ_RETURN_IF_ERROR(backend_.copy(src, dst));
-    // The staging buffer goes back to the pool at scope end; the copy above
-    // is ordered before any later use of that memory on the single stream.
-    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+    HIPQ_RETURN_IF_ERROR(upload(host, dst));
   }
-  bytes_ += static_cast<int64_t>(dst.nbytes());
-  backend_.hold_constant(buf.data(), buf.bytes());  // parameters never change once bound
-  buffers_.push_back(std::move(buf));
+  keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
+  return dst;
+}
+
+Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals,
+                                          const std::vector<int64_t>& part_shape, const ParamInit&) {
+  if (locals.empty() || part_shape.empty())
+    return Status::InvalidArgument("bind_stacked: no parts, or parts without a first dim");
+  // Every part is checked before anything is allocated or uploaded.
+  std::vector<HostTensor> parts;
+  parts.reserve(locals.size());
+  for (const std::string& local : locals) {
+    HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(prefix_ + local, part_shape));
+    parts.push_back(std::move(host));
+  }
+  std::vector<int64_t> shape = part_shape;
+  shape[0] *= static_cast<int64_t>(locals.size());
+  const int64_t part_numel = parts[0].numel();
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf,
+                        backend_.allocate(part_numel * static_cast<int64_t>(parts.size()) *
+                                          static_cast<int64_t>(kernels::dtype_size(dtype_))));
+  Tensor dst = buf.tensor(dtype_, shape);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    HIPQ_RETURN_IF_ERROR(
+        upload(parts[i], dst.slice(0, static_cast<int64_t>(i) * part_shape[0], part_shape[0])));
+    used_.insert(prefix_ + locals[i]);
+  }
+  keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
   return dst;
 }
 

@@ -75,6 +75,14 @@ class WeightBinder {
                                const ParamInit& init) {
     return bind(name, shape, init, ParamLayout::kAsStored);
   }
+  // Parameters stored apart that the device holds as one tensor: the named
+  // tensors, each of `part_shape`, stacked along dim 0 in the order given, so
+  // [names.size() * part_shape[0], part_shape[1], ...]. The q, k and v
+  // projections of a self-attention so become one GEMM. Errors as bind's,
+  // naming the part. SpecRecorder records each part under its own name.
+  virtual Result<kernels::Tensor> bind_stacked(const std::vector<std::string>& names,
+                                               const std::vector<int64_t>& part_shape,
+                                               const ParamInit& init) = 0;
   // Whether an optional parameter exists (e.g. a bias some checkpoints drop).
   virtual bool has(const std::string& name) const = 0;
 };
@@ -85,6 +93,9 @@ class SpecRecorder : public WeightBinder {
   using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
                                const ParamInit& init, ParamLayout layout) override;
+  Result<kernels::Tensor> bind_stacked(const std::vector<std::string>& names,
+                                       const std::vector<int64_t>& part_shape,
+                                       const ParamInit& init) override;
   bool has(const std::string&) const override { return true; }
   const std::vector<ParamSpec>& specs() const { return specs_; }
   std::vector<ParamSpec> take_specs() { return std::move(specs_); }
@@ -102,6 +113,9 @@ class WeightLoader : public WeightBinder {
   using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
                                const ParamInit& init, ParamLayout layout) override;
+  Result<kernels::Tensor> bind_stacked(const std::vector<std::string>& names,
+                                       const std::vector<int64_t>& part_shape,
+                                       const ParamInit& init) override;
   bool has(const std::string& name) const override;
 
   // Names of the source never bound (ignoring known non-parameters such as
@@ -111,6 +125,13 @@ class WeightLoader : public WeightBinder {
   std::vector<kernels::Buffer> take_buffers() { return std::move(buffers_); }
 
  private:
+  // The stored tensor `name` (prefix applied), checked against `shape`.
+  Result<HostTensor> fetch(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Writes `host` into `dst` (same shape) in dst's dtype, casting on the backend.
+  Status upload(const HostTensor& host, kernels::Tensor dst);
+  // Takes `buf` as a parameter block: counted, promised constant, kept.
+  void keep(kernels::Buffer buf, int64_t bytes);
+
   const WeightSource& source_;
   kernels::Backend& backend_;
   kernels::DType dtype_;

@@ -86,5 +86,33 @@ TEST(Transformer2DModelTest, RejectsChannelsNotDivisibleByHeads) {
   EXPECT_NE(t.status().message().find("heads"), std::string::npos);
 }
 
+TEST(AttentionTest, SelfAndCrossAreBoundAndCalledAsWhatTheyAre) {
+  // A self attention keeps its q | k | v as one stacked layer, a cross one its k | v;
+  // calling either the other way is an error, not a silent wrong product.
+  SpecRecorder rec;
+  auto bad = Attention::bind(rec, "a", AttentionKind::kSelf, 8, 6, 2, 4, false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("own width 8, not 6"), std::string::npos) << bad.status().ToString();
+  ASSERT_TRUE(Attention::bind(rec, "self", AttentionKind::kSelf, 8, 8, 2, 4, false).ok());
+  ASSERT_TRUE(Attention::bind(rec, "cross", AttentionKind::kCross, 8, 6, 2, 4, false).ok());
+  auto w = random_weights(rec.specs(), 3);
+  auto be = cpu_backend();
+  WeightLoader loader(*w, *be, kernels::DType::kF32);
+  auto self = Attention::bind(loader, "self", AttentionKind::kSelf, 8, 8, 2, 4, false);
+  auto cross = Attention::bind(loader, "cross", AttentionKind::kCross, 8, 6, 2, 4, false);
+  ASSERT_TRUE(self.ok() && cross.ok());
+  EXPECT_EQ(self->to_qkv.weight.shape_vec(), (std::vector<int64_t>{24, 8}));
+  EXPECT_EQ(cross->to_kv.weight.shape_vec(), (std::vector<int64_t>{16, 6}));
+  EXPECT_TRUE(loader.unused_names().empty());
+  std::mt19937 rng(2);
+  DeviceTensor x = upload(*be, random_vec(rng, 2 * 3 * 8), {2, 3, 8});
+  DeviceTensor ctx = upload(*be, random_vec(rng, 2 * 5 * 6), {2, 5, 6});
+  EXPECT_EQ(self->forward(*be, x.t, &ctx.t, nullptr).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cross->forward(*be, x.t, nullptr, nullptr).status().code(), StatusCode::kInvalidArgument);
+  auto y = cross->forward(*be, x.t, &ctx.t, nullptr);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->t.shape_vec(), (std::vector<int64_t>{2, 3, 8}));
+}
+
 }  // namespace
 }  // namespace hipq::engine

@@ -134,5 +134,47 @@ TEST(UNetTest, RejectsInputsThatDoNotFitTheConfig) {
   EXPECT_NE(out.status().message().find("encoder_hidden_states"), std::string::npos);
 }
 
+TEST(UNetTest, ContextProjectionsMadeOnceGiveTheSameOutput) {
+  // UNetStep projects the text context through every cross attention once per
+  // generation; a forward reading those projections equals one projecting its
+  // own, and projections made from another context are not served.
+  Reference ref = Reference::open("tiny-sdxl");
+  if (!ref.file) GTEST_SKIP() << "no tiny-sdxl reference data";
+  auto cfg = UNetConfig::from_json(ref.model.configs.at("unet"), "unet/config.json");
+  ASSERT_TRUE(cfg.ok());
+  auto be = cpu_backend();
+  auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, kernels::DType::kF32);
+  ASSERT_TRUE(unet.ok()) << unet.status().ToString();
+  DeviceTensor sample = upload(*be, ref.values("unet.sample"), ref.shape("unet.sample"));
+  Vec ctx_values = ref.values("unet.encoder_hidden_states");
+  DeviceTensor ctx = upload(*be, ctx_values, ref.shape("unet.encoder_hidden_states"));
+  for (float& v : ctx_values) v = -v;
+  DeviceTensor other = upload(*be, ctx_values, ref.shape("unet.encoder_hidden_states"));
+  DeviceTensor text = upload(*be, ref.values("unet.text_embeds"), ref.shape("unet.text_embeds"));
+  UNetInputs in;
+  in.sample = &sample.t;
+  in.encoder_hidden_states = &ctx.t;
+  in.timesteps = ref.values("unet.timesteps");
+  in.text_embeds = &text.t;
+  in.time_ids = ref.values("unet.time_ids");
+  auto plain = unet->forward(*be, in);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto kv = unet->project_context(*be, ctx.t);
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_GT(kv->size(), 0u);
+  in.context_kv = &*kv;
+  auto made = unet->forward(*be, in);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ(download(*be, made->t), download(*be, plain->t));
+  auto other_kv = unet->project_context(*be, other.t);
+  ASSERT_TRUE(other_kv.ok());
+  in.context_kv = &*other_kv;
+  auto mismatched = unet->forward(*be, in);
+  ASSERT_TRUE(mismatched.ok());
+  EXPECT_EQ(download(*be, mismatched->t), download(*be, plain->t));
+  DeviceTensor narrow = upload(*be, Vec(2 * 77 * 32, 0.1f), {2, 77, 32});
+  EXPECT_EQ(unet->project_context(*be, narrow.t).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hipq::engine

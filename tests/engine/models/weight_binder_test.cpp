@@ -136,5 +136,61 @@ TEST(WeightBinderTest, InterleavingAnOddFirstDimIsRefusedWithTheTensorsName) {
   EXPECT_NE(t.status().message().find("odd.weight"), std::string::npos) << t.status().ToString();
 }
 
+TEST(WeightBinderTest, StackedLayersAreOneTensorOfTheirPartsInOrder) {
+  // q, k and v stored apart, bound as one [3 * out, in] weight and [3 * out] bias.
+  const int64_t in = 2, out = 2;
+  InMemoryWeightSource src("test source");
+  for (int part = 0; part < 3; ++part) {
+    const std::string p = std::string("attn.to_") + "qkv"[part];
+    Vec w(out * in), bias(out);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(10 * part + i);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(100 * part + i);
+    src.add(p + ".weight", HostTensor::from_f32(w, {out, in}));
+    src.add(p + ".bias", HostTensor::from_f32(bias, {out}));
+  }
+  auto be = cpu_backend();
+  for (auto dt : {kernels::DType::kF32, kernels::DType::kBF16}) {
+    WeightLoader loader(src, *be, dt);
+    auto l = Linear::bind_stacked(loader, {"attn.to_q", "attn.to_k", "attn.to_v"}, in, out, true);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    EXPECT_EQ(l->out, 3 * out);
+    EXPECT_EQ(l->weight.shape_vec(), (std::vector<int64_t>{3 * out, in}));
+    EXPECT_EQ(l->weight.dtype, dt);
+    EXPECT_EQ(download(*be, l->weight), (Vec{0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23}));
+    EXPECT_EQ(download(*be, l->bias), (Vec{0, 1, 100, 101, 200, 201}));
+    EXPECT_TRUE(loader.unused_names().empty());
+    EXPECT_EQ(loader.bytes_loaded(), static_cast<int64_t>(3 * out * (in + 1) * kernels::dtype_size(dt)));
+  }
+  // The recorder (synthetic weights, exports) sees each part under its stored name.
+  SpecRecorder rec;
+  auto r = Linear::bind_stacked(rec, {"attn.to_q", "attn.to_k", "attn.to_v"}, in, out, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->weight.shape_vec(), (std::vector<int64_t>{3 * out, in}));
+  ASSERT_EQ(rec.specs().size(), 6u);
+  EXPECT_EQ(rec.specs()[0].name, "attn.to_q.weight");
+  EXPECT_EQ(rec.specs()[2].name, "attn.to_v.weight");
+  EXPECT_EQ(rec.specs()[2].shape, (std::vector<int64_t>{out, in}));
+  EXPECT_EQ(rec.specs()[3].name, "attn.to_q.bias");
+  EXPECT_EQ(rec.specs()[3].init.fan_in, in);
+}
+
+TEST(WeightBinderTest, StackedPartOfAnotherShapeIsNamedAndNothingIsBound) {
+  InMemoryWeightSource src("test source");
+  src.add("a.weight", HostTensor::from_f32(Vec(4, 1.0f), {2, 2}));
+  src.add("b.weight", HostTensor::from_f32(Vec(6, 1.0f), {3, 2}));
+  auto be = cpu_backend();
+  WeightLoader loader(src, *be, kernels::DType::kF32);
+  auto l = Linear::bind_stacked(loader, {"a", "b"}, 2, 2, false);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find("'b.weight' has shape [3, 2]"), std::string::npos) << l.status().ToString();
+  EXPECT_EQ(loader.bytes_loaded(), 0);
+  EXPECT_EQ(loader.unused_names().size(), 2u);  // neither part was taken
+  auto missing = Linear::bind_stacked(loader, {"a", "c"}, 2, 2, false);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("c.weight"), std::string::npos) << missing.status().ToString();
+}
+
 }  // namespace
 }  // namespace hipq::engine
