@@ -208,27 +208,6 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
   const TC* vb = static_cast<const TC*>(a.v) + b * a.vsb + h * D;
   constexpr int kVecPerRow = D / 8;  // 16-byte pieces per row
 
-  // ---- Q: stage through shared memory, keep this warp's 16 rows as A fragments.
-  for (int i = tid; i < kQ * kVecPerRow; i += kThreads) {
-    const int r = i / kVecPerRow, c = (i % kVecPerRow) * 8;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (q0 + r < a.Sq) val = *reinterpret_cast<const uint4*>(qb + static_cast<int64_t>(q0 + r) * a.qss + c);
-    *reinterpret_cast<uint4*>(smem + r * kLd + c) = val;
-  }
-  __syncthreads();
-  uint32_t qf[D / 16][4];
-  {
-    const TC* qs = smem + (warp * 16) * kLd;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      qf[kc][0] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2);
-      qf[kc][1] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2);
-      qf[kc][2] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2 + 8);
-      qf[kc][3] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2 + 8);
-    }
-  }
-  __syncthreads();  // Q's staging buffer becomes the K/V stages
-
   // K and V rows of tile j0 into `stage`, 16-byte cp.async, keys past Sk zero-filled.
   auto issue = [&](int stage, int j0) {
     TC* ks = k_tile(stage);
@@ -242,15 +221,55 @@ __global__ void __launch_bounds__(AttnMmaShape<D>::kThreads, AttnMmaShape<D>::kM
     }
     cp_async_commit();
   };
+  const int kv_end = attn_key_end(a, q0, kQ);
+
+  // ---- Q: staged through shared memory, this warp's 16 rows kept as A
+  // fragments. Where Q fits in one stage (head dim 64) it comes by cp.async
+  // into stage 1 while K/V tile 0 streams into stage 0, so the block waits on
+  // memory once before its first products instead of twice (with 77 keys,
+  // cross attention, that wait is most of the block's time).
+  constexpr bool kQInStage = kQ * kLd <= 2 * S::kTileElems;
+  TC* q_stage = kQInStage ? k_tile(1) : smem;
+  for (int i = tid; i < kQ * kVecPerRow; i += kThreads) {
+    const int r = i / kVecPerRow, c = (i % kVecPerRow) * 8;
+    const bool ok = q0 + r < a.Sq;
+    const TC* src = qb + static_cast<int64_t>(ok ? q0 + r : 0) * a.qss + c;
+    if constexpr (kQInStage) {
+      cp_async16(q_stage + r * kLd + c, src, ok);
+    } else {
+      *reinterpret_cast<uint4*>(q_stage + r * kLd + c) = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  if constexpr (kQInStage) {
+    cp_async_commit();
+    if (kv_end > 0) {
+      issue(0, 0);
+      cp_async_wait_one();  // Q's group is done; tile 0 may still be in flight
+    } else {
+      cp_async_wait_all();
+    }
+  }
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+  {
+    const TC* qs = q_stage + (warp * 16) * kLd;
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+      qf[kc][0] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2);
+      qf[kc][1] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2);
+      qf[kc][2] = *reinterpret_cast<const uint32_t*>(qs + g * kLd + kc * 16 + t2 + 8);
+      qf[kc][3] = *reinterpret_cast<const uint32_t*>(qs + (g + 8) * kLd + kc * 16 + t2 + 8);
+    }
+  }
+  __syncthreads();  // Q's staging buffer becomes a K/V stage again
 
   float o[D / 8][4];
 #pragma unroll
   for (int t = 0; t < D / 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
   const int row_q[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  const int kv_end = attn_key_end(a, q0, kQ);
 
-  if (kv_end > 0) issue(0, 0);
+  if (!kQInStage && kv_end > 0) issue(0, 0);
   for (int j0 = 0, it = 0; j0 < kv_end; j0 += kKeys, ++it) {
     const int stage = it & 1;
     if (j0 + kKeys < kv_end) {

@@ -549,6 +549,7 @@ void add_light(std::vector<ParityCase>& v) {
 
     v.push_back(upsample_case(dt, {2, 3, 5, 7}));
     v.push_back(upsample_case(dt, {1, 64, 32, 32}));
+    v.push_back(upsample_case(dt, {3, 5, 6, 4}));  // 16-bit vector kernel: one 4-pixel piece a row
 
     v.push_back(timestep_case(dt, 320, true, 0.0f));
     v.push_back(timestep_case(dt, 256, true, 0.0f));
