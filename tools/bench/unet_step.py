@@ -31,6 +31,41 @@ import tempfile
 import time
 
 
+def cuda_timed(fn, warmup, iters):
+    """(median ms, min ms) of `iters` calls of fn timed with CUDA events, after `warmup` calls."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times), min(times)
+
+
+def capture_graph(call, warmup=3):
+    """`call` captured once in a torch.cuda.CUDAGraph (after warm-up calls on a side stream)."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            call()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return graph
+
+
 def torch_step_ms(model_dir, precision, size, modes, iters, warmup):
     import torch
     from diffusers import UNet2DConditionModel
@@ -58,34 +93,14 @@ def torch_step_ms(model_dir, precision, size, modes, iters, warmup):
         return m(sample, t, encoder_hidden_states=ehs, return_dict=False, **kwargs)[0]
 
     def timed(fn):
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times), min(times)
+        return cuda_timed(fn, warmup, iters)
 
     out = {}
     with torch.inference_mode():
         if "eager" in modes:
             out["eager"] = timed(lambda: call(unet))
         if "graph" in modes:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    call(unet)
-            torch.cuda.current_stream().wait_stream(s)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                call(unet)
+            graph = capture_graph(lambda: call(unet))
             out["graph"] = timed(graph.replay)
             del graph
         if "compile" in modes:

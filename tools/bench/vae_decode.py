@@ -17,11 +17,10 @@ Prints one table with hipq time / PyTorch time per mode; --json writes every fig
 import argparse
 import json
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unet_step import hipq_step_ms  # noqa: E402
+from unet_step import capture_graph, cuda_timed, hipq_step_ms  # noqa: E402
 
 
 def torch_decode_ms(model_dir, precision, size, iters, warmup):
@@ -41,32 +40,13 @@ def torch_decode_ms(model_dir, precision, size, iters, warmup):
         return vae.decode(latent, return_dict=False)[0]
 
     def timed(fn):
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return {"median_ms": statistics.median(times), "min_ms": min(times)}
+        median, least = cuda_timed(fn, warmup, iters)
+        return {"median_ms": median, "min_ms": least}
 
     out = {}
     with torch.inference_mode():
         out["eager"] = timed(call)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(2):
-                call()
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            call()
+        graph = capture_graph(call, warmup=2)
         out["graph"] = timed(graph.replay)
         del graph
     del vae
