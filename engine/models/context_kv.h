@@ -11,7 +11,10 @@
 // A projection is served only for the context it was made from (same memory,
 // shape and dtype); for any other context the attention projects its own.
 // Ownership: holds device memory of the backend that made it; the context
-// tensor and the Attentions must outlive it (entries are keyed by address).
+// tensor and the Attentions must outlive it (entries are keyed by address),
+// and the context's values must not change while it is used (a projection
+// made from other values would be served: UNetStep's conditioning tensors
+// are fixed for its whole generation).
 // Thread safety: immutable once made; the backend's thread.
 #pragma once
 
