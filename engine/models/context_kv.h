@@ -32,8 +32,8 @@ class ContextKV {
  public:
   explicit ContextKV(const kernels::Tensor& context) : context_(context) {}
 
-  // Projects the context through a's k | v. InvalidArgument for a self
-  // attention or a context of the wrong width.
+  // Projects the context through a's k | v (Attention::project_context:
+  // InvalidArgument for a self attention).
   Status add(kernels::Backend& be, const Attention& a);
   // a's projection ([B, Sk, 2 * inner]) when made for `context`, else nullptr.
   const kernels::Tensor* find(const Attention& a, const kernels::Tensor& context) const;

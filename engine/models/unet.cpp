@@ -382,11 +382,17 @@ Result<DeviceTensor> UNet::time_embedding(kernels::Backend& be, const UNetInputs
   return add_linear_2_(be, a1.t, kernels::Activation::kNone, &emb.t);
 }
 
+Status UNet::check_context(const Tensor& ctx, int64_t n) const {
+  if (ctx.ndim != 3 || (n >= 0 && ctx.dim(0) != n) || ctx.dim(2) != cfg_.cross_attention_dim || ctx.dtype != dtype_)
+    return Status::InvalidArgument("UNet: encoder_hidden_states " + ctx.describe() + " is not [" +
+                                   (n >= 0 ? std::to_string(n) : std::string("N")) + ", S, " +
+                                   std::to_string(cfg_.cross_attention_dim) + "] in the model precision");
+  return Status::Ok();
+}
+
 Result<ContextKV> UNet::project_context(kernels::Backend& be, const Tensor& encoder_hidden_states) const {
   const Tensor& ctx = encoder_hidden_states;
-  if (ctx.ndim != 3 || ctx.dim(2) != cfg_.cross_attention_dim || ctx.dtype != dtype_)
-    return Status::InvalidArgument("UNet: encoder_hidden_states " + ctx.describe() + " is not [N, S, " +
-                                   std::to_string(cfg_.cross_attention_dim) + "] in the model precision");
+  HIPQ_RETURN_IF_ERROR(check_context(ctx, -1));
   ContextKV kv(ctx);
   for (const DownBlock& blk : down_)
     for (const Transformer2DModel& t : blk.attentions) HIPQ_RETURN_IF_ERROR(t.project_context(be, kv));
@@ -405,9 +411,7 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
     return Status::InvalidArgument("UNet: sample " + x.describe() + " is not [N, " + std::to_string(cfg_.in_channels) +
                                    ", h, w] in " + std::string(kernels::dtype_name(dtype_)));
   const Tensor& ctx = *in.encoder_hidden_states;
-  if (ctx.ndim != 3 || ctx.dim(0) != n || ctx.dim(2) != cfg_.cross_attention_dim || ctx.dtype != dtype_)
-    return Status::InvalidArgument("UNet: encoder_hidden_states " + ctx.describe() + " is not [" + std::to_string(n) +
-                                   ", S, " + std::to_string(cfg_.cross_attention_dim) + "] in the model precision");
+  HIPQ_RETURN_IF_ERROR(check_context(ctx, n));
   auto device_f32 = [&x](const Tensor* t, int64_t count) {
     return t->dtype == kernels::DType::kF32 && t->location == x.location && t->is_contiguous() && t->numel() == count;
   };

@@ -124,6 +124,8 @@ class UNet {
   };
   static Status bind_all(UNet& m, WeightBinder& b);
   Result<DeviceTensor> time_embedding(kernels::Backend& be, const UNetInputs& in, int64_t n) const;
+  // InvalidArgument unless ctx is [n, S, cross_attention_dim] in the model precision (n < 0: any batch).
+  Status check_context(const kernels::Tensor& ctx, int64_t n) const;
 
   UNetConfig cfg_;
   kernels::DType dtype_ = kernels::DType::kF32;

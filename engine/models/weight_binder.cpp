@@ -17,16 +17,31 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 // Buffers the model never reads as parameters.
-bool is_ignorable(const std::string& name) { return name.ends_with("position_ids"); }
+bool is_ignorable(const std::string& name) {
+  return name.ends_with("position_ids");
+}
+// A tensor of `shape` with no memory: what SpecRecorder binds.
+Tensor shape_only(const std::vector<int64_t>& shape) {
+  Tensor t;
+  t.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[d];
+  return t;
+}
+
+// The shape of `parts` tensors of `part_shape` stacked on dim 0.
+Result<std::vector<int64_t>> stacked_shape(size_t parts, const std::vector<int64_t>& part_shape) {
+  if (parts == 0 || part_shape.empty())
+    return Status::InvalidArgument("bind_stacked: no parts, or parts without a first dim");
+  std::vector<int64_t> shape = part_shape;
+  shape[0] *= static_cast<int64_t>(parts);
+  return shape;
+}
 }  // namespace
 
 Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int64_t>& shape,
                                   const ParamInit& init, ParamLayout) {
   specs_.push_back({name, shape, init});
-  Tensor t;
-  t.ndim = static_cast<int>(shape.size());
-  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[d];
-  return t;
+  return shape_only(shape);
 }
 
 WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend, DType dtype,
@@ -37,15 +52,9 @@ bool WeightLoader::has(const std::string& name) const { return source_.contains(
 
 Result<Tensor> SpecRecorder::bind_stacked(const std::vector<std::string>& names,
                                           const std::vector<int64_t>& part_shape, const ParamInit& init) {
-  if (names.empty() || part_shape.empty())
-    return Status::InvalidArgument("bind_stacked: no parts, or parts without a first dim");
+  HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(names.size(), part_shape));
   for (const std::string& n : names) specs_.push_back({n, part_shape, init});
-  std::vector<int64_t> shape = part_shape;
-  shape[0] *= static_cast<int64_t>(names.size());
-  Tensor t;
-  t.ndim = static_cast<int>(shape.size());
-  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[d];
-  return t;
+  return shape_only(shape);
 }
 
 Result<HostTensor> WeightLoader::fetch(const std::string& name, const std::vector<int64_t>& shape) const {
@@ -87,8 +96,7 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
   HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
   const bool interleave = layout == ParamLayout::kInterleavedHalves;
   if (interleave && (shape.empty() || shape[0] % 2 != 0)) {
-    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " +
-                                   shape_str(shape) +
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
                                    " cannot have its halves interleaved: dim 0 must be even");
   }
   used_.insert(name);
@@ -115,8 +123,7 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
 
 Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals,
                                           const std::vector<int64_t>& part_shape, const ParamInit&) {
-  if (locals.empty() || part_shape.empty())
-    return Status::InvalidArgument("bind_stacked: no parts, or parts without a first dim");
+  HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(locals.size(), part_shape));
   // Every part is checked before anything is allocated or uploaded.
   std::vector<HostTensor> parts;
   parts.reserve(locals.size());
@@ -124,12 +131,8 @@ Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals
     HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(prefix_ + local, part_shape));
     parts.push_back(std::move(host));
   }
-  std::vector<int64_t> shape = part_shape;
-  shape[0] *= static_cast<int64_t>(locals.size());
-  const int64_t part_numel = parts[0].numel();
-  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf,
-                        backend_.allocate(part_numel * static_cast<int64_t>(parts.size()) *
-                                          static_cast<int64_t>(kernels::dtype_size(dtype_))));
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(static_cast<size_t>(parts[0].numel()) *
+                                                               parts.size() * kernels::dtype_size(dtype_)));
   Tensor dst = buf.tensor(dtype_, shape);
   for (size_t i = 0; i < parts.size(); ++i) {
     HIPQ_RETURN_IF_ERROR(

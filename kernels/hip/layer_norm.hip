@@ -68,11 +68,11 @@ __global__ void layer_norm16_vec8_kernel(const uint4* __restrict__ x, const void
   if (!active) return;
   float r[8];
   if constexpr (kAffine16) {
-    const uint4 graw = static_cast<const uint4*>(gamma)[t], braw = static_cast<const uint4*>(beta)[t];
-    const uint16_t* g = reinterpret_cast<const uint16_t*>(&graw);
-    const uint16_t* b = reinterpret_cast<const uint16_t*>(&braw);
+    float g[8], b[8];
+    dev::ld8_16bit(gamma, dt, static_cast<int64_t>(t) * 8, g);
+    dev::ld8_16bit(beta, dt, static_cast<int64_t>(t) * 8, b);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) r[e] = (v[e] - mean) * rstd * dev::from_16bit(dt, g[e]) + dev::from_16bit(dt, b[e]);
+    for (int e = 0; e < 8; ++e) r[e] = (v[e] - mean) * rstd * g[e] + b[e];
   } else {
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
