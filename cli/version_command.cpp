@@ -13,6 +13,7 @@
 #include "base/build_info.h"
 #include "cli/commands.h"
 #include "kernels/backend.h"
+#include "kernels/f16_math.h"
 #include "kernels/fp32_math.h"
 
 namespace hipq::cli {
@@ -30,6 +31,22 @@ std::string fp32_products_line(std::string_view gpu_flavour) {
   if (*mode == kernels::Fp32Math::kFma)
     return hip + " (HIPQ_FP32_MATH=fma; unset, sm_80+ devices take split tensor-core products, faster)";
   return hip + " on sm_80+ devices, fp32 FMA on older ones (HIPQ_FP32_MATH=fma: fp32 FMA everywhere)";
+}
+
+// How the build's hip backend computes f16 products under the current
+// HIPQ_DOT2 (kernels/f16_math.h); no device is opened.
+std::string f16_products_line(std::string_view gpu_flavour) {
+  if (gpu_flavour == "amd") {
+    if (!kernels::dot2_f16_from_env(/*amd=*/true)) return "fp32 FMA (HIPQ_DOT2=0)";
+    return kernels::f16_products(true, false, false) +
+           " (v_dot2_f32_f16 on RDNA2; bf16: fp32 FMA; HIPQ_DOT2=0: fp32 FMA for f16 too)";
+  }
+  if (gpu_flavour == "nvidia") {
+    if (kernels::dot2_f16_from_env(/*amd=*/false))
+      return kernels::f16_products(true, true, false) + " (HIPQ_DOT2=1: the AMD kernels, to check them here)";
+    return "tensor cores, fp32 accumulate (wgmma on sm_90a, mma.sync on sm_80+; fp32 FMA on older devices)";
+  }
+  return "fp32 (cpu backend)";
 }
 
 }  // namespace
@@ -52,6 +69,7 @@ void add_version_command(CLI::App& app, int& exit_code) {
     for (const auto& b : kernels::available_backends()) backends += (backends.empty() ? "" : ", ") + b;
     fmt::print("  backends       {}\n", backends);
     fmt::print("  fp32 products  {}\n", fp32_products_line(bi::kGpuFlavour));
+    fmt::print("  f16 products   {}\n", f16_products_line(bi::kGpuFlavour));
     fmt::print("  dependencies   zeromq {}.{}.{} (curve {}), protobuf {}, sqlite {}, spdlog {}.{}.{}, fmt {}, "
                "nlohmann_json {}.{}.{}, libpng {}\n",
                zmaj, zmin, zpat, zmq_has("curve") ? "yes" : "no",

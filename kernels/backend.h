@@ -76,6 +76,10 @@ struct BackendInfo {
   // How fp32 GEMM products (matmul, conv2d) are computed (kernels/fp32_math.h):
   // "3xTF32 split on tensor cores" or "fp32 FMA" on hip, "fp32" on cpu.
   std::string fp32_products;
+  // How f16 products are computed (kernels/f16_math.h): "tensor cores
+  // (wgmma), fp32 accumulate", "packed-half dot2 into fp32", ... on hip,
+  // "fp32" on cpu.
+  std::string f16_products;
 };
 
 enum class Activation : uint8_t { kNone = 0, kGelu = 1, kGeluTanh = 2, kSilu = 3, kQuickGelu = 4 };

@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
     info_.runtime_version = "cpu reference, " + std::to_string(info_.multiprocessors) + " threads";
     info_.warp_size = 1;
     info_.fp32_products = "fp32";
+    info_.f16_products = "fp32";
   }
 
   const BackendInfo& info() const override { return info_; }

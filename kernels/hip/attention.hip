@@ -11,15 +11,21 @@
 // D = 64 -> G = 4, 64 queries per 256-thread block; D = 512 -> G = 32.
 // Causal: query i sees keys j <= i + (Sk - Sq); key tiles past the block's
 // last visible key are skipped.
-// On NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
-// and 16-byte aligned rows, the matrix-unit kernel (attention_mma.h) runs
-// instead; fp32 of head dim 64 runs as 3xTF32 on the matrix units
-// (attention_3xtf32.h) where HIPQ_FP32_MATH allows; single-head attention with head dim over 128 (the VAE's) runs as
-// GEMM, softmax, GEMM per block of queries (attention_by_gemms).
+// Instead of it:
+//  - f16 of head dim 64 where HipContext::dot2_f16 holds (AMD): the
+//    packed-half kernel (attention_dot2.h);
+//  - NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
+//    and 16-byte aligned rows: the matrix-unit kernels (attention_mma.h,
+//    on Hopper attention_wgmma.h);
+//  - fp32 of head dim 64 where HIPQ_FP32_MATH allows: 3xTF32 on the matrix
+//    units (attention_3xtf32.h);
+//  - single-head attention with head dim over 128 (the VAE's): GEMM,
+//    softmax, GEMM per block of queries (attention_by_gemms).
 #include <algorithm>
 #include <string>
 
 #include "kernels/hip/attention_3xtf32.h"
+#include "kernels/hip/attention_dot2.h"
 #include "kernels/hip/attention_mma.h"
 #include "kernels/hip/attention_wgmma.h"
 #include "kernels/hip/hip_common.h"
@@ -217,6 +223,21 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   const float scale = o.scale != 0.0f ? o.scale : 1.0f / sqrtf(static_cast<float>(D));
   if (attention_by_gemms_applies(q, k, v, out, o, D)) return attention_by_gemms(ctx, q, k, v, out, scale);
   const float scale_log2 = scale * 1.4426950408889634f;  // softmax in base 2
+  // Rows of whole 16-byte pieces of 16-bit data (the fast kernels' loads).
+  auto rows_aligned = [](const Tensor& t) {
+    return aligned16(t.data) && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
+  };
+  const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
+  // f16 of head dim 64 on the packed-half kernel where HipContext::dot2_f16
+  // holds (AMD; HIPQ_DOT2=1 elsewhere): attention_dot2.h.
+  if (ctx.dot2_f16 && same_16bit && q.dtype == DType::kF16 && D == 64 && rows_aligned(q) && rows_aligned(k) &&
+      rows_aligned(v) && rows_aligned(out)) {
+    const dev::AttnDot2Args d{q.data,      k.data,      v.data, out.data, q.stride[0], q.stride[1], k.stride[0],
+                              k.stride[1], v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
+    dev::launch_attention_dot2(ctx.stream, d, B);
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    return Status::Ok();
+  }
 #if HIPQ_VENDOR_NVIDIA
   // fp32 with 3xTF32 products (HIPQ_FP32_MATH): head dim 64, rows of whole
   // 16-byte pieces (attention_3xtf32.h).
@@ -231,20 +252,19 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
     HIPQ_HIP_RETURN_IF_ERROR(dev::launch_attention_3xtf32<64>(ctx.stream, m, B));
     return Status::Ok();
   }
-  const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
-  auto rows_aligned = [](const Tensor& t) {
-    return aligned16(t.data) && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
-  };
   if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {
     dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
                        v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
     // Hopper: the warp-specialised wgmma kernel where it applies (head dim 64,
-    // no mask, whole 128-key tiles; HIPQ_ATTN_WGMMA=0 turns it off).
+    // not causal; the HIPQ_ATTN_WGMMA* knobs of HipContext).
     if (ctx.wgmma && ctx.attention_wgmma && D == 64) {
       hipError_t e = hipSuccess;
-      const bool launched = q.dtype == DType::kF16 ? dev::launch_attention_wgmma<__half>(ctx.stream, m, B, e)
-                                                   : dev::launch_attention_wgmma<__nv_bfloat16>(ctx.stream, m, B, e);
+      const dev::AttnWgmmaRoute route{ctx.multiprocessors, ctx.attention_wgmma_consumers,
+                                      ctx.attention_wgmma_key_tails};
+      const bool launched = q.dtype == DType::kF16
+                                ? dev::launch_attention_wgmma<__half>(ctx.stream, m, B, route, e)
+                                : dev::launch_attention_wgmma<__nv_bfloat16>(ctx.stream, m, B, route, e);
       if (launched) {
         HIPQ_HIP_RETURN_IF_ERROR(e);
         return Status::Ok();

@@ -1,17 +1,21 @@
-// Hopper (sm_90a) fused attention for f16/bf16, head dim 64, no mask, keys a
-// multiple of 128: SDXL's self attention (4096 and 1024 tokens). Flash style
+// Hopper (sm_90a) fused attention for f16/bf16, head dim 64, no causal mask:
+// SDXL's self attention (4096 and 1024 tokens) and its 77-key cross
+// attention (one partial key tile). Flash style
 // as attention_mma.h (scores never leave registers, online softmax in base 2
 // with fp32 running max and sum, P rounded to the 16-bit type for the second
 // product), on the warpgroup matrix instructions and the tensor copy engine:
 //
-// Block: 128 queries of one (batch, head), 384 threads = 3 warpgroups.
-//  - warpgroup 0, the producer (setmaxnreg.dec 40): one thread copies the
-//    block's Q tile (128 x 64) once and then, per 128-key tile, K and V
-//    (128 x 64 each) into a ring of kStages stages, each a "full" mbarrier
-//    (transaction bytes) and an "empty" one (consumer arrivals), as in
-//    gemm_tma.h. Maps are 4-D (d, head, sequence, batch) over [B, S, H * D]
-//    with 128-byte swizzle: each tile row (a query or key) is 128 bytes.
-//  - warpgroups 1 and 2, the consumers (setmaxnreg.inc 232): 64 queries each.
+// Block: 64 * NC queries of one (batch, head), NC = 2 or 3 consumer
+// warpgroups beside one producer warpgroup (128 * (NC + 1) threads):
+//  - warpgroup 0, the producer (setmaxnreg.dec 40, or 24 with three
+//    consumers): one thread copies the block's Q tile (64 NC x 64) once and
+//    then, per 128-key tile, K and V (128 x 64 each) into a ring of kStages
+//    stages, each a "full" mbarrier (transaction bytes) and an "empty" one
+//    (consumer arrivals), as in gemm_tma.h. Maps are 4-D (d, head, sequence,
+//    batch) over [B, S, H * D] with 128-byte swizzle: each tile row (a query
+//    or key) is 128 bytes.
+//  - warpgroups 1 .. NC, the consumers (setmaxnreg.inc 232, or 160 with
+//    three): 64 queries each.
 //    Per key tile: S (64 x 128, fp32) = Q K^T as 4 wgmma m64n128k16 with both
 //    operands in shared memory (K-major: Q's and K's rows are d-contiguous);
 //    the online softmax on S's registers; O (64 x 64) += P V as 8 wgmma
@@ -19,8 +23,14 @@
 //    16k .. 16k + 15 is the A fragment of k-slice k) and V from shared memory
 //    as an MN-major operand (V's rows are keys with d contiguous: the
 //    transposed-B form, same 128-byte swizzled atoms, 1024 bytes a group of
-//    8 keys). The two consumers run independently, so one's softmax overlaps
-//    the other's products.
+//    8 keys). The consumers run independently, so one's softmax overlaps
+//    another's products: each waits on its own products and exponentials in
+//    turn, so a third consumer on the SM (FlashAttention-3's choice for head
+//    dim 64) fills more of those waits, at 160 registers a thread.
+// Which NC a problem gets, and whether a partial key tile is taken at all:
+// AttnWgmmaRoute, from HipContext's HIPQ_ATTN_WGMMA* knobs. Two consumers and
+// whole key tiles unless asked: the three-consumer form and the key tails
+// compile without spills but are not measured on a device yet.
 // Queries past Sq are zero-filled by the copy engine and never stored.
 #pragma once
 
@@ -28,18 +38,25 @@
 #include "kernels/hip/gemm_tma.h"
 
 #if HIPQ_VENDOR_NVIDIA
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 namespace hipq::kernels::dev {
 
+template <int NC>
 struct AttnWgmmaShape {
-  static constexpr int kQ = 128, kKeys = 128, D = 64;
-  static constexpr int kStages = 3;
-  static constexpr int kThreads = 384;
-  static constexpr int kTileBytes = kKeys * D * 2;  // a K or V tile; Q's tile is the same size
+  static_assert(NC == 2 || NC == 3, "two or three consumer warpgroups");
+  static constexpr int kConsumers = NC;
+  static constexpr int kQ = 64 * NC, kKeys = 128, D = 64;
+  static constexpr int kStages = NC == 3 ? 4 : 3;
+  static constexpr int kThreads = 128 * (NC + 1);
+  static constexpr int kProducerRegs = NC == 3 ? 24 : 40, kConsumerRegs = NC == 3 ? 160 : 232;
+  static_assert(128 * (kProducerRegs + NC * kConsumerRegs) <= 65536, "the warpgroups' registers fit an SM");
+  static constexpr int kTileBytes = kKeys * D * 2;  // a K or V tile
+  static constexpr int kQBytes = kQ * D * 2;        // a multiple of 1024: the stages stay swizzle-aligned
   static constexpr int kStageBytes = 2 * kTileBytes;
-  static constexpr int kSmemBytes = kTileBytes + kStages * kStageBytes + 1024;  // + 1 KB alignment slack
+  static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + 1024;  // + 1 KB alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "fits the opt-in shared memory of an SM");
 };
 
@@ -95,43 +112,46 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-template <typename TC>
-__global__ void __launch_bounds__(384, 1)
+template <typename TC, int NC>
+__global__ void __launch_bounds__(AttnWgmmaShape<NC>::kThreads, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                            const __grid_constant__ CUtensorMap tv, AttnWgmmaArgs a) {
 #if HIPQ_WGMMA_DEVICE
-  using S = AttnWgmmaShape;
+  using S = AttnWgmmaShape<NC>;
   extern __shared__ unsigned char attn_smem[];
   __shared__ uint64_t q_bar, full_bar[S::kStages], empty_bar[S::kStages];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(attn_smem));
   const uint32_t base = (raw + 1023u) & ~1023u;
   const uint32_t q_tile = base;
-  auto k_tile = [&](int s) { return base + static_cast<uint32_t>(S::kTileBytes + s * S::kStageBytes); };
+  auto k_tile = [&](int s) { return base + static_cast<uint32_t>(S::kQBytes + s * S::kStageBytes); };
   auto v_tile = [&](int s) { return k_tile(s) + static_cast<uint32_t>(S::kTileBytes); };
   auto bar = [](uint64_t& b) { return static_cast<uint32_t>(__cvta_generic_to_shared(&b)); };
 
   const int bh = blockIdx.y;
   const int b = bh / a.H, h = bh - b * a.H;
   const int q0 = blockIdx.x * S::kQ;
-  const int tiles = a.Sk / S::kKeys;
+  const int tiles = (a.Sk + S::kKeys - 1) / S::kKeys;  // the last one partial where kKeys does not divide Sk
   const int wg = threadIdx.x / 128;
+  // Consumers with queries to do (the last block of a sequence may have
+  // fewer than NC); only they free the stages.
+  const int active = min(NC, (a.Sq - q0 + 63) / 64);
   if (threadIdx.x == 0) {
     mbar_init(bar(q_bar), 1);
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(bar(full_bar[s]), 1);
-      mbar_init(bar(empty_bar[s]), 2 * 128);
+      mbar_init(bar(empty_bar[s]), active * 128);
     }
     mbar_init_fence();
   }
   __syncthreads();
 
   if (wg == 0) {
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<S::kProducerRegs>();
     if (threadIdx.x == 0) {
       tma_prefetch_map(&tq);
       tma_prefetch_map(&tk);
       tma_prefetch_map(&tv);
-      mbar_arrive_expect_tx(bar(q_bar), S::kTileBytes);
+      mbar_arrive_expect_tx(bar(q_bar), S::kQBytes);
       tma_load_4d(q_tile, &tq, bar(q_bar), 0, h, q0, b);
 #pragma unroll 1
       for (int j = 0; j < tiles; ++j) {
@@ -145,8 +165,9 @@ __global__ void __launch_bounds__(384, 1)
     return;
   }
 
-  setmaxnreg_inc<232>();
+  setmaxnreg_inc<S::kConsumerRegs>();
   const int cw = wg - 1;
+  if (cw >= active) return;
   const int ct = threadIdx.x % 128;
   const int warp = ct / 32, lane = ct % 32;
   // This thread's rows of S and O: r0 = warp * 16 + lane / 4 and r0 + 8 of
@@ -177,6 +198,18 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma_fence_operand(sc[i]);
 
+    // Keys past Sk (zero-filled by the copy engine: their scores are 0, their
+    // V rows 0) leave the softmax: score -inf. This thread's key of sc[4c + e]
+    // is 8c + 2 (lane % 4) + (e & 1) of the tile; a partial tile has at least one.
+    if (j == tiles - 1 && a.Sk % S::kKeys != 0) {
+      const int valid = a.Sk - j * S::kKeys;
+#pragma unroll
+      for (int c = 0; c < 16; ++c) {
+        const int key = 8 * c + 2 * (lane % 4);
+        if (key >= valid) sc[4 * c] = sc[4 * c + 2] = -INFINITY;
+        if (key + 1 >= valid) sc[4 * c + 1] = sc[4 * c + 3] = -INFINITY;
+      }
+    }
     // Online softmax, base 2: row r0 holds sc[4c + 0/1], row r0 + 8 sc[4c + 2/3].
     float corr[2];
 #pragma unroll
@@ -271,20 +304,43 @@ inline bool encode_heads_map(CUtensorMap& map, bool bf16, const void* p, int B, 
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// How a problem is routed to the wgmma kernel (HipContext's knobs).
+struct AttnWgmmaRoute {
+  int multiprocessors = 1;
+  int consumers = 2;       // 2 or 3 consumer warpgroups a block; 0: attention_wgmma_consumers' choice
+  bool key_tails = false;  // also take key counts that are not a multiple of the 128-key tile
+};
+
+// The consumer warpgroups a block gets: `forced` (2 or 3), else the count
+// whose blocks take fewer waves over the SMs (one block an SM), a wave of
+// 3-consumer blocks counted as kThreeConsumerWave of a 2-consumer one (the
+// SM shared by more work). SDXL: 1024 tokens x 40 heads-batches are 320
+// blocks of two (3 waves) or 240 of three (2 waves); 4096 x 20 are 640 (5)
+// or 440 (4).
+inline int attention_wgmma_consumers(int Sq, int BH, int sms, int forced) {
+  if (forced == 2 || forced == 3) return forced;
+  constexpr double kThreeConsumerWave = 1.25;
+  auto waves = [&](int nc) {
+    const int64_t blocks = static_cast<int64_t>((Sq + 64 * nc - 1) / (64 * nc)) * BH;
+    return static_cast<double>((blocks + sms - 1) / std::max(sms, 1));
+  };
+  return waves(3) * kThreeConsumerWave < waves(2) ? 3 : 2;
+}
+
 // Launches attention_wgmma_kernel when the problem is one it takes (head dim
-// 64, Sk a multiple of 128, rows TMA can describe); false (nothing launched)
-// otherwise. `e` gets the launch's error.
-template <typename TC>
-bool launch_attention_wgmma(hipStream_t stream, const AttnMmaArgs& m, int B, hipError_t& e) {
-  using S = AttnWgmmaShape;
-  if (m.causal || !(m.scale_log2 > 0.0f) || m.Sk <= 0 || m.Sk % S::kKeys != 0 || m.Sq <= 0 || B <= 0 || B * m.H > 65535) return false;
+// 64, not causal, keys a multiple of 128 unless route.key_tails, rows TMA
+// can describe); false (nothing launched) otherwise. `e` gets the launch's
+// error.
+template <typename TC, int NC>
+bool launch_attention_wgmma_nc(hipStream_t stream, const AttnMmaArgs& m, int B, hipError_t& e) {
+  using S = AttnWgmmaShape<NC>;
   const bool bf16 = std::is_same_v<TC, __nv_bfloat16>;
   CUtensorMap tq, tk, tv;
   if (!encode_heads_map(tq, bf16, m.q, B, m.Sq, m.H, m.qsb, m.qss, S::kQ) ||
       !encode_heads_map(tk, bf16, m.k, B, m.Sk, m.H, m.ksb, m.kss, S::kKeys) ||
       !encode_heads_map(tv, bf16, m.v, B, m.Sk, m.H, m.vsb, m.vss, S::kKeys))
     return false;
-  auto* kernel = attention_wgmma_kernel<TC>;
+  auto* kernel = attention_wgmma_kernel<TC, NC>;
   e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (e != hipSuccess) return true;
   const AttnWgmmaArgs args{m.out, static_cast<int64_t>(m.Sq) * m.H * S::D, static_cast<int64_t>(m.H) * S::D, m.H,
@@ -292,6 +348,17 @@ bool launch_attention_wgmma(hipStream_t stream, const AttnMmaArgs& m, int B, hip
   kernel<<<dim3((m.Sq + S::kQ - 1) / S::kQ, B * m.H), S::kThreads, S::kSmemBytes, stream>>>(tq, tk, tv, args);
   e = hipGetLastError();
   return true;
+}
+
+template <typename TC>
+bool launch_attention_wgmma(hipStream_t stream, const AttnMmaArgs& m, int B, const AttnWgmmaRoute& route,
+                            hipError_t& e) {
+  if (m.causal || !(m.scale_log2 > 0.0f) || m.Sk <= 0 || m.Sq <= 0 || B <= 0 || B * m.H > 65535)
+    return false;
+  if (!route.key_tails && m.Sk % AttnWgmmaShape<2>::kKeys != 0) return false;
+  return attention_wgmma_consumers(m.Sq, B * m.H, route.multiprocessors, route.consumers) == 3
+             ? launch_attention_wgmma_nc<TC, 3>(stream, m, B, e)
+             : launch_attention_wgmma_nc<TC, 2>(stream, m, B, e);
 }
 
 }  // namespace hipq::kernels::dev

@@ -11,6 +11,11 @@
 // [O, kh, kw, C] in pool buffers, so that every (pixel, tap) row of the
 // implicit im2col is 64 contiguous channels, copied 16 bytes at a time into
 // the wgmma GEMM (gemm_wgmma.h); images are folded into the GEMM's N.
+//
+// Where HipContext::dot2_f16 holds (AMD) f16 convs with C a multiple of 8
+// run on the packed-half GEMM (gemm_dot2.h) over the same NHWC copy and
+// taps-last weights (launch_conv_dot2_nhwc: each piece of 8 k is 8 channels
+// of one input pixel, a 16-byte load); others on the fp32 SIMT core.
 #include <string>
 #include <type_traits>
 
@@ -81,66 +86,6 @@ struct ConvEpilogue {
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       if (n + e < N) dev::st(y, dt, i0 + e, v[e]);
-  }
-};
-
-#if HIPQ_VENDOR_NVIDIA
-// The implicit im2col B tile for the matrix-unit GEMMs (gemm_mma.h; with
-// TC = float and PAD = 4, gemm_3xtf32.h): rows k = (c, ky, kx), columns the
-// block's 128 output pixels. Each thread keeps
-// one pixel (column tid % 128) for the whole block, so its input window
-// origin is computed once, and walks its rows k, k + 2, ... by carrying kx
-// into ky into c instead of dividing per element.
-template <typename TC, int PAD = 8>
-struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false, PAD> {
-  static_assert(sizeof(TC) == 2 || sizeof(TC) == 4, "f16/bf16 or fp32 operands; values are moved as raw bits");
-  using Bits = std::conditional_t<sizeof(TC) == 4, uint32_t, uint16_t>;
-  static constexpr int kElems = 32 * 128 / 256;
-  static constexpr int kRowStep = 256 / 128;
-  // 16-bit: 16 staged values and one pixel's window origin fit two blocks an
-  // SM; the fp32 3xTF32 kernel with plain weights spills at 128 registers.
-  static constexpr bool kCompact = sizeof(TC) == 2;
-  const Bits* x = nullptr;  // the input's bits (f16/bf16 or fp32)
-  int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
-  const Bits* xb = nullptr;
-  int hi0 = 0, wi0 = 0;
-  bool col_ok = false;
-  Bits regs[kElems];
-  __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
-    this->set_origin(n0, N, K);
-    xb = x + static_cast<int64_t>(batch) * C * H * W;
-    const int p = n0 + tid % 128;
-    col_ok = p < P;
-    const int ho = p / Wo, wo = p - ho * Wo;
-    hi0 = ho * stride - pad;
-    wi0 = wo * stride - pad;
-  }
-  __device__ __forceinline__ void issue(TC*, int k0, int tid) {
-    int k = k0 + tid / 128;
-    const int khw = KH * KW;
-    int c = k / khw;
-    int ky = (k - c * khw) / KW;
-    int kx = k - c * khw - ky * KW;
-#pragma unroll
-    for (int e = 0; e < kElems; ++e) {
-      const int hi = hi0 + ky, wi = wi0 + kx;
-      const bool in = col_ok && k < this->row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
-      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : Bits{0};  // +0.0 in every type
-      k += kRowStep;
-      kx += kRowStep;
-      while (kx >= KW) {
-        kx -= KW;
-        if (++ky == KH) {
-          ky = 0;
-          ++c;
-        }
-      }
-    }
-  }
-  __device__ __forceinline__ void finish(TC* tile, int tid) const {
-    Bits* t = reinterpret_cast<Bits*>(tile);
-#pragma unroll
-    for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * this->kLd + tid % 128] = regs[e];
   }
 };
 
@@ -265,6 +210,87 @@ Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer
   }
   return p;
 }
+
+// f16 on the packed-half kernel (gemm_dot2.h: AMD, or HIPQ_DOT2=1) over an
+// NHWC copy of x and the taps-last weights, C a multiple of 8: a 16-byte
+// piece of k is then 8 channels of one input pixel (Dot2NhwcConvFill), and
+// the weights are a plain k-major operand. C[image] = W X^T as in the
+// loader route, the same epilogue.
+Status launch_conv_dot2_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N,
+                             int O, int Ho, int Wo, const Conv2dOptions& o) {
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
+  const int K = C * KH * KW, P = Ho * Wo;
+  Buffer xt, wt;
+  HIPQ_RETURN_IF_ERROR(to_nhwc_input<uint16_t>(ctx, x, xt));
+  HIPQ_ASSIGN_OR_RETURN(const uint16_t* wp, taps_last_16bit(ctx, w, wt));
+  const dev::Dot2PlainFill fa{dev::PlainOperand{wp, 0, K}, /*k_fast=*/true, O, K};
+  const dev::Dot2NhwcConvFill fb{static_cast<const uint16_t*>(xt.data()), C, H, W, Wo, KW, o.stride, o.padding,
+                                 P, K};
+  dev::launch_gemm_dot2(ctx.stream, ctx.multiprocessors, N, O, P, K, fa, fb, ep);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+}
+
+#if HIPQ_VENDOR_NVIDIA
+// The implicit im2col B tile for the matrix-unit GEMMs (gemm_mma.h; with
+// TC = float and PAD = 4, gemm_3xtf32.h): rows k = (c, ky, kx), columns the
+// block's 128 output pixels. Each thread keeps
+// one pixel (column tid % 128) for the whole block, so its input window
+// origin is computed once, and walks its rows k, k + 2, ... by carrying kx
+// into ky into c instead of dividing per element.
+template <typename TC, int PAD = 8>
+struct Im2colFill : dev::MmaFillBase<32, 128, /*kIsA=*/false, /*kColIsK=*/false, PAD> {
+  static_assert(sizeof(TC) == 2 || sizeof(TC) == 4, "f16/bf16 or fp32 operands; values are moved as raw bits");
+  using Bits = std::conditional_t<sizeof(TC) == 4, uint32_t, uint16_t>;
+  static constexpr int kElems = 32 * 128 / 256;
+  static constexpr int kRowStep = 256 / 128;
+  // 16-bit: 16 staged values and one pixel's window origin fit two blocks an
+  // SM; the fp32 3xTF32 kernel with plain weights spills at 128 registers.
+  static constexpr bool kCompact = sizeof(TC) == 2;
+  const Bits* x = nullptr;  // the input's bits (f16/bf16 or fp32)
+  int C = 0, H = 0, W = 0, Wo = 0, KH = 0, KW = 0, stride = 1, pad = 0, P = 0;
+  const Bits* xb = nullptr;
+  int hi0 = 0, wi0 = 0;
+  bool col_ok = false;
+  Bits regs[kElems];
+  __device__ __forceinline__ void begin(int batch, int n0, int N, int K, int tid) {
+    this->set_origin(n0, N, K);
+    xb = x + static_cast<int64_t>(batch) * C * H * W;
+    const int p = n0 + tid % 128;
+    col_ok = p < P;
+    const int ho = p / Wo, wo = p - ho * Wo;
+    hi0 = ho * stride - pad;
+    wi0 = wo * stride - pad;
+  }
+  __device__ __forceinline__ void issue(TC*, int k0, int tid) {
+    int k = k0 + tid / 128;
+    const int khw = KH * KW;
+    int c = k / khw;
+    int ky = (k - c * khw) / KW;
+    int kx = k - c * khw - ky * KW;
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const int hi = hi0 + ky, wi = wi0 + kx;
+      const bool in = col_ok && k < this->row_lim && hi >= 0 && hi < H && wi >= 0 && wi < W;
+      regs[e] = in ? xb[(static_cast<int64_t>(c) * H + hi) * W + wi] : Bits{0};  // +0.0 in every type
+      k += kRowStep;
+      kx += kRowStep;
+      while (kx >= KW) {
+        kx -= KW;
+        if (++ky == KH) {
+          ky = 0;
+          ++c;
+        }
+      }
+    }
+  }
+  __device__ __forceinline__ void finish(TC* tile, int tid) const {
+    Bits* t = reinterpret_cast<Bits*>(tile);
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) t[(tid / 128 + e * kRowStep) * this->kLd + tid % 128] = regs[e];
+  }
+};
 
 // The B operand of the wgmma route: row n = (image, output pixel), column
 // k = (ky, kx, c) of an NHWC input; C is a multiple of 64, so one k-tile of 64
@@ -649,15 +675,21 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   Im2colLoader lb{x.data, static_cast<int>(x.dtype), static_cast<int>(C), static_cast<int>(H), static_cast<int>(W),
                   static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding};
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
+  // f16 on the packed-half kernel (HipContext::dot2_f16) over NHWC operands
+  // where C allows; else (SDXL: only conv_in, C = 4) the fp32 SIMT core below.
+  const bool dot2 = ctx.dot2_f16 && mma_dtype == dev::kDtF16;
+  if (dot2 && C % 8 == 0)
+    return launch_conv_dot2_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
+                                 static_cast<int>(Wo), o);
 #if HIPQ_VENDOR_NVIDIA
-  if (ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
+  if (!dot2 && ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
     if (x.dtype == DType::kF16)
       return launch_conv_wgmma<__half>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
                                        static_cast<int>(Wo), o);
     return launch_conv_wgmma<__nv_bfloat16>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
                                             static_cast<int>(Ho), static_cast<int>(Wo), o);
   }
-  if (ctx.matrix_units && mma_dtype >= 0) {
+  if (!dot2 && ctx.matrix_units && mma_dtype >= 0) {
     if (x.dtype == DType::kF16)
       launch_conv_mma<__half>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),
                               static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o);
@@ -685,9 +717,9 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
     return Status::Ok();
   }
 #endif
-  const hipError_t launched = dev::launch_gemm</*kAllowMma=*/false>(
-      ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype, static_cast<int>(N), static_cast<int>(O),
-      static_cast<int>(Ho * Wo), static_cast<int>(K), la, true, lb, false, ep);
+  const hipError_t launched = dev::launch_gemm</*kAllowMma=*/false, /*kAllowDot2=*/false>(
+      ctx.stream, ctx.multiprocessors, ctx.matrix_units, ctx.dot2_f16, mma_dtype, static_cast<int>(N),
+      static_cast<int>(O), static_cast<int>(Ho * Wo), static_cast<int>(K), la, true, lb, false, ep);
   HIPQ_HIP_RETURN_IF_ERROR(launched);
   return Status::Ok();
 }

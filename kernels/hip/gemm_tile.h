@@ -11,8 +11,10 @@
 // b_k_fast) so that global loads go along contiguous memory.
 #pragma once
 
+#include "kernels/hip/gemm_dot2.h"
 #include "kernels/hip/gemm_mma.h"
 #include "kernels/hip/hip_common.h"
+#include "kernels/hip/micro_tile.h"
 
 namespace hipq::kernels::dev {
 
@@ -79,30 +81,31 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     __syncthreads();
   }
 
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int m = m0 + tr + i * kRowsT;
-    if (m >= M) continue;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const int n = n0 + tc + j * kColsT;
-      if (n < N) ep(batch, m, n, acc[i][j]);
-    }
-  }
+  store_micro_tile<TM, TN, kRowsT, kColsT>(acc, batch, m0 + tr, n0 + tc, M, N, ep);
 }
 
-// Launches the GEMM: on NVIDIA with both operands in the same 16-bit type
+// Launches the GEMM: with both operands f16 and dot2_ok (HipContext::
+// dot2_f16: AMD GPUs without matrix units), the packed-half kernel
+// (gemm_dot2.h); on NVIDIA with both operands in the same 16-bit type
 // (mma_dtype = kDtF16 / kDtBF16) and a device of compute capability >= 8.0
 // (mma_ok), the matrix-unit kernel (gemm_mma.h), which copies plain operands
 // (pa / pb set) straight to shared memory; otherwise the fp32 SIMT core with
 // the big (128x128, 8x8 per thread) tile when the problem fills the device,
 // else the small one (64x64, 4x4). Pass mma_dtype = -1 for fp32.
-// kAllowMma = false: a call site with its own matrix-unit launch (conv2d)
-// compiles no matrix-unit kernel here.
-template <bool kAllowMma = true, class LoadA, class LoadB, class Epilogue>
-hipError_t launch_gemm(hipStream_t stream, int multiprocessors, bool mma_ok, int mma_dtype, int batch, int M, int N,
-                       int K, const LoadA& la, bool a_k_fast, const LoadB& lb, bool b_k_fast, const Epilogue& ep,
-                       const PlainOperand& pa = {}, const PlainOperand& pb = {}) {
+// kAllowMma / kAllowDot2 = false: a call site with its own matrix-unit /
+// packed-half launch (conv2d) compiles no such kernel here.
+template <bool kAllowMma = true, bool kAllowDot2 = true, class LoadA, class LoadB, class Epilogue>
+hipError_t launch_gemm(hipStream_t stream, int multiprocessors, bool mma_ok, bool dot2_ok, int mma_dtype, int batch,
+                       int M, int N, int K, const LoadA& la, bool a_k_fast, const LoadB& lb, bool b_k_fast,
+                       const Epilogue& ep, const PlainOperand& pa = {}, const PlainOperand& pb = {}) {
+  if constexpr (kAllowDot2) {
+    if (dot2_ok && mma_dtype == kDtF16) {
+      launch_gemm_dot2(stream, multiprocessors, batch, M, N, K, la, a_k_fast, lb, b_k_fast, ep, pa, pb);
+      return hipGetLastError();
+    }
+  } else {
+    (void)dot2_ok;
+  }
 #if HIPQ_VENDOR_NVIDIA
   if constexpr (kAllowMma) {
     if (mma_ok && (mma_dtype == kDtF16 || mma_dtype == kDtBF16)) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/f16_math.h"
 #include "kernels/fp32_math.h"
 #include "kernels/hip/hip_backend.h"
 #include "kernels/hip/hip_common.h"
@@ -461,8 +462,13 @@ class HipBackend final : public Backend {
     ctx_.gemm_tma_grid_tiles = env_or_empty("HIPQ_GEMM_TMA_GRID") == "tiles";
     ctx_.gemm_geglu_fused = env_or_empty("HIPQ_GEMM_GEGLU") != "unfused";
     ctx_.conv_nhwc = env_or_empty("HIPQ_CONV_NHWC") != "0";
-    ctx_.attention_wgmma = env_or_empty("HIPQ_ATTN_WGMMA") != "0";
+    const std::string_view attn = env_or_empty("HIPQ_ATTN_WGMMA");
+    ctx_.attention_wgmma = attn != "0";
+    ctx_.attention_wgmma_consumers = attn == "3" ? 3 : attn == "auto" ? 0 : 2;
+    ctx_.attention_wgmma_key_tails = env_or_empty("HIPQ_ATTN_WGMMA_KEYS") == "any";
     ctx_.fp32_wgmma = env_or_empty("HIPQ_FP32_WGMMA") != "0";
+    ctx_.dot2_f16 = dot2_f16_from_env(/*amd=*/!HIPQ_VENDOR_NVIDIA);
+    info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);
     return Status::Ok();
   }
 

@@ -28,6 +28,10 @@ struct HipContext {
   bool wgmma = false;         // ... and its Hopper variant (compute capability 9.0, built for sm_90a)
   bool fp32_3xtf32 = false;   // fp32 GEMMs (matmul, conv2d) as 3xTF32 on the matrix units (NVIDIA sm_80+,
                               // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
+  // f16 matmuls, convs and head-dim-64 attention on the packed-half kernels
+  // (gemm_dot2.h, attention_dot2.h: dot2 products into fp32): AMD by
+  // default, HIPQ_DOT2 "1" / "0" on / off anywhere (kernels/f16_math.h).
+  bool dot2_f16 = false;
   // Measurement knobs of the Hopper GEMM, read once when the backend starts
   // (docs/kernels-hip.md): HIPQ_GEMM_TMA "0" -> 0 (cp.async kernel only),
   // "128" / "160" / "192" / "256" force the TMA kernel's tile width, else -1 (the width by
@@ -39,7 +43,15 @@ struct HipContext {
   bool gemm_geglu_fused = true;
   // HIPQ_ATTN_WGMMA=0 -> false: f16/bf16 attention of head dim 64 on the
   // mma.sync kernel instead of the Hopper wgmma one (attention_wgmma.h).
+  // Its consumer warpgroups a block: "3" -> 3, "auto" -> 0 (2 or 3 by
+  // dev::attention_wgmma_consumers), else 2. HIPQ_ATTN_WGMMA_KEYS=any ->
+  // the wgmma kernel also takes key counts that are not a multiple of its
+  // 128-key tile (SDXL's 77-key cross attention), else those run on mma.sync.
+  // Three consumers and key tails are not measured on a device yet
+  // (kernels/dev/README.md), so both are off unless asked for.
   bool attention_wgmma = true;
+  int attention_wgmma_consumers = 2;
+  bool attention_wgmma_key_tails = false;
   // HIPQ_FP32_WGMMA=0 -> false: 3xTF32 products on the mma.sync kernels
   // (gemm_3xtf32.h) instead of the Hopper wgmma ones (gemm_tma_3xtf32.h).
   bool fp32_wgmma = true;

@@ -1,10 +1,10 @@
 // matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] (or,
 // with geglu_pairs, GEGLU over the product's (value, gate) column pairs) on the
-// tiled GEMM core (gemm_tile.h), its matrix-unit variants (gemm_mma.h,
-// gemm_wgmma.h: f16/bf16) or, for fp32 a and b on NVIDIA sm_80+, the 3xTF32
-// kernel (gemm_3xtf32.h). Any strides on a and b (transposes are
-// stride swaps); leading dims of out are batch dims, and a/b either match
-// them or broadcast (all 1 or absent).
+// tiled GEMM core (gemm_tile.h), its packed-half variant (gemm_dot2.h: f16 on
+// AMD), its matrix-unit variants (gemm_mma.h, gemm_wgmma.h: f16/bf16) or,
+// for fp32 a and b on NVIDIA sm_80+, the 3xTF32 kernel (gemm_3xtf32.h). Any
+// strides on a and b (transposes are stride swaps); leading dims of out are
+// batch dims, and a/b either match them or broadcast (all 1 or absent).
 #include <string>
 
 #include "kernels/hip/gemm_3xtf32.h"
@@ -322,7 +322,8 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   }
   bool wgmma_path = false;
 #if HIPQ_VENDOR_NVIDIA
-  wgmma_path = ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p;
+  wgmma_path = ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p &&
+               !(ctx.dot2_f16 && mma_dtype == dev::kDtF16);
 #endif
   // HIPQ_GEMM_GEGLU=unfused (ctx.gemm_geglu_fused false) measures what the fused epilogue saves.
   const bool fuse_geglu = wgmma_path && ctx.gemm_geglu_fused;
@@ -405,8 +406,8 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     return Status::Ok();
   }
 #endif
-  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, mma_dtype,
-                                            static_cast<int>(batch),
+  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, ctx.dot2_f16,
+                                            mma_dtype, static_cast<int>(batch),
                                             static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,
                                             a_k_fast, lb, b_k_fast, ep, pa, pb));
   return Status::Ok();

@@ -21,11 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__) || defined(__HIP__)
-#define HIPQ_HOST_DEVICE __host__ __device__
-#else
-#define HIPQ_HOST_DEVICE
-#endif
+#include "kernels/hip/host_device.h"
 
 namespace hipq::kernels::dev {
 

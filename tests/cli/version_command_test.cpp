@@ -1,5 +1,5 @@
-// `hipq version` through the real binary: the fp32 products line follows the
-// build's GPU flavour and HIPQ_FP32_MATH.
+// `hipq version` through the real binary: the fp32 and f16 products lines
+// follow the build's GPU flavour, HIPQ_FP32_MATH and HIPQ_DOT2.
 #include <stdlib.h>
 
 #include <string>
@@ -69,6 +69,28 @@ TEST(VersionCommand, NamesTheFp32ProductsOfTheBuildUnderHipqFp32Math) {
     ScopedEnv env("HIPQ_FP32_MATH", "tf32");
     ASSERT_EQ(run_hipq(dir.path(), "bad", {"version"}, &out, &err), 0) << err;
     EXPECT_NE(out.find("HIPQ_FP32_MATH=tf32: unknown fp32 math mode"), std::string::npos) << out;
+  }
+}
+
+TEST(VersionCommand, NamesTheF16ProductsOfTheBuildUnderHipqDot2) {
+  TempDir dir;
+  std::string out, err;
+  const std::string flavour = build_info::kGpuFlavour;
+  {
+    ScopedEnv env("HIPQ_DOT2", nullptr);
+    ASSERT_EQ(run_hipq(dir.path(), "default", {"version"}, &out, &err), 0) << err;
+    const char* want = flavour == "amd"      ? "f16 products   packed-half dot2 into fp32 (v_dot2_f32_f16"
+                       : flavour == "nvidia" ? "f16 products   tensor cores, fp32 accumulate"
+                                             : "f16 products   fp32 (cpu backend)\n";
+    EXPECT_NE(out.find(want), std::string::npos) << out;
+  }
+  {
+    ScopedEnv env("HIPQ_DOT2", flavour == "amd" ? "0" : "1");
+    ASSERT_EQ(run_hipq(dir.path(), "switched", {"version"}, &out, &err), 0) << err;
+    const char* want = flavour == "amd"      ? "f16 products   fp32 FMA (HIPQ_DOT2=0)\n"
+                       : flavour == "nvidia" ? "f16 products   packed-half dot2 into fp32 (HIPQ_DOT2=1"
+                                             : "f16 products   fp32 (cpu backend)\n";
+    EXPECT_NE(out.find(want), std::string::npos) << out;
   }
 }
 

@@ -220,10 +220,10 @@ int run(int argc, char** argv) {
   const BackendInfo& info = be.info();
   std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"runtime\": \"%s\", \"driver\": \"%s\", \"sms\": %d, "
               "\"peak_fp32_tflops\": %.1f, \"peak_fp16_tflops\": %.1f, \"peak_bandwidth_gbs\": %.0f, "
-              "\"fp32_products\": \"%s\"}\n",
+              "\"fp32_products\": \"%s\", \"f16_products\": \"%s\"}\n",
               info.device_name.c_str(), info.arch.c_str(), info.runtime_version.c_str(), info.driver_version.c_str(),
               info.multiprocessors, info.peak_fp32_tflops, info.peak_fp16_tflops, info.peak_bandwidth_gbs,
-              info.fp32_products.c_str());
+              info.fp32_products.c_str(), info.f16_products.c_str());
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (DType dt : dtypes) {

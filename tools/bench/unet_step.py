@@ -145,7 +145,9 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hipq-steps", type=int, default=8, help="steps of the hipq generate run")
-    ap.add_argument("--hipq-env", action="append", default=[], help="NAME=VALUE for a second hipq run, e.g. HIPQ_NO_WGMMA=1")
+    ap.add_argument("--hipq-env", action="append", default=[],
+                    help="NAME=VALUE[,NAME=VALUE...] for one more hipq run, e.g. HIPQ_NO_WGMMA=1 or "
+                         "HIPQ_ATTN_WGMMA=3,HIPQ_ATTN_WGMMA_KEYS=any")
     ap.add_argument("--json", help="write all figures here")
     a = ap.parse_args()
 
@@ -154,8 +156,8 @@ def main():
         row = {"torch": torch_step_ms(a.model, p, a.size, a.modes, a.iters, a.warmup)}
         row["hipq"] = hipq_step_ms(a.hipq, a.model, p, a.size, a.hipq_steps, {})
         for kv in a.hipq_env:
-            k, _, v = kv.partition("=")
-            row["hipq " + kv] = hipq_step_ms(a.hipq, a.model, p, a.size, a.hipq_steps, {k: v})
+            env = dict(part.partition("=")[::2] for part in kv.split(",") if part)
+            row["hipq " + kv] = hipq_step_ms(a.hipq, a.model, p, a.size, a.hipq_steps, env)
         results[p] = row
         fastest = min(row["torch"].items(), key=lambda kv: kv[1]["median_ms"])
         print(f"\n### UNet step, {a.size} px, CFG batch 2, {p}\n")

@@ -8,7 +8,9 @@
 # 3. where Nsight Compute is installed, the device time of a 2-step fp16 generate
 #    per kernel (tools/bench/kernel_profile.py).
 # Env: WORKDIR (/tmp/hipq-unet-step), REFERENCE_SRC (a diffusers checkout's src/),
-# SIZE (1024), PROFILE (1: run step 3).
+# SIZE (1024), PROFILE (1: run step 3), VARIANTS (more fp16 hipq runs in the same
+# call, each NAME=VALUE[,NAME=VALUE...], space-separated: e.g. the knobs of
+# kernels/dev/README.md, "HIPQ_ATTN_WGMMA=3 HIPQ_ATTN_WGMMA=auto,HIPQ_ATTN_WGMMA_KEYS=any").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 hipq="$(realpath "${1:?usage: unet_step.sh HIPQ_BINARY OUTDIR}")"
@@ -23,8 +25,10 @@ if [[ ! -f "$model/model_index.json" ]]; then
   "$hipq" weights export synthetic:sdxl --out "$model" > "$out/export.log" 2>&1 || { cat "$out/export.log"; exit 1; }
 fi
 export PYTHONUNBUFFERED=1
+variants=(--hipq-env HIPQ_STEP_GRAPHS=0)
+for v in ${VARIANTS:-}; do variants+=(--hipq-env "$v"); done
 python3 "$bench/unet_step.py" --model "$model" --hipq "$hipq" --size "$size" --precision fp16 \
-  --modes eager graph compile --hipq-env HIPQ_STEP_GRAPHS=0 --json "$out/unet_step_fp16.json" | tee "$out/unet_step.md"
+  --modes eager graph compile "${variants[@]}" --json "$out/unet_step_fp16.json" | tee "$out/unet_step.md"
 python3 "$bench/unet_step.py" --model "$model" --hipq "$hipq" --size "$size" --precision bf16 \
   --modes eager graph --json "$out/unet_step_bf16.json" | tee -a "$out/unet_step.md"
 if [[ "${PROFILE:-1}" == 1 ]] && command -v ncu > /dev/null; then

@@ -29,9 +29,10 @@ class GpuSmoke : public ::testing::Test {
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     backend_ = std::move(b).value();
     const BackendInfo& i = backend_->info();
-    std::printf("device: %s (%s), %d SMs/CUs, warp %d, %.1f GiB, %s, %s, fp32 products: %s\n",
+    std::printf("device: %s (%s), %d SMs/CUs, warp %d, %.1f GiB, %s, %s, fp32 products: %s, f16 products: %s\n",
                 i.device_name.c_str(), i.arch.c_str(), i.multiprocessors, i.warp_size, i.memory_bytes / 1073741824.0,
-                i.runtime_version.c_str(), i.driver_version.c_str(), i.fp32_products.c_str());
+                i.runtime_version.c_str(), i.driver_version.c_str(), i.fp32_products.c_str(),
+                i.f16_products.c_str());
   }
 
   Buffer upload(const std::vector<float>& v) {

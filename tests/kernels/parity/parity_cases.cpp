@@ -517,6 +517,9 @@ void add_light(std::vector<ParityCase>& v) {
     // 128-query block), 5 key tiles (the 3-stage ring wraps), q/k/v as views of one fused tensor.
     v.push_back(attention_case(dt, "b2_q100_k640_h2_d64_tiles", 2, 100, 640, 2, 64, false));
     v.push_back(attention_case(dt, "b1_q256_k256_h3_d64_fused_qkv", 1, 256, 256, 3, 64, false, true));
+    // Keys not a multiple of the 128-key tile (the wgmma kernel masks its last, partial tile):
+    // two whole tiles and 77 keys, a query tail in each of its block shapes (2 or 3 warpgroups).
+    v.push_back(attention_case(dt, "b1_q200_k333_h2_d64_key_tail", 1, 200, 333, 2, 64, false));
     v.push_back(attention_case(dt, "medium_b2_q256_k77_h2_d64_cross", 2, 256, 77, 2, 64, false));
     v.push_back(attention_case(dt, "medium_b1_q77_k77_h12_d64_clip_causal", 1, 77, 77, 12, 64, true));
 
