@@ -14,40 +14,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/kernels/gpu/command_output.h"
+
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// Runs `cmd` through the shell; its stdout, and its exit status in *status.
-std::string run(const std::string& cmd, int* status) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  if (!p) {
-    *status = -1;
-    return out;
-  }
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), p.get())) out += buf.data();
-  *status = pclose(p.release());
-  return out;
-}
+using hipq::testing::command_output;
+using hipq::testing::split;
 
 struct KernelResources {
   long private_bytes = -1, vgpr_spills = -1, sgpr_spills = -1;
@@ -134,19 +114,20 @@ TEST(AmdKernelResources, NoKernelUsesScratchOrSpills) {
   for (const std::string& obj : objects) {
     ASSERT_TRUE(std::filesystem::exists(obj)) << obj << " not found: build hipq_kernels first";
     int status = 0;
-    const std::string sections = run("objdump -h '" + obj + "' 2>&1", &status);
+    const std::string sections = command_output("objdump -h '" + obj + "' 2>&1", &status);
     ASSERT_EQ(status, 0) << "objdump -h " << obj << ": " << sections;
     if (sections.find(".hip_fatbin") == std::string::npos) continue;  // host-only object
     const std::string fatbin = (tmp / "fatbin").string();
-    std::string out = run("objcopy -O binary --only-section=.hip_fatbin '" + obj + "' '" + fatbin + "' 2>&1", &status);
+    std::string out = command_output(
+        "objcopy -O binary --only-section=.hip_fatbin '" + obj + "' '" + fatbin + "' 2>&1", &status);
     ASSERT_EQ(status, 0) << "objcopy " << obj << ": " << out;
     for (const std::string& target : targets) {
       const std::string co = (tmp / "code.o").string();
-      out = run("clang-offload-bundler-15 --unbundle --type=o --targets=hipv4-amdgcn-amd-amdhsa--" + target +
+      out = command_output("clang-offload-bundler-15 --unbundle --type=o --targets=hipv4-amdgcn-amd-amdhsa--" + target +
                     " --input='" + fatbin + "' --output='" + co + "' 2>&1",
                 &status);
       ASSERT_EQ(status, 0) << "no " << target << " code object in " << obj << ": " << out;
-      const std::string notes = run("llvm-readelf-15 --notes '" + co + "' 2>&1", &status);
+      const std::string notes = command_output("llvm-readelf-15 --notes '" + co + "' 2>&1", &status);
       ASSERT_EQ(status, 0) << "llvm-readelf --notes " << obj << " (" << target << "): " << notes;
       for (const auto& [name, r] : parse_notes(notes)) {
         ++kernels;

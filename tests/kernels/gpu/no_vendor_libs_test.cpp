@@ -6,45 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/kernels/gpu/command_output.h"
+
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using hipq::testing::command_output;
+using hipq::testing::split;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-// `ldd` output of a binary, or an empty string with *ok = false.
-std::string run_ldd(const std::string& path, bool* ok) {
-  const std::string cmd = "ldd '" + path + "' 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  if (!p) {
-    *ok = false;
-    return out;
-  }
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), p.get())) out += buf.data();
-  *ok = true;
-  return out;
 }
 
 // The forbidden library a line of ldd output names, or "".
@@ -81,9 +59,9 @@ TEST(NoVendorLibs, GpuBinariesLinkNoVendorMathLibrary) {
       ADD_FAILURE() << "GPU binary not found: " << bin << " (build it first)";
       continue;
     }
-    bool ok = false;
-    const std::string out = run_ldd(bin, &ok);
-    ASSERT_TRUE(ok) << "could not run ldd on " << bin;
+    int status = 0;
+    const std::string out = command_output("ldd '" + bin + "' 2>&1", &status);
+    ASSERT_NE(status, -1) << "could not run ldd on " << bin;
     ASSERT_FALSE(out.empty()) << "ldd printed nothing for " << bin;
     for (const std::string& line : split(out, '\n')) {
       const std::string bad = forbidden_in(line);
