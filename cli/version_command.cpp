@@ -37,9 +37,9 @@ std::string fp32_products_line(std::string_view gpu_flavour) {
 // HIPQ_DOT2 (kernels/f16_math.h); no device is opened.
 std::string f16_products_line(std::string_view gpu_flavour) {
   if (gpu_flavour == "amd") {
-    if (!kernels::dot2_f16_from_env(/*amd=*/true)) return "fp32 FMA (HIPQ_DOT2=0)";
-    return kernels::f16_products(true, false, false) +
-           " (v_dot2_f32_f16 on RDNA2; bf16: fp32 FMA; HIPQ_DOT2=0: fp32 FMA for f16 too)";
+    if (!kernels::dot2_f16_from_env(/*amd=*/true))
+      return "fp32 FMA (HIPQ_DOT2=1: packed-half dot2 kernels, v_dot2_f32_f16 on RDNA2, not yet run on a GPU)";
+    return kernels::f16_products(true, false, false) + " (v_dot2_f32_f16 on RDNA2; bf16: fp32 FMA)";
   }
   if (gpu_flavour == "nvidia") {
     if (kernels::dot2_f16_from_env(/*amd=*/false))

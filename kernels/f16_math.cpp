@@ -7,7 +7,7 @@ namespace hipq::kernels {
 bool dot2_f16(bool amd, std::string_view value) {
   if (value == "1") return true;
   if (value == "0") return false;
-  return amd;
+  return amd && kDot2DefaultOnAmd;
 }
 
 bool dot2_f16_from_env(bool amd) {

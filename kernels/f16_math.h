@@ -2,13 +2,17 @@
 // computed on the hip backend, chosen once per backend from the environment:
 //   NVIDIA sm_80+: on the tensor cores (wgmma on Hopper builds, mma.sync
 //     elsewhere) with fp32 accumulators; fp32 FMA on older devices;
-//   AMD (no matrix units on RDNA2): the packed-half kernels
-//     (kernels/hip/gemm_dot2.h, attention_dot2.h), two f16 products into an
-//     fp32 accumulator per instruction (v_dot2_f32_f16 on RDNA2, two fmaf on
-//     targets without it).
-//   HIPQ_DOT2 "0": f16 on the fp32 SIMT core on AMD too; "1": f16 on the
-//     packed-half kernels on NVIDIA too, in place of the tensor cores (not
-//     faster there: it runs the AMD route's parity cases on a GPU at hand).
+//   AMD (no matrix units on RDNA2): the fp32 SIMT core, or with HIPQ_DOT2=1
+//     the packed-half kernels (kernels/hip/gemm_dot2.h, attention_dot2.h),
+//     two f16 products into an fp32 accumulator per instruction
+//     (v_dot2_f32_f16 on RDNA2, two fmaf on targets without it).
+//   HIPQ_DOT2=1 on NVIDIA: f16 on the packed-half kernels in place of the
+//     tensor cores (not faster there: it runs their parity cases on a GPU at
+//     hand). HIPQ_DOT2=0: off everywhere.
+// The packed-half kernels are not AMD's default yet: no AMD GPU has run them,
+// and their parity cases have not yet run on NVIDIA either
+// (kernels/dev/README.md). Once they pass there, kDot2DefaultOnAmd becomes
+// true.
 // bf16 products take the tensor cores on NVIDIA and the fp32 SIMT core on
 // AMD (RDNA2 has no bf16 dot instruction). Plain C++, always built, so
 // `hipq version` can name the mode without a device.
@@ -20,10 +24,12 @@
 namespace hipq::kernels {
 
 inline constexpr const char* kDot2Env = "HIPQ_DOT2";
+inline constexpr bool kDot2DefaultOnAmd = false;
 
 // Whether f16 products take the packed-half kernels on a hip backend of the
 // given vendor, for HIPQ_DOT2 = `value`: "1" yes, "0" no, anything else
-// (unset: empty) the vendor's default, yes on AMD and no on NVIDIA.
+// (unset: empty) the vendor's default: kDot2DefaultOnAmd on AMD, no on
+// NVIDIA.
 bool dot2_f16(bool amd, std::string_view value);
 // dot2_f16 of HIPQ_DOT2.
 bool dot2_f16_from_env(bool amd);

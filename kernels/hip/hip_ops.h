@@ -29,8 +29,8 @@ struct HipContext {
   bool fp32_3xtf32 = false;   // fp32 GEMMs (matmul, conv2d) as 3xTF32 on the matrix units (NVIDIA sm_80+,
                               // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
   // f16 matmuls, convs and head-dim-64 attention on the packed-half kernels
-  // (gemm_dot2.h, attention_dot2.h: dot2 products into fp32): AMD by
-  // default, HIPQ_DOT2 "1" / "0" on / off anywhere (kernels/f16_math.h).
+  // (gemm_dot2.h, attention_dot2.h: dot2 products into fp32): HIPQ_DOT2=1,
+  // on either vendor; to be AMD's default once checked (kernels/f16_math.h).
   bool dot2_f16 = false;
   // Measurement knobs of the Hopper GEMM, read once when the backend starts
   // (docs/kernels-hip.md): HIPQ_GEMM_TMA "0" -> 0 (cp.async kernel only),

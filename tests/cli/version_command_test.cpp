@@ -79,15 +79,15 @@ TEST(VersionCommand, NamesTheF16ProductsOfTheBuildUnderHipqDot2) {
   {
     ScopedEnv env("HIPQ_DOT2", nullptr);
     ASSERT_EQ(run_hipq(dir.path(), "default", {"version"}, &out, &err), 0) << err;
-    const char* want = flavour == "amd"      ? "f16 products   packed-half dot2 into fp32 (v_dot2_f32_f16"
+    const char* want = flavour == "amd"      ? "f16 products   fp32 FMA (HIPQ_DOT2=1: packed-half"
                        : flavour == "nvidia" ? "f16 products   tensor cores, fp32 accumulate"
                                              : "f16 products   fp32 (cpu backend)\n";
     EXPECT_NE(out.find(want), std::string::npos) << out;
   }
   {
-    ScopedEnv env("HIPQ_DOT2", flavour == "amd" ? "0" : "1");
+    ScopedEnv env("HIPQ_DOT2", "1");
     ASSERT_EQ(run_hipq(dir.path(), "switched", {"version"}, &out, &err), 0) << err;
-    const char* want = flavour == "amd"      ? "f16 products   fp32 FMA (HIPQ_DOT2=0)\n"
+    const char* want = flavour == "amd"      ? "f16 products   packed-half dot2 into fp32 (v_dot2_f32_f16"
                        : flavour == "nvidia" ? "f16 products   packed-half dot2 into fp32 (HIPQ_DOT2=1"
                                              : "f16 products   fp32 (cpu backend)\n";
     EXPECT_NE(out.find(want), std::string::npos) << out;

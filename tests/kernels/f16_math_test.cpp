@@ -9,15 +9,15 @@
 namespace hipq::kernels {
 namespace {
 
-TEST(F16Math, Dot2IsTheAmdDefaultAndTheVariableOverridesItEitherWay) {
-  EXPECT_TRUE(dot2_f16(/*amd=*/true, ""));
+TEST(F16Math, TheVariableTurnsDot2OnOrOffAndUnsetIsTheVendorDefault) {
+  EXPECT_EQ(dot2_f16(/*amd=*/true, ""), kDot2DefaultOnAmd);
   EXPECT_FALSE(dot2_f16(/*amd=*/false, ""));
   EXPECT_FALSE(dot2_f16(true, "0"));
   EXPECT_TRUE(dot2_f16(false, "1"));
   EXPECT_TRUE(dot2_f16(true, "1"));
   EXPECT_FALSE(dot2_f16(false, "0"));
   // Anything else is the vendor's default.
-  EXPECT_TRUE(dot2_f16(true, "yes"));
+  EXPECT_EQ(dot2_f16(true, "yes"), kDot2DefaultOnAmd);
   EXPECT_FALSE(dot2_f16(false, "yes"));
 }
 
@@ -25,7 +25,7 @@ TEST(F16Math, TheEnvironmentVariableIsRead) {
   const char* old = std::getenv(kDot2Env);
   const std::string saved = old ? old : "";
   ::unsetenv(kDot2Env);
-  EXPECT_TRUE(dot2_f16_from_env(true));
+  EXPECT_EQ(dot2_f16_from_env(true), kDot2DefaultOnAmd);
   EXPECT_FALSE(dot2_f16_from_env(false));
   ::setenv(kDot2Env, "1", 1);
   EXPECT_TRUE(dot2_f16_from_env(false));
