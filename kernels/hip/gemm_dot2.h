@@ -2,9 +2,9 @@
 // RDNA2, gfx1030: no WMMA/MFMA, but v_dot2_f32_f16: two f16 products added
 // into an fp32 accumulator, one instruction a lane a cycle, twice the fp32
 // FMA rate). Used by launch_gemm (gemm_tile.h) for f16 x f16 products where
-// HipContext::dot2_f16 holds (matmul and conv2d through their loaders or
-// plain operands, as they reach the fp32 SIMT core), and by conv2d's NHWC
-// route for AMD (Dot2NhwcConvFill).
+// HipContext::dot2_f16 holds (matmul through its loaders or plain operands,
+// as it reaches the fp32 SIMT core), and by conv2d's NHWC route
+// (Dot2NhwcConvFill).
 //
 // Same blocking as gemm_tiled_kernel (a BM x BN tile a block, a TM x TN
 // register micro-tile a thread, its rows / columns BM / TM resp. BN / TN
