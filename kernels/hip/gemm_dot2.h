@@ -186,18 +186,8 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     fa.template fill<BM, KP, kThreads>(As, tid, m0, k0, batch);
     fb.template fill<BN, KP, kThreads>(Bs, tid, n0, k0, batch);
     __syncthreads();
-#pragma unroll
-    for (int kp = 0; kp < KP; ++kp) {
-      uint32_t a[TM], b[TN];
-#pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = As[kp][tr + i * kRowsT];
-#pragma unroll
-      for (int j = 0; j < TN; ++j) b[j] = Bs[kp][tc + j * kColsT];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = dot2_f16(a[i], b[j], acc[i][j]);
-    }
+    micro_tile_products<TM, TN, kRowsT, kColsT>(As, Bs, tr, tc, acc,
+                                                [](uint32_t a, uint32_t b, float c) { return dot2_f16(a, b, c); });
     __syncthreads();
   }
 

@@ -66,18 +66,8 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
       Bs[kk][nn] = (n < N && k < K) ? lb(batch, k, n) : 0.0f;
     }
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      float a[TM], b[TN];
-#pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = As[kk][tr + i * kRowsT];
-#pragma unroll
-      for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j * kColsT];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
+    micro_tile_products<TM, TN, kRowsT, kColsT>(As, Bs, tr, tc, acc,
+                                                [](float a, float b, float c) { return fmaf(a, b, c); });
     __syncthreads();
   }
 

@@ -1,6 +1,12 @@
-// The end of the SIMT GEMM cores (gemm_tile.h, gemm_dot2.h): a thread's
-// TM x TN register micro-tile handed to the epilogue, its rows kRowsT apart
-// from row m, its columns kColsT apart from column n.
+// The register micro-tile of the SIMT GEMM cores (gemm_tile.h: fp32 words
+// and fmaf; gemm_dot2.h: f16 pairs and dot2): a thread's TM x TN
+// accumulators, its rows kRowsT apart from row m, its columns kColsT apart
+// from column n.
+//
+// micro_tile_products: the products of one shared-memory k-tile (KS steps of
+// one word each, a word being what `mac` takes: an fp32 value or an f16
+// pair) into the accumulators.
+// store_micro_tile: the accumulators handed to the epilogue.
 //
 // The loop over the accumulators is expanded by templates, so every index is
 // a constant, instead of being left to the loop unroller: with the
@@ -17,6 +23,23 @@
 #include "kernels/hip/hip_common.h"
 
 namespace hipq::kernels::dev {
+
+template <int TM, int TN, int kRowsT, int kColsT, int KS, int LDA, int LDB, class Word, class Mac>
+__device__ __forceinline__ void micro_tile_products(const Word (&As)[KS][LDA], const Word (&Bs)[KS][LDB], int tr,
+                                                    int tc, float (&acc)[TM][TN], const Mac& mac) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    Word a[TM], b[TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) a[i] = As[ks][tr + i * kRowsT];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) b[j] = Bs[ks][tc + j * kColsT];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = mac(a[i], b[j], acc[i][j]);
+  }
+}
 
 template <int TM, int TN, int kRowsT, int kColsT, class Epilogue>
 __device__ __forceinline__ void store_micro_tile(const float (&acc)[TM][TN], int batch, int m, int n, int M,
