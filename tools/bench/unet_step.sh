@@ -16,7 +16,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 hipq="$(realpath "${1:?usage: unet_step.sh HIPQ_BINARY OUTDIR}")"
 out="$(mkdir -p "${2:?usage: unet_step.sh HIPQ_BINARY OUTDIR}" && realpath "$2")"
 work="${WORKDIR:-/tmp/hipq-unet-step}"; size="${SIZE:-1024}"
-[[ -n "${REFERENCE_SRC:-}" ]] && export PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+if [[ -n "${REFERENCE_SRC:-}" ]]; then
+  PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH
+fi
 bench="$root/tools/bench"
 [[ -f "$bench/unet_step.py" ]] || bench="$(dirname "$hipq")"
 mkdir -p "$work"
