@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the deployment files: shellcheck (Slurm scripts and project scripts),
+# Checks the deployment files: shellcheck (Slurm scripts, project and bench scripts),
 # systemd-analyze verify (units, in a private root holding the built binary),
 # and the offline Kubernetes consistency check (with a negative control).
 #   tests/deploy/check_deploy.sh HIPQ_BINARY
@@ -10,6 +10,7 @@ fail=0
 
 echo "== shellcheck (severity warning and above)"
 shellcheck --severity=warning "$root_dir"/deploy/slurm/*.sbatch "$root_dir"/scripts/* "$root_dir"/.ci/run "$root_dir"/tests/deploy/*.sh \
+  "$root_dir"/tools/bench/*.sh \
   && echo "shellcheck: ok" || fail=1
 
 echo "== systemd-analyze verify"

@@ -28,7 +28,10 @@ steps="${STEPS:-4}"; size="${SIZE:-1024}"; precision="${PRECISION:-fp32}"
 work="${WORKDIR:-/tmp/hipq-scaleout}"
 synthetic="${SYNTHETIC:-sdxl}"; reference="${REFERENCE:-diffusers}"
 batch_timeout="${BATCH_TIMEOUT:-900}"; per_gpu="${PER_GPU:-1}"
-[[ -n "${REFERENCE_SRC:-}" ]] && export PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+if [[ -n "${REFERENCE_SRC:-}" ]]; then
+  PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH
+fi
 db="$out/scaleout.db"
 rm -f "$db" "$db"-wal "$db"-shm
 mkdir -p "$work"

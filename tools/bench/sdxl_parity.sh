@@ -31,7 +31,10 @@ steps="${STEPS:-30}"; size="${SIZE:-1024}"; precisions="${PRECISIONS:-fp32 fp16 
 seeds="${SEEDS:-0, 1}"; n_prompts="${PROMPTS:-2}"; backend="${BACKEND:-hip}"
 work="${WORKDIR:-/tmp/hipq-sdxl-parity}"; synthetic="${SYNTHETIC:-sdxl}"
 export_dtype="${EXPORT_DTYPE:-f32}"; guidance="${GUIDANCE:-5.0}"
-[[ -n "${REFERENCE_SRC:-}" ]] && export PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+if [[ -n "${REFERENCE_SRC:-}" ]]; then
+  PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH
+fi
 mkdir -p "$work"
 stamp() { echo "[$(date +%H:%M:%S)] $*"; }
 all_prompts=("a photograph of an astronaut riding a horse" "a watercolor painting of a lighthouse at dawn")
