@@ -12,7 +12,7 @@
 // Causal: query i sees keys j <= i + (Sk - Sq); key tiles past the block's
 // last visible key are skipped.
 // Instead of it:
-//  - f16 of head dim 64 where HipContext::dot2_f16 holds (AMD): the
+//  - f16 of head dim 64 where HipContext::dot2_f16 holds (HIPQ_DOT2=1): the
 //    packed-half kernel (attention_dot2.h);
 //  - NVIDIA sm_80+ with q, k, v, out in one 16-bit type, head dim 64 or 128
 //    and 16-byte aligned rows: the matrix-unit kernels (attention_mma.h,
@@ -228,13 +228,15 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
     return aligned16(t.data) && t.stride[0] % 8 == 0 && t.stride[1] % 8 == 0;
   };
   const bool same_16bit = q.dtype != DType::kF32 && k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype;
+  // The problem as the fused kernels below take it.
+  const dev::AttnMmaArgs m{q.data,      k.data,      v.data,      out.data, q.stride[0], q.stride[1], k.stride[0],
+                           k.stride[1], v.stride[0], v.stride[1], H,        Sq,          Sk,          scale_log2,
+                           o.causal};
   // f16 of head dim 64 on the packed-half kernel where HipContext::dot2_f16
-  // holds (AMD; HIPQ_DOT2=1 elsewhere): attention_dot2.h.
+  // holds (HIPQ_DOT2=1): attention_dot2.h.
   if (ctx.dot2_f16 && same_16bit && q.dtype == DType::kF16 && D == 64 && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {
-    const dev::AttnDot2Args d{q.data,      k.data,      v.data, out.data, q.stride[0], q.stride[1], k.stride[0],
-                              k.stride[1], v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
-    dev::launch_attention_dot2(ctx.stream, d, B);
+    dev::launch_attention_dot2(ctx.stream, m, B);
     HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
     return Status::Ok();
   }
@@ -247,15 +249,11 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   };
   if (ctx.fp32_3xtf32 && all_f32 && D == 64 && rows_aligned_f32(q) && rows_aligned_f32(k) && rows_aligned_f32(v) &&
       rows_aligned_f32(out)) {
-    const dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
-                             v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
     HIPQ_HIP_RETURN_IF_ERROR(dev::launch_attention_3xtf32<64>(ctx.stream, m, B));
     return Status::Ok();
   }
   if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {
-    dev::AttnMmaArgs m{q.data, k.data, v.data, out.data, q.stride[0], q.stride[1], k.stride[0], k.stride[1],
-                       v.stride[0], v.stride[1], H, Sq, Sk, scale_log2, o.causal};
     // Hopper: the warp-specialised wgmma kernel where it applies (head dim 64,
     // not causal; the HIPQ_ATTN_WGMMA* knobs of HipContext).
     if (ctx.wgmma && ctx.attention_wgmma && D == 64) {

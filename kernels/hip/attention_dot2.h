@@ -28,21 +28,11 @@
 // a SIMD on RDNA2 (1024 VGPRs a lane).
 #pragma once
 
+#include "kernels/hip/attention_mma.h"  // AttnMmaArgs
 #include "kernels/hip/dot2.h"
 #include "kernels/hip/hip_common.h"
 
 namespace hipq::kernels::dev {
-
-struct AttnDot2Args {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* out;                             // contiguous [B, Sq, H * 64]
-  int64_t qsb, qss, ksb, kss, vsb, vss;  // batch and sequence strides (elements)
-  int H, Sq, Sk;
-  float scale_log2;  // scale * log2(e)
-  bool causal;
-};
 
 struct AttnDot2Shape {
   static constexpr int D = 64, kPairs = D / 2;
@@ -50,7 +40,7 @@ struct AttnDot2Shape {
   static constexpr int kKeys = 64, kChunk = 8;
 };
 
-__global__ void __launch_bounds__(AttnDot2Shape::kThreads) attention_dot2_kernel(AttnDot2Args a) {
+__global__ void __launch_bounds__(AttnDot2Shape::kThreads) attention_dot2_kernel(AttnMmaArgs a) {
   using S = AttnDot2Shape;
   constexpr int D = S::D, DP = S::kPairs, kKeys = S::kKeys, kChunk = S::kChunk;
   static_assert(kKeys % kChunk == 0 && kChunk % 2 == 0, "whole chunks of key pairs a tile");
@@ -153,7 +143,7 @@ __global__ void __launch_bounds__(AttnDot2Shape::kThreads) attention_dot2_kernel
 }
 
 // Launches attention_dot2_kernel for B batches x H heads.
-inline void launch_attention_dot2(hipStream_t stream, const AttnDot2Args& a, int B) {
+inline void launch_attention_dot2(hipStream_t stream, const AttnMmaArgs& a, int B) {
   const dim3 grid((a.Sq + AttnDot2Shape::kQ - 1) / AttnDot2Shape::kQ, B * a.H);
   attention_dot2_kernel<<<grid, AttnDot2Shape::kThreads, 0, stream>>>(a);
 }

@@ -21,13 +21,11 @@
 #include "kernels/hip/gemm_mma.h"  // cp.async helpers
 #include "kernels/hip/hip_common.h"
 
-#if HIPQ_VENDOR_NVIDIA
-#include <hip/hip_bf16.h>
-
-#include <type_traits>
-
 namespace hipq::kernels::dev {
 
+// One attention problem as the fused kernels take it (this file's,
+// attention_wgmma.h, attention_3xtf32.h, attention_dot2.h): q, k, v of
+// [B, S, H * D] with their own strides, out contiguous [B, Sq, H * D].
 struct AttnMmaArgs {
   const void* q;
   const void* k;
@@ -38,6 +36,15 @@ struct AttnMmaArgs {
   float scale_log2;  // scale * log2(e)
   bool causal;
 };
+
+}  // namespace hipq::kernels::dev
+
+#if HIPQ_VENDOR_NVIDIA
+#include <hip/hip_bf16.h>
+
+#include <type_traits>
+
+namespace hipq::kernels::dev {
 
 template <typename TC>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi);

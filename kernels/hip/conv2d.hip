@@ -12,10 +12,10 @@
 // implicit im2col is 64 contiguous channels, copied 16 bytes at a time into
 // the wgmma GEMM (gemm_wgmma.h); images are folded into the GEMM's N.
 //
-// Where HipContext::dot2_f16 holds (AMD) f16 convs with C a multiple of 8
+// Where HipContext::dot2_f16 holds (HIPQ_DOT2=1) f16 convs with C a multiple of 8
 // run on the packed-half GEMM (gemm_dot2.h) over the same NHWC copy and
 // taps-last weights (launch_conv_dot2_nhwc: each piece of 8 k is 8 channels
-// of one input pixel, a 16-byte load); others on the fp32 SIMT core.
+// of one input pixel, a 16-byte load); others take their usual route.
 #include <string>
 #include <type_traits>
 
@@ -211,7 +211,7 @@ Result<const uint16_t*> taps_last_16bit(HipContext& ctx, const Tensor& w, Buffer
   return p;
 }
 
-// f16 on the packed-half kernel (gemm_dot2.h: AMD, or HIPQ_DOT2=1) over an
+// f16 on the packed-half kernel (gemm_dot2.h, HIPQ_DOT2=1) over an
 // NHWC copy of x and the taps-last weights, C a multiple of 8: a 16-byte
 // piece of k is then 8 channels of one input pixel (Dot2NhwcConvFill), and
 // the weights are a plain k-major operand. C[image] = W X^T as in the
@@ -676,20 +676,20 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
                   static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding};
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
   // f16 on the packed-half kernel (HipContext::dot2_f16) over NHWC operands
-  // where C allows; else (SDXL: only conv_in, C = 4) the fp32 SIMT core below.
-  const bool dot2 = ctx.dot2_f16 && mma_dtype == dev::kDtF16;
-  if (dot2 && C % 8 == 0)
+  // where C allows; other convs (SDXL: only conv_in, C = 4) take the route
+  // they take without it.
+  if (ctx.dot2_f16 && mma_dtype == dev::kDtF16 && C % 8 == 0)
     return launch_conv_dot2_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
                                  static_cast<int>(Wo), o);
 #if HIPQ_VENDOR_NVIDIA
-  if (!dot2 && ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
+  if (ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
     if (x.dtype == DType::kF16)
       return launch_conv_wgmma<__half>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
                                        static_cast<int>(Wo), o);
     return launch_conv_wgmma<__nv_bfloat16>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
                                             static_cast<int>(Ho), static_cast<int>(Wo), o);
   }
-  if (!dot2 && ctx.matrix_units && mma_dtype >= 0) {
+  if (ctx.matrix_units && mma_dtype >= 0) {
     if (x.dtype == DType::kF16)
       launch_conv_mma<__half>(ctx.stream, x, w, la, ep, static_cast<int>(N), static_cast<int>(O),
                               static_cast<int>(Ho), static_cast<int>(Wo), static_cast<int>(K), o);
@@ -718,7 +718,7 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   }
 #endif
   const hipError_t launched = dev::launch_gemm</*kAllowMma=*/false, /*kAllowDot2=*/false>(
-      ctx.stream, ctx.multiprocessors, ctx.matrix_units, ctx.dot2_f16, mma_dtype, static_cast<int>(N),
+      ctx.stream, ctx.multiprocessors, ctx.matrix_units, /*dot2_ok=*/false, mma_dtype, static_cast<int>(N),
       static_cast<int>(O), static_cast<int>(Ho * Wo), static_cast<int>(K), la, true, lb, false, ep);
   HIPQ_HIP_RETURN_IF_ERROR(launched);
   return Status::Ok();

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 }
 
 // Launches the GEMM: with both operands f16 and dot2_ok (HipContext::
-// dot2_f16: AMD GPUs without matrix units), the packed-half kernel
+// dot2_f16, HIPQ_DOT2=1: meant for AMD GPUs), the packed-half kernel
 // (gemm_dot2.h); on NVIDIA with both operands in the same 16-bit type
 // (mma_dtype = kDtF16 / kDtBF16) and a device of compute capability >= 8.0
 // (mma_ok), the matrix-unit kernel (gemm_mma.h), which copies plain operands
