@@ -15,6 +15,7 @@
 
 #include "base/fs.h"
 #include "cli/commands.h"
+#include "cli/memory_options.h"
 #include "engine/job.h"
 #include "engine/model_files.h"
 #include "engine/parity.h"
@@ -37,6 +38,7 @@ struct GenerateArgs {
   std::string gate;    // JSON, e.g. {"cosine_min":0.9999}
   bool allow_unpinned = false;
   bool no_progress = false;
+  MemoryOptions memory;
 };
 
 std::atomic<bool> g_cancel{false};
@@ -108,6 +110,8 @@ std::string resolve_backend(const std::string& requested) {
 
 int run_generate(const GenerateArgs& a) {
   if (Status st = check_flags(a); !st.ok()) return fail(kExitUsage, st.message());
+  auto placement = apply_memory_options(a.memory);
+  if (!placement.ok()) return fail(kExitUsage, placement.status().message());
   std::optional<engine::ParityGate> gate;
   if (!a.gate.empty()) {
     nlohmann::json gj;
@@ -179,6 +183,7 @@ int run_generate(const GenerateArgs& a) {
   engine::JobResult r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
     engine::LoadOptions lo;
     lo.precision = a.settings.precision;
+    lo.placement = *placement;
     HIPQ_ASSIGN_OR_RETURN(pipeline, engine::Pipeline::load(*model, be, lo));
     *loaded_now = true;
     return pipeline.get();
@@ -244,6 +249,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--gate", args->gate, "Parity gate as JSON, e.g. {\"cosine_min\":0.9999,\"psnr_min\":30}");
   cmd->add_flag("--allow-unpinned", args->allow_unpinned, "Accept a golden with incomplete provenance");
   cmd->add_flag("--no-progress", args->no_progress, "No progress output");
+  add_memory_options(cmd, args->memory);
   cmd->callback([args, &exit_code] { exit_code = run_generate(*args); });
 }
 

@@ -20,6 +20,7 @@
 
 #include "cli/batch_progress.h"
 #include "cli/commands.h"
+#include "cli/memory_options.h"
 #include "coordinator/client.h"
 #include "coordinator/manifest.h"
 #include "coordinator/preflight.h"
@@ -45,6 +46,7 @@ struct RunArgs {
   std::string backend;
   std::string engine = "engine";
   int cpu_workers = 1;
+  MemoryOptions memory;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -227,6 +229,11 @@ int run_embedded(const RunArgs& a) {
   const int64_t done_before = batch_id > 0 ? done_count(a.db, batch_id) : 0;
 
   std::string backend = a.backend.empty() ? default_backend() : a.backend;
+  auto placement = apply_memory_options(a.memory);
+  if (!placement.ok()) {
+    std::cerr << "hipq run: " << placement.status().message() << "\n";
+    return kExitUsage;
+  }
   std::vector<int> devices;
   if (backend == "hip") {
     for (int d = 0; d < kernels::gpu_device_count(); ++d) devices.push_back(d);
@@ -239,7 +246,7 @@ int run_embedded(const RunArgs& a) {
   }
   std::vector<std::unique_ptr<worker::JobRunner>> runners;
   for (int d : devices) {
-    auto r = worker::make_job_runner(a.engine, backend, backend == "hip" ? d : 0);
+    auto r = worker::make_job_runner(a.engine, backend, backend == "hip" ? d : 0, *placement);
     if (!r.ok()) {
       spdlog::error("worker for {} device {}: {}", backend, d, r.status().ToString());
       return kExitFailure;
@@ -391,6 +398,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--engine", args.engine, "engine, or sleep:DURATION (a TEST DOUBLE that only waits)")
       ->capture_default_str();
   cmd->add_option("--cpu-workers", args.cpu_workers, "workers when running on the CPU")->capture_default_str();
+  add_memory_options(cmd, args.memory);
   cmd->callback([&exit_code] { exit_code = run_embedded(args); });
 }
 

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "cli/commands.h"
+#include "cli/memory_options.h"
 #include "cli/queue_options.h"
 #include "kernels/backend.h"
 #include "worker/job_runner_factory.h"
@@ -36,6 +37,7 @@ struct WorkerArgs {
   int64_t max_jobs = 0;
   bool all_devices = false;
   std::string health_file;
+  MemoryOptions memory;
 };
 
 std::string self_exe() {
@@ -52,6 +54,11 @@ namespace {
 
 int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
   std::string backend = a.backend.empty() ? default_backend() : a.backend;
+  auto placement = apply_memory_options(a.memory);
+  if (!placement.ok()) {
+    spdlog::error("{}", placement.status().ToString());
+    return kExitUsage;
+  }
   if (a.all_devices) {
     worker::SupervisorOptions so;
     so.executable = self_exe();
@@ -92,7 +99,7 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
     spdlog::error("{}", keys.status().ToString());
     return kExitUsage;
   }
-  auto runner = worker::make_job_runner(a.engine, backend, a.device);
+  auto runner = worker::make_job_runner(a.engine, backend, a.device, *placement);
   if (!runner.ok()) {
     spdlog::error("worker for {} device {}: {}", backend, a.device, runner.status().ToString());
     return runner.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
@@ -133,6 +140,7 @@ void add_worker_command(CLI::App& app, int& exit_code) {
                   "benchmarks)")
       ->capture_default_str();
   cmd->add_option("--id", args.id, "worker id (default <host>/<backend><device>/<pid>)");
+  add_memory_options(cmd, args.memory);
   cmd->add_option("--max-jobs", args.max_jobs, "leave after this many jobs (0 = never)");
   cmd->add_option("--health-file", args.health_file,
                   "rewrite FILE on every heartbeat and remove it on exit, for liveness probes (with --all-devices: "

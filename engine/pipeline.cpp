@@ -66,12 +66,20 @@ struct Pipeline::Impl {
   TextEncoderSlot enc1, enc2;  // enc2: SDXL only
   std::optional<UNet> unet;
   std::optional<VaeDecoder> vae;
+  // The models' shapes as loaded (memory plans read them) and the dtype the
+  // UNet and text encoders are in.
+  ModelShapes shapes;
+  DType loaded_dtype = DType::kF32;
   std::string loaded_precision;
   double load_ms = 0;
   // The load phase of the most recent load, reported by the next generate().
   std::optional<PhaseTiming> pending_load;
 
   Status load_models(const std::string& precision);
+  // The text encoders at loaded_dtype, unless they are on the device already
+  // (a low placement loads them for each prompt it encodes).
+  Status load_text_encoders();
+  void release_text_encoders();
   Result<std::vector<int32_t>> token_ids(const std::string& text, bool pad_with_eos) const;
   struct TextConditioning {
     DeviceTensor hidden;  // [N, 77, D]
@@ -81,8 +89,9 @@ struct Pipeline::Impl {
   Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg);
   // SDXL micro-conditioning (original size, crop top-left, target size) per row.
   std::vector<float> time_ids(const spec::GenerationSettings& s, int batch) const;
-  // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w].
-  Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw);
+  // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w],
+  // in tiles of `tile` pixels when > 0 (else options.vae_tile_above_latent_pixels' rule).
+  Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw, int64_t tile = 0);
 };
 
 std::vector<float> Pipeline::Impl::time_ids(const spec::GenerationSettings& s, int batch) const {
@@ -94,13 +103,19 @@ std::vector<float> Pipeline::Impl::time_ids(const spec::GenerationSettings& s, i
   return ids;
 }
 
-Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, int64_t lh, int64_t lw) {
+Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, int64_t lh, int64_t lw,
+                                                   int64_t tile) {
   kernels::Backend& be = *backend;
   const int64_t lc = vae->config().latent_channels;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor zt, DeviceTensor::from_host(be, z.data(), {1, lc, lh, lw}, DType::kF32));
   VaeTiling tiling;
   const int64_t threshold = options.vae_tile_above_latent_pixels;
-  tiling.enabled = threshold == 0 || (threshold > 0 && lh * lw > threshold);
+  tiling.enabled = tile > 0 || threshold == 0 || (threshold > 0 && lh * lw > threshold);
+  tiling.tile_sample_size = tile;
+  // Half-overlapping tiles: each pixel is blended from tiles that saw more of
+  // its surroundings than diffusers' quarter overlap gives (closer to the
+  // whole decode; memory_plan.h).
+  if (tile > 0) tiling.overlap = 0.5f;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
   return to_host_f32(be, image.t);
 }
@@ -112,25 +127,24 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
   auto host_start = std::chrono::steady_clock::now();
   // Free the old precision's weights before the new ones arrive.
-  enc1.model.reset();
-  enc2.model.reset();
+  release_text_encoders();
   unet.reset();
   vae.reset();
   loaded_precision.clear();
   // A generate() that switches precision measures its peak from here: the old weights are gone.
   be.reset_peak();
 
+  ModelShapes sh;
+  sh.family = family;
   HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
-  UNetConfig ucfg;
   if (const auto* j = find_config(components, "unet")) {
-    HIPQ_ASSIGN_OR_RETURN(ucfg, UNetConfig::from_json(*j, components.spec + " unet/config.json"));
+    HIPQ_ASSIGN_OR_RETURN(sh.unet, UNetConfig::from_json(*j, components.spec + " unet/config.json"));
   } else {
-    HIPQ_ASSIGN_OR_RETURN(ucfg, UNetConfig::from_weights(*unet_weights));
+    HIPQ_ASSIGN_OR_RETURN(sh.unet, UNetConfig::from_weights(*unet_weights));
   }
-  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(ucfg, *unet_weights, be, dtype));
-  unet.emplace(std::move(u));
-
-  auto load_clip = [&](const std::string& key, TextEncoderSlot& slot) -> Status {
+  const std::vector<std::string> encoder_keys =
+      family == "sdxl" ? std::vector<std::string>{"text_encoder", "text_encoder_2"} : std::vector<std::string>{"text_encoder"};
+  for (const std::string& key : encoder_keys) {
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, key));
     ClipTextConfig ccfg;
     if (const auto* j = find_config(components, key)) {
@@ -138,30 +152,24 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
     } else {
       HIPQ_ASSIGN_OR_RETURN(ccfg, ClipTextConfig::from_weights(*w));
     }
-    HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(ccfg, *w, be, dtype));
-    slot.model.emplace(std::move(m));
-    return Status::Ok();
-  };
-  HIPQ_RETURN_IF_ERROR(load_clip("text_encoder", enc1));
-  enc1.pad_with_eos = family != "sd2";
-  if (family == "sdxl") {
-    HIPQ_RETURN_IF_ERROR(load_clip("text_encoder_2", enc2));
-    enc2.pad_with_eos = false;
+    sh.text_encoders.push_back(std::move(ccfg));
   }
-
   HIPQ_ASSIGN_OR_RETURN(auto vae_weights, component(components, "vae"));
-  VaeConfig vcfg;
   if (const auto* j = find_config(components, "vae")) {
-    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_json(*j, components.spec + " vae/config.json"));
+    HIPQ_ASSIGN_OR_RETURN(sh.vae, VaeConfig::from_json(*j, components.spec + " vae/config.json"));
   } else {
-    HIPQ_ASSIGN_OR_RETURN(vcfg, VaeConfig::from_weights(*vae_weights, family));
+    HIPQ_ASSIGN_OR_RETURN(sh.vae, VaeConfig::from_weights(*vae_weights, family));
   }
-  // diffusers' rule: a VAE with force_upcast decodes fp16 jobs in fp32; SDXL's
-  // always does (it overflows in fp16). bf16 has fp32's range: bf16 jobs
-  // decode in bf16, as diffusers does, on the matrix-unit kernels.
-  DType vae_dtype = dtype;
-  if (dtype == DType::kF16 && (family == "sdxl" || vcfg.force_upcast)) vae_dtype = DType::kF32;
-  HIPQ_ASSIGN_OR_RETURN(VaeDecoder v, VaeDecoder::load(vcfg, *vae_weights, be, vae_dtype));
+  shapes = std::move(sh);
+  loaded_dtype = dtype;
+
+  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, dtype));
+  unet.emplace(std::move(u));
+  enc1.pad_with_eos = family != "sd2";
+  enc2.pad_with_eos = false;
+  if (options.placement != Placement::kLow) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  HIPQ_ASSIGN_OR_RETURN(VaeDecoder v,
+                        VaeDecoder::load(shapes.vae, *vae_weights, be, vae_dtype_for(family, shapes.vae, dtype)));
   vae.emplace(std::move(v));
 
   HIPQ_RETURN_IF_ERROR(be.synchronize());
@@ -173,6 +181,23 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   return Status::Ok();
 }
 
+Status Pipeline::Impl::load_text_encoders() {
+  TextEncoderSlot* slots[2] = {&enc1, &enc2};
+  const char* keys[2] = {"text_encoder", "text_encoder_2"};
+  for (size_t i = 0; i < shapes.text_encoders.size() && i < 2; ++i) {
+    if (slots[i]->model) continue;
+    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, keys[i]));
+    HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(shapes.text_encoders[i], *w, *backend, loaded_dtype));
+    slots[i]->model.emplace(std::move(m));
+  }
+  return Status::Ok();
+}
+
+void Pipeline::Impl::release_text_encoders() {
+  enc1.model.reset();
+  enc2.model.reset();
+}
+
 Result<std::vector<int32_t>> Pipeline::Impl::token_ids(const std::string& text, bool pad_with_eos) const {
   std::vector<int> ids = tokenizer->encode(text, ClipTokenizer::kMaxLength);
   ids = tokenizer->pad(std::move(ids), pad_with_eos ? tokenizer->eos() : 0, ClipTokenizer::kMaxLength);
@@ -181,6 +206,7 @@ Result<std::vector<int32_t>> Pipeline::Impl::token_ids(const std::string& text, 
 
 Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec::GenerationSettings& s, bool cfg) {
   kernels::Backend& be = *backend;
+  HIPQ_RETURN_IF_ERROR(load_text_encoders());
   TextConditioning out;
   // diffusers' SDXL pipelines zero the negative conditioning when no negative
   // prompt is given (force_zeros_for_empty_prompt); SD 1.x/2.x encode "".
@@ -317,6 +343,8 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     out.phases.push_back(*im.pending_load);
     im.pending_load.reset();
   }
+  HIPQ_ASSIGN_OR_RETURN(out.memory_plan, choose_placement(im.shapes, s, im.options.placement, be));
+  const bool low = out.memory_plan.placement == Placement::kLow;
   if (cancelled()) return Status::Cancelled("generation cancelled before text encoding");
 
   PhaseTimer timer(&be);
@@ -327,6 +355,8 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg));
+  // The low placement holds the text encoders only while it encodes.
+  if (low) im.release_text_encoders();
   HIPQ_RETURN_IF_ERROR(timer.end());
 
   HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(im.scheduler, s.steps, kind));
@@ -405,6 +435,11 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   unet_step.reset();
   HIPQ_RETURN_IF_ERROR(sampled);
   HIPQ_RETURN_IF_ERROR(timer.end());
+  // The decode needs none of the step's blocks: the graph's reservation, the
+  // activations' cached blocks and the conv weights' kept forms (made again
+  // by the next job's first step) go back to the device before it starts.
+  be.drop_constant_forms();
+  HIPQ_RETURN_IF_ERROR(be.trim_cache());
   // The one copy of the latents to the host: grading and writing read it there.
   HIPQ_ASSIGN_OR_RETURN(out.latent, to_host_f32(be, latents.t));
   out.latent_shape = {1, lc, lh, lw};
@@ -418,7 +453,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     // the same float division, not a multiplication by the reciprocal.
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, im.run_vae(scaled, lh, lw));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, im.run_vae(scaled, lh, lw, out.memory_plan.vae_tile));
+    // Nor does the next job's denoise need the decode's full-size blocks.
+    HIPQ_RETURN_IF_ERROR(be.trim_cache());
     spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
     out.rgb = std::move(rgb.rgb);
     out.width = s.width;
@@ -478,6 +515,7 @@ std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
 const std::string& Pipeline::model_spec() const { return impl_->components.spec; }
 const std::string& Pipeline::weights_sha256() const { return impl_->components.weights_sha256; }
 const std::string& Pipeline::family() const { return impl_->family; }
+const ModelShapes& Pipeline::model_shapes() const { return impl_->shapes; }
 kernels::DType Pipeline::vae_precision() const { return impl_->vae->precision(); }
 const std::vector<std::string>& Pipeline::warnings() const { return impl_->components.warnings; }
 nlohmann::json Pipeline::scheduler_config() const { return impl_->scheduler_json; }
@@ -512,6 +550,13 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
   j["steps"] = list(out.steps);
   j["peak_memory_bytes"] = out.peak_memory_bytes;
   j["warm"] = out.warm;
+  j["memory_plan"] = {{"placement", std::string(placement_name(out.memory_plan.placement))},
+                      {"vae_tile", out.memory_plan.vae_tile},
+                      {"peak_bytes", out.memory_plan.peak()},
+                      {"weights_bytes", out.memory_plan.weights()},
+                      {"text_encode_bytes", out.memory_plan.text_encode},
+                      {"denoise_bytes", out.memory_plan.denoise},
+                      {"decode_bytes", out.memory_plan.decode}};
   j["settings"] = settings.to_json();
   j["model"] = info.model_spec;
   j["weights_sha256"] = info.weights_sha256;

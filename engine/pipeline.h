@@ -15,11 +15,17 @@
 // borrows the Backend, which must outlive it. Load once, generate many times:
 // the second and later generate() calls report warm = true. A generate() at a
 // precision other than the loaded one reloads the models at that precision
-// (that job reports warm = false and a load phase).
+// (that job reports warm = false and a load phase). Memory: each generate()
+// first resolves its placement (LoadOptions::placement, engine/memory_plan.h);
+// between phases the backend's cached blocks go back to the device and the
+// kept forms of constant weights are dropped (made again by the next job's
+// first step), so what the process holds follows the plan (docs/memory.md).
 // Thread safety: one thread at a time (like its Backend).
 // Errors: load(): NotFound / Corruption / InvalidArgument from open_model and
 // the models (naming the file and tensor). generate(): InvalidArgument from
-// settings.validate() before any device work; Cancelled when *cancel turns
+// settings.validate() before any device work; FailedPrecondition (a
+// configuration error naming the need, the device and the way out) when the
+// job's memory plan fits no allowed placement; Cancelled when *cancel turns
 // true (checked between steps); ResourceExhausted when device memory runs out;
 // the backend's errors otherwise.
 #pragma once
@@ -38,6 +44,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "engine/memory_plan.h"
 #include "engine/phase_timer.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
@@ -57,6 +64,11 @@ struct LoadOptions {
   // native size the result equals the untiled decode. tools/golden/ applies
   // the same rule, so goldens and hipq decode alike.
   int64_t vae_tile_above_latent_pixels = 128 * 128;
+  // Where the models and activations live (engine/memory_plan.h): auto picks
+  // standard when the job's plan fits the backend's memory, else low; low
+  // loads the text encoders only while a prompt is encoded. A job whose plan
+  // fits no allowed placement fails before any device work.
+  Placement placement = Placement::kAuto;
 };
 
 struct GenerationOutput {
@@ -71,6 +83,8 @@ struct GenerationOutput {
   std::vector<PhaseTiming> steps;        // one per denoise step, phase = "step"
   int64_t peak_memory_bytes = 0;         // backend peak during this generate()
   bool warm = false;                     // models were already loaded
+  // The placement it ran in and its plan (engine/memory_plan.h).
+  MemoryPlan memory_plan;
 };
 
 // Called after each denoise step with (steps done, total steps).
@@ -112,6 +126,8 @@ class Pipeline {
   const std::string& model_spec() const;
   const std::string& weights_sha256() const;
   const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
+  // The shapes of the loaded models, as memory plans read them.
+  const ModelShapes& model_shapes() const;
   // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
   // when the VAE has force_upcast or is SDXL's (docs/pipeline.md, "decode").
   kernels::DType vae_precision() const;
@@ -150,7 +166,9 @@ struct OutputInfo {
 Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
                          const spec::GenerationSettings& settings, const OutputInfo& info);
 // timings.json: {"phases":[{phase,host_ms,gpu_ms}...],"steps":[...],
-// "peak_memory_bytes":N,"warm":bool,"settings":{...},"model":...}.
+// "peak_memory_bytes":N,"warm":bool,"memory_plan":{placement, vae_tile,
+// peak_bytes, weights_bytes, text_encode_bytes, denoise_bytes, decode_bytes},
+// "settings":{...},"model":...}.
 nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationSettings& settings,
                             const OutputInfo& info);
 

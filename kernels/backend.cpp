@@ -1,5 +1,9 @@
 #include "kernels/backend.h"
 
+#include <cstdlib>
+#include <string>
+
+#include "base/byte_size.h"
 #include "kernels/cpu/cpu_backend.h"
 #if HIPQ_HAVE_GPU
 #include "kernels/hip/hip_backend.h"
@@ -60,11 +64,25 @@ Status check_matmul_options(const MatmulOptions& o, int64_t N, const Tensor& b) 
   return Status::Ok();
 }
 
+namespace {
+
+Result<std::unique_ptr<Backend>> with_env_limit(Result<std::unique_ptr<Backend>> made) {
+  if (!made.ok()) return made;
+  const char* env = std::getenv(kDeviceMemoryLimitEnv);
+  if (env == nullptr || *env == '\0') return made;
+  auto limit = parse_byte_size(env);
+  if (!limit.ok()) return limit.status().WithContext(kDeviceMemoryLimitEnv);
+  HIPQ_RETURN_IF_ERROR((*made)->set_memory_limit(*limit));
+  return made;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, int device) {
-  if (name == "cpu") return make_cpu_backend();
+  if (name == "cpu") return with_env_limit(make_cpu_backend());
   if (name == "hip") {
 #if HIPQ_HAVE_GPU
-    return make_hip_backend(device);
+    return with_env_limit(make_hip_backend(device));
 #else
     return Status::NotFound("backend 'hip' is not built into this binary (configure with -DHIPQ_GPU=amd or -DHIPQ_GPU=nvidia)");
 #endif

@@ -80,6 +80,21 @@ struct BackendInfo {
   // (wgmma), fp32 accumulate", "packed-half dot2 into fp32", ... on hip,
   // "fp32" on cpu.
   std::string f16_products;
+  // Whether the backend keeps a rearranged copy of each constant 16-bit conv
+  // weight it convolves with (hold_constant; the hip backend's Hopper conv),
+  // which memory plans count.
+  bool keeps_conv_weight_forms = false;
+};
+
+// A backend's memory (Backend::memory_stats). Bytes are size-class bytes
+// (what the pool hands out), not the bytes asked for.
+struct MemoryStats {
+  int64_t in_use = 0;        // handed out and not yet released
+  int64_t cached = 0;        // released blocks the pool keeps (graph reservations included)
+  int64_t peak = 0;          // highest in_use since reset_peak()
+  int64_t limit = 0;         // the cap set by set_memory_limit; 0 = none
+  int64_t device_total = 0;  // the device's memory (cpu: 0, not known)
+  int64_t device_free = 0;   // free on the device as its driver says now (cpu: 0)
 };
 
 enum class Activation : uint8_t { kNone = 0, kGelu = 1, kGeluTanh = 2, kSilu = 3, kQuickGelu = 4 };
@@ -179,6 +194,25 @@ class Backend {
   virtual int64_t bytes_in_use() const = 0;
   virtual int64_t peak_bytes() const = 0;
   virtual void reset_peak() = 0;
+  // What this backend holds of its device's memory and what the device has
+  // (docs/memory.md). in_use + cached is what the process takes from the
+  // device for tensors; the runtime's own context comes on top.
+  virtual MemoryStats memory_stats() const = 0;
+  // The bytes a request of `bytes` takes from the pool (its size class).
+  virtual size_t block_bytes(size_t bytes) const = 0;
+  // Caps what this backend holds (in_use + cached, graph reservations
+  // included) at `bytes`; 0 removes the cap. An allocation past the cap first
+  // returns the cached blocks to the device, then fails with
+  // ResourceExhausted as a real out-of-memory would (ops with a lower-memory
+  // route take it then). InvalidArgument for a negative cap.
+  // make_backend() sets it from HIPQ_DEVICE_MEMORY_LIMIT.
+  virtual Status set_memory_limit(int64_t bytes) = 0;
+  // Returns the cached free blocks to the device (not those reserved for a
+  // live graph); waits for the stream first.
+  virtual Status trim_cache() = 0;
+  // Forgets every form derived from constant blocks (hold_constant); an op
+  // makes a form again on its next use. Default: nothing is kept.
+  virtual void drop_constant_forms() {}
   // The caller promises that the block at `data` (from allocate(), `bytes`
   // long) does not change until it is released: a backend may keep forms
   // derived from it once (the hip backend: conv weights in the layout of its
@@ -245,7 +279,12 @@ std::vector<std::string> available_backends();
 // Number of visible GPUs for the hip backend (0 when none or not built).
 int gpu_device_count();
 // "cpu" or "hip" with a device index. NotFound when the name is unknown or not
-// built; Unavailable when the device is not there.
+// built; Unavailable when the device is not there. The memory cap of
+// HIPQ_DEVICE_MEMORY_LIMIT (a size as base/byte_size.h reads it, "" or unset:
+// none) is set on the new backend; InvalidArgument naming the variable when
+// it is not a size.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, int device = 0);
+// The environment variable make_backend() reads the memory cap from.
+inline constexpr const char* kDeviceMemoryLimitEnv = "HIPQ_DEVICE_MEMORY_LIMIT";
 
 }  // namespace hipq::kernels

@@ -39,17 +39,19 @@ std::string image_file_name(const JobAssignment& job) {
   return out;
 }
 
-EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device)
-    : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device) {}
+EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,
+                                 engine::Placement placement)
+    : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device), placement_(placement) {}
 
 EngineJobRunner::~EngineJobRunner() {
   // Pipelines hold buffers of the backend: release them first.
   pipelines_.clear();
 }
 
-Result<std::unique_ptr<EngineJobRunner>> EngineJobRunner::create(const std::string& backend, int device) {
+Result<std::unique_ptr<EngineJobRunner>> EngineJobRunner::create(const std::string& backend, int device,
+                                                                 engine::Placement placement) {
   HIPQ_ASSIGN_OR_RETURN(auto b, kernels::make_backend(backend, device));
-  return std::unique_ptr<EngineJobRunner>(new EngineJobRunner(std::move(b), backend, device));
+  return std::unique_ptr<EngineJobRunner>(new EngineJobRunner(std::move(b), backend, device, placement));
 }
 
 void EngineJobRunner::describe(proto::WorkerHello& hello) const {
@@ -77,6 +79,7 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
   // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
   engine::LoadOptions options;
   options.precision = precision;
+  options.placement = placement_;
   auto loaded = engine::Pipeline::load(model, *backend_, options);
   if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted && !pipelines_.empty()) {
     spdlog::warn("out of device memory loading {}; releasing {} other model(s) and retrying", model,

@@ -22,6 +22,8 @@
 // Thread safety: run() on one thread (the worker's job thread).
 #pragma once
 
+#include "engine/memory_plan.h"
+
 #include <map>
 #include <memory>
 #include <string>
@@ -46,7 +48,9 @@ std::string image_file_name(const JobAssignment& job);
 class EngineJobRunner final : public JobRunner {
  public:
   // NotFound for a backend not built in; Unavailable for a missing device.
-  static Result<std::unique_ptr<EngineJobRunner>> create(const std::string& backend, int device);
+  // `placement`: every pipeline's (engine::LoadOptions::placement).
+  static Result<std::unique_ptr<EngineJobRunner>> create(const std::string& backend, int device,
+                                                         engine::Placement placement = engine::Placement::kAuto);
   ~EngineJobRunner() override;
 
   void describe(proto::WorkerHello& hello) const override;
@@ -54,13 +58,15 @@ class EngineJobRunner final : public JobRunner {
   Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress, const std::atomic<bool>& cancel) override;
 
  private:
-  EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device);
+  EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,
+                  engine::Placement placement);
   // The cached pipeline of `model`, else one loaded at `precision`.
   Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision, bool* loaded_now);
 
   std::unique_ptr<kernels::Backend> backend_;
   std::string backend_name_;
   int device_;
+  engine::Placement placement_;
   std::map<std::string, std::unique_ptr<engine::Pipeline>> pipelines_;
 };
 

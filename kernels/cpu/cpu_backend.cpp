@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/host_pool.h"
@@ -73,6 +74,24 @@ class CpuBackend final : public Backend {
   int64_t bytes_in_use() const override { return pool_.bytes_in_use(); }
   int64_t peak_bytes() const override { return pool_.peak_bytes(); }
   void reset_peak() override { pool_.reset_peak(); }
+  MemoryStats memory_stats() const override {
+    MemoryStats m;
+    m.in_use = pool_.bytes_in_use();
+    m.cached = pool_.bytes_cached();
+    m.peak = pool_.peak_bytes();
+    m.limit = pool_.limit();
+    return m;
+  }
+  size_t block_bytes(size_t bytes) const override { return cpu::HostPool::size_class(bytes); }
+  Status set_memory_limit(int64_t bytes) override {
+    if (bytes < 0) return Status::InvalidArgument("memory limit must be >= 0 bytes (got " + std::to_string(bytes) + ")");
+    pool_.set_limit(bytes);
+    return Status::Ok();
+  }
+  Status trim_cache() override {
+    pool_.trim();
+    return Status::Ok();
+  }
 
   Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) override {
     return cpu::matmul(a, b, out, o);

@@ -30,6 +30,19 @@ Result<void*> HostPool::allocate(size_t bytes) {
       return p;
     }
   }
+  if (const int64_t limit = this->limit(); limit > 0) {
+    auto over = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return in_use_ + cached_ + static_cast<int64_t>(cls) > limit;
+    };
+    if (over()) trim();
+    if (over()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      return Status::ResourceExhausted("cpu backend: allocating " + std::to_string(bytes) + " bytes would pass the " +
+                                       std::to_string(limit) + "-byte memory limit (" + std::to_string(in_use_) +
+                                       " in use)");
+    }
+  }
   void* p = std::aligned_alloc(64, cls);
   if (p == nullptr) {
     // Cached blocks of other sizes may be what the system is missing.
@@ -60,6 +73,16 @@ void HostPool::trim() {
     for (void* p : blocks) std::free(p);
   free_.clear();
   cached_ = 0;
+}
+
+void HostPool::set_limit(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = bytes;
+}
+
+int64_t HostPool::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_;
 }
 
 int64_t HostPool::bytes_in_use() const {

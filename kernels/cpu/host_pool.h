@@ -5,6 +5,9 @@
 // Size classes: multiples of 64 bytes up to 1 KiB, then four classes per
 // power of two (2^k, 1.25*2^k, 1.5*2^k, 1.75*2^k), so rounding wastes < 25%.
 // bytes_in_use and peak count class bytes handed out (not cached blocks).
+// A limit (set_limit) caps in use + cached as a device's memory would be: a
+// request past it trims the cache, then fails with ResourceExhausted, so the
+// engine's memory plans and low-memory routes are tested on the host.
 // Thread safety: all members are safe to call from any thread.
 #pragma once
 
@@ -34,6 +37,9 @@ class HostPool {
   void release(void* p, size_t bytes);
   // Returns cached free blocks to the system.
   void trim();
+  // 0 = no limit.
+  void set_limit(int64_t bytes);
+  int64_t limit() const;
 
   int64_t bytes_in_use() const;
   int64_t peak_bytes() const;
@@ -46,6 +52,7 @@ class HostPool {
   int64_t in_use_ = 0;
   int64_t peak_ = 0;
   int64_t cached_ = 0;
+  int64_t limit_ = 0;
 };
 
 }  // namespace hipq::kernels::cpu

@@ -16,8 +16,10 @@
 // run on the packed-half GEMM (gemm_dot2.h) over the same NHWC copy and
 // taps-last weights (launch_conv_dot2_nhwc: each piece of 8 k is 8 channels
 // of one input pixel, a 16-byte load); others take their usual route.
+#include <algorithm>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/hip/gemm_3xtf32.h"
 #include "kernels/hip/gemm_tile.h"
@@ -91,14 +93,17 @@ struct ConvEpilogue {
 
 // [N, C, HW] -> [N, HW, C] through 32 x 32 shared-memory tiles; T: uint16_t
 // (f16 / bf16) or uint32_t (fp32), moved as raw bits.
+// `cstride`: elements between channels of x (HW for whole images; an
+// image's H * W for a band of HW pixels of it, one image).
 template <typename T>
-__global__ void nchw_to_nhwc(const T* __restrict__ x, T* __restrict__ y, int C, int HW) {
+__global__ void nchw_to_nhwc(const T* __restrict__ x, T* __restrict__ y, int C, int HW, int64_t cstride) {
   __shared__ T t[32][33];
+  const int64_t img_in = static_cast<int64_t>(blockIdx.z) * C * cstride;
   const int64_t img = static_cast<int64_t>(blockIdx.z) * C * HW;
   const int c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
   for (int r = threadIdx.y; r < 32; r += 8) {
     const int c = c0 + r, p = p0 + threadIdx.x;
-    if (c < C && p < HW) t[r][threadIdx.x] = x[img + static_cast<int64_t>(c) * HW + p];
+    if (c < C && p < HW) t[r][threadIdx.x] = x[img_in + static_cast<int64_t>(c) * cstride + p];
   }
   __syncthreads();
   for (int r = threadIdx.y; r < 32; r += 8) {
@@ -167,7 +172,7 @@ Status to_nhwc_input(HipContext& ctx, const Tensor& x, Buffer& xt) {
   }
   dim3 tgrid((HW + 31) / 32, (C + 31) / 32, N);
   nchw_to_nhwc<E><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const E*>(x.data), static_cast<E*>(xt.data()),
-                                                         C, HW);
+                                                         C, HW, HW);
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
   return Status::Ok();
 }
@@ -500,53 +505,115 @@ struct NhwcF32Fill : dev::MmaFillBase<128, 32, /*kIsA=*/false, /*kColIsK=*/true,
   __device__ __forceinline__ void finish(float*, int) const {}
 };
 
-// The Hopper 3xTF32 route of a stride-1 fp32 conv over the NHWC operands xt
-// (input) and wt (weights [O, kh * kw * C]) of to_nhwc_operands: both split
-// in place into their big halves plus small copies, then
-// gemm_tma_3xtf32_kernel with TmaConvLoad boxes (images as the batch; a
-// 128-pixel tile is whole output rows or a piece of one). `launched` stays
+// Bytes the Hopper 3xTF32 conv's input copies (the NHWC copy of x and its
+// small halves) may take each: a single image larger than this is convolved
+// in bands of output rows, each over its own rows of input (plus the rows
+// its taps reach), so the decode of a 1024 px image in fp32 does not hold two
+// extra copies of a 1 GiB activation. Every output is the same sum in the
+// same order as unbanded: the bands change which tile computes it, never how.
+constexpr int64_t kConvStagingBytes = int64_t{128} << 20;
+
+// Output rows of one band for an image of Ho rows whose input rows are
+// `row_bytes` each: whole tiles (bh rows), Ho when it all fits.
+int conv_band_rows(int Ho, int H, int KH, int64_t row_bytes, int bh, int Wo) {
+  const int64_t fit = kConvStagingBytes / std::max<int64_t>(row_bytes, 1) - (KH - 1);
+  if (fit >= H) return Ho;
+  int rows = static_cast<int>(fit) / bh * bh;
+  while (rows > 0 && (static_cast<int64_t>(rows) * Wo) % 8 != 0) rows -= bh;
+  return rows > 0 ? rows : Ho;
+}
+
+// The Hopper 3xTF32 route of a stride-1 fp32 conv: x to NHWC and the weights
+// to [O, kh * kw * C], both split in place into their big halves plus small
+// copies, then gemm_tma_3xtf32_kernel with TmaConvLoad boxes (images as the
+// batch; a 128-pixel tile is whole output rows or a piece of one). One image
+// larger than kConvStagingBytes goes in bands (above). `launched` stays
 // false, with nothing queued, when the tile cannot be laid out over Wo, TMA
-// cannot describe an operand or the pool cannot hold the small copies.
-Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, Buffer& xt, Buffer& wt,
-                         const ConvEpilogue& ep, int N, int O, int Ho, int Wo, const Conv2dOptions& o,
-                         bool& launched) {
+// cannot describe an operand or the pool cannot hold the copies.
+Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
+                         int Ho, int Wo, const Conv2dOptions& o, bool& launched) {
   launched = false;
   const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
-  const int KW = static_cast<int>(w.shape[3]), K = C * static_cast<int>(w.shape[2]) * KW, P = Ho * Wo;
+  const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]), K = C * KH * KW;
   constexpr int kBn = dev::Tma3xTf32Shape::BN;
-  if (C % 32 != 0 || P % 8 != 0 || !dev::conv_tile_fits(kBn, Wo)) return Status::Ok();
-  const int64_t x_elems = x.numel(), w_elems = w.numel();
-  Result<Buffer> xs = ctx.backend->allocate(static_cast<size_t>(x_elems) * sizeof(float));
-  if (!xs.ok()) return xs.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : xs.status();
+  if (C % 32 != 0 || (static_cast<int64_t>(Ho) * Wo) % 8 != 0 || !dev::conv_tile_fits(kBn, Wo)) return Status::Ok();
+  const int bw = std::min(kBn, Wo), bh = kBn / bw;
+  const int64_t row_bytes = static_cast<int64_t>(W) * C * sizeof(float);
+  const int band = N == 1 ? conv_band_rows(Ho, H, KH, row_bytes, bh, Wo) : Ho;
+  // Input rows the largest band reads.
+  const int band_in = band == Ho ? H : std::min(H, band + KH - 1);
+  const int64_t x_elems = static_cast<int64_t>(N) * band_in * W * C, w_elems = w.numel();
+  auto exhausted = [](const Status& st) { return st.code() == StatusCode::kResourceExhausted; };
+  Buffer xt, wt;
+  if (Status st = to_taps_last<uint32_t>(ctx, w, wt); !st.ok()) return exhausted(st) ? Status::Ok() : st;
   Result<Buffer> ws = ctx.backend->allocate(static_cast<size_t>(w_elems) * sizeof(float));
-  if (!ws.ok()) return ws.status().code() == StatusCode::kResourceExhausted ? Status::Ok() : ws.status();
-  float* xb = static_cast<float*>(xt.data());
-  float* wb = static_cast<float*>(wt.data());
+  if (!ws.ok()) return exhausted(ws.status()) ? Status::Ok() : ws.status();
+  Result<Buffer> xb = ctx.backend->allocate(static_cast<size_t>(x_elems) * sizeof(float));
+  if (!xb.ok()) return exhausted(xb.status()) ? Status::Ok() : xb.status();
+  Result<Buffer> xs = ctx.backend->allocate(static_cast<size_t>(x_elems) * sizeof(float));
+  if (!xs.ok()) return exhausted(xs.status()) ? Status::Ok() : xs.status();
+  float* wbig = static_cast<float*>(wt.data());
+  float* xbig = static_cast<float*>(xb->data());
   dev::GemmTf32Plan plan;
   plan.a_batch = 0;
-  const int bw = std::min(kBn, Wo), bh = kBn / bw;
-  if (!dev::set_tf32_grid(plan, N, O, P, ctx.multiprocessors) ||
-      !dev::encode_f32_rows_map(plan.a_big, wb, O, K, 1, 128) ||
-      !dev::encode_f32_rows_map(plan.a_small, static_cast<float*>(ws->data()), O, K, 1, 128) ||
-      !dev::encode_f32_nhwc_map(plan.b_big, xb, N, H, W, C, bw, bh) ||
-      !dev::encode_f32_nhwc_map(plan.b_small, static_cast<float*>(xs->data()), N, H, W, C, bw, bh))
+  if (!dev::encode_f32_rows_map(plan.a_big, wbig, O, K, 1, 128) ||
+      !dev::encode_f32_rows_map(plan.a_small, static_cast<float*>(ws->data()), O, K, 1, 128))
     return Status::Ok();
+  struct Band {
+    int r0, rows, lo, hi;  // output rows [r0, r0 + rows), input rows [lo, hi)
+  };
+  std::vector<Band> bands;
+  for (int r0 = 0; r0 < Ho; r0 += band) {
+    const int rows = std::min(band, Ho - r0);
+    const int lo = std::max(0, r0 - o.padding), hi = std::min(H, r0 + rows - o.padding + KH - 1);
+    bands.push_back({r0, rows, lo, hi});
+  }
+  // Every map is made before anything is queued, so `launched` false means nothing ran.
+  std::vector<dev::GemmTf32Plan> plans(bands.size(), plan);
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const Band& b = bands[i];
+    const int in_rows = bands.size() == 1 ? H : b.hi - b.lo;
+    if (!dev::set_tf32_grid(plans[i], N, O, b.rows * Wo, ctx.multiprocessors) ||
+        !dev::encode_f32_nhwc_map(plans[i].b_big, xbig, N, in_rows, W, C, bw, bh) ||
+        !dev::encode_f32_nhwc_map(plans[i].b_small, static_cast<float*>(xs->data()), N, in_rows, W, C, bw, bh))
+      return Status::Ok();
+  }
   // In place: each element is read, then its big half written over it.
-  dev::split_tf32_rows_kernel<<<ctx.grid_for(x_elems, 256), 256, 0, ctx.stream>>>(
-      xb, 0, C, 1, static_cast<int>(x_elems / C), C, C, x_elems, xb, static_cast<float*>(xs->data()));
-  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
   dev::split_tf32_rows_kernel<<<ctx.grid_for(w_elems, 256), 256, 0, ctx.stream>>>(
-      wb, 0, K, 1, O, K, K, w_elems, wb, static_cast<float*>(ws->data()));
+      wbig, 0, K, 1, O, K, K, w_elems, wbig, static_cast<float*>(ws->data()));
   HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
-  dev::TmaConvLoad bl;
-  bl.cblocks = C / 32;
-  bl.bk = 32;
-  bl.KW = KW;
-  bl.pad = o.padding;
-  bl.Wo = Wo;
-  const ConvImageEpilogue iep{ep, P, static_cast<int64_t>(N) * P};
-  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_3xtf32(ctx.stream, plan, N, O, P, K, bl, iep));
   launched = true;
+  const auto* xin = static_cast<const uint32_t*>(x.data);
+  const int64_t HW = static_cast<int64_t>(H) * W;
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const Band& b = bands[i];
+    const int in_rows = bands.size() == 1 ? H : b.hi - b.lo;
+    const int band_hw = in_rows * W;
+    const int64_t elems = static_cast<int64_t>(N) * band_hw * C;
+    dim3 tgrid((band_hw + 31) / 32, (C + 31) / 32, N);
+    nchw_to_nhwc<uint32_t><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(xin + static_cast<int64_t>(b.lo) * W,
+                                                                  static_cast<uint32_t*>(xb->data()), C, band_hw, HW);
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    dev::split_tf32_rows_kernel<<<ctx.grid_for(elems, 256), 256, 0, ctx.stream>>>(
+        xbig, 0, C, 1, static_cast<int>(elems / C), C, C, elems, xbig, static_cast<float*>(xs->data()));
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+    dev::TmaConvLoad bl;
+    bl.cblocks = C / 32;
+    bl.bk = 32;
+    bl.KW = KW;
+    bl.pad = o.padding;
+    bl.pad_y = o.padding - (b.r0 - b.lo);
+    bl.Wo = Wo;
+    // The band's outputs: rows r0.. of every channel plane (one image when banded).
+    ConvEpilogue bep = ep;
+    const int64_t off = static_cast<int64_t>(b.r0) * Wo;
+    bep.y = static_cast<char*>(ep.y) + off * dtype_size(static_cast<DType>(ep.dt));
+    if (ep.res) bep.res = static_cast<const char*>(ep.res) + off * dtype_size(static_cast<DType>(ep.res_dt));
+    const int64_t P = static_cast<int64_t>(b.rows) * Wo;
+    const ConvImageEpilogue iep{bep, bands.size() == 1 ? P : static_cast<int64_t>(Ho) * Wo,
+                                bands.size() == 1 ? static_cast<int64_t>(N) * P : P};
+    HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_3xtf32(ctx.stream, plans[i], N, O, static_cast<int>(P), K, bl, iep));
+  }
   return Status::Ok();
 }
 
@@ -559,13 +626,13 @@ Status launch_conv_3xtf32_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w
                     F::S::kBPad == 8,
                 "NhwcF32Fill has the B tile shape of the k-contiguous 3xTF32 layout");
   const int C = static_cast<int>(x.shape[1]), K = C * static_cast<int>(w.shape[2] * w.shape[3]);
-  Buffer xt, wt;
-  HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint32_t>(ctx, x, w, xt, wt));
   if (ctx.wgmma && ctx.fp32_wgmma && o.stride == 1) {
     bool launched = false;
-    HIPQ_RETURN_IF_ERROR(conv_3xtf32_wgmma(ctx, x, w, xt, wt, ep, N, O, Ho, Wo, o, launched));
+    HIPQ_RETURN_IF_ERROR(conv_3xtf32_wgmma(ctx, x, w, ep, N, O, Ho, Wo, o, launched));
     if (launched) return Status::Ok();
   }
+  Buffer xt, wt;
+  HIPQ_RETURN_IF_ERROR(to_nhwc_operands<uint32_t>(ctx, x, w, xt, wt));
   typename F::PlainA fa{};
   fa.plain = dev::plain_operand_f32(wt.data(), 0, K, K);
   NhwcF32Fill fb{};

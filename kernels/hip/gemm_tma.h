@@ -163,12 +163,16 @@ struct TmaConvLoad {
   int cblocks = 1;  // C / bk
   int bk = 64;
   int KW = 1, pad = 0, Wo = 1;
+  // Rows of zeros above the mapped input: `pad` for a whole image; for a band
+  // of output rows over a band of input rows (conv2d.hip), `pad` less the
+  // input rows the band holds above its first output row.
+  int pad_y = 0;
   __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int kt, int n0,
                                        int batch) const {
     const int tap = kt / cblocks, c0 = (kt - tap * cblocks) * bk;
     const int ky = tap / KW, kx = tap - ky * KW;
     const int y0 = n0 / Wo, x0 = n0 - y0 * Wo;
-    tma_load_4d(dst, map, bar, c0, x0 + kx - pad, y0 + ky - pad, batch);
+    tma_load_4d(dst, map, bar, c0, x0 + kx - pad, y0 + ky - pad_y, batch);
   }
 };
 
@@ -633,6 +637,7 @@ inline bool prepare_conv_tma(GemmTmaPlan& plan, TmaConvLoad& bl, bool bf16, cons
   bl.cblocks = C / 64;
   bl.KW = KW;
   bl.pad = pad;
+  bl.pad_y = pad;
   bl.Wo = Wo;
   return true;
 }

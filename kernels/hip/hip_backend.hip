@@ -112,15 +112,17 @@ class HipBackend final : public Backend {
     use_device();
     const size_t cls = size_class(bytes);
     void* p = nullptr;
-    auto take = [&](std::vector<void*>& list) {
+    auto take = [&](std::vector<void*>& list, int64_t& counted) {
       if (list.empty()) return false;
       p = list.back();
       list.pop_back();
-      cached_bytes_ -= static_cast<int64_t>(cls);
+      counted -= static_cast<int64_t>(cls);
       return true;
     };
-    if ((capturing_ >= 0 && take(reserved_free_[{capturing_, cls}])) || take(free_[cls])) {
+    if (capturing_ >= 0 && take(reserved_free_[{capturing_, cls}], reserved_cached_)) {
+    } else if (take(free_[cls], cached_bytes_)) {
     } else {
+      HIPQ_RETURN_IF_ERROR(make_room(cls, bytes));
       hipError_t e = hipMalloc(&p, cls);
       if (e == hipErrorOutOfMemory && capturing_ < 0) {  // (no synchronising inside a capture)
         (void)hipGetLastError();
@@ -147,13 +149,47 @@ class HipBackend final : public Backend {
     const size_t cls = size_class(bytes);
     if (capturing_ >= 0) reserved_by_[data] = capturing_;
     auto owner = reserved_by_.find(data);
-    if (owner != reserved_by_.end())
+    if (owner != reserved_by_.end()) {
       reserved_free_[{owner->second, cls}].push_back(data);
-    else
+      reserved_cached_ += static_cast<int64_t>(cls);
+    } else {
       free_[cls].push_back(data);
+      cached_bytes_ += static_cast<int64_t>(cls);
+    }
     in_use_ -= static_cast<int64_t>(cls);
-    cached_bytes_ += static_cast<int64_t>(cls);
   }
+
+  MemoryStats memory_stats() const override {
+    use_device();
+    MemoryStats m;
+    m.in_use = in_use_;
+    m.cached = cached_bytes_ + reserved_cached_;
+    m.peak = peak_;
+    m.limit = limit_;
+    size_t free_b = 0, total_b = 0;
+    if (hipMemGetInfo(&free_b, &total_b) == hipSuccess) {
+      m.device_free = static_cast<int64_t>(free_b);
+      m.device_total = static_cast<int64_t>(total_b);
+    } else {
+      (void)hipGetLastError();
+      m.device_total = info_.memory_bytes;
+    }
+    return m;
+  }
+  size_t block_bytes(size_t bytes) const override { return size_class(bytes); }
+  Status set_memory_limit(int64_t bytes) override {
+    if (bytes < 0) return Status::InvalidArgument("memory limit must be >= 0 bytes (got " + std::to_string(bytes) + ")");
+    limit_ = bytes;
+    return Status::Ok();
+  }
+  Status trim_cache() override {
+    use_device();
+    if (capturing_ >= 0) return Status::FailedPrecondition("hip backend: trim_cache while a graph capture is open");
+    HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
+    release_cached();
+    return Status::Ok();
+  }
+  void drop_constant_forms() override { forms_.drop_all(); }
 
   void hold_constant(const void* data, size_t bytes) override { forms_.hold(data, bytes); }
 
@@ -205,6 +241,9 @@ class HipBackend final : public Backend {
       }
       std::vector<void*>& to = free_[r->first.second];
       to.insert(to.end(), r->second.begin(), r->second.end());
+      const int64_t moved = static_cast<int64_t>(r->first.second * r->second.size());
+      reserved_cached_ -= moved;
+      cached_bytes_ += moved;
       r = reserved_free_.erase(r);
     }
     for (auto r = reserved_by_.begin(); r != reserved_by_.end();) r = r->second == id ? reserved_by_.erase(r) : ++r;
@@ -468,8 +507,26 @@ class HipBackend final : public Backend {
     ctx_.attention_wgmma_key_tails = env_or_empty("HIPQ_ATTN_WGMMA_KEYS") == "any";
     ctx_.fp32_wgmma = env_or_empty("HIPQ_FP32_WGMMA") != "0";
     ctx_.dot2_f16 = dot2_f16_from_env(/*amd=*/!HIPQ_VENDOR_NVIDIA);
+    info_.keeps_conv_weight_forms = ctx_.wgmma || ctx_.dot2_f16;
     info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);
     return Status::Ok();
+  }
+
+  // Below the cap with `cls` more bytes: else the cached blocks go back to
+  // the device (not inside a capture: freeing would synchronise), and if
+  // that is not enough, ResourceExhausted.
+  Status make_room(size_t cls, size_t bytes) {
+    if (limit_ <= 0) return Status::Ok();
+    auto held = [&] { return in_use_ + cached_bytes_ + reserved_cached_; };
+    if (held() + static_cast<int64_t>(cls) > limit_ && capturing_ < 0 && cached_bytes_ > 0) {
+      HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
+      release_cached();
+    }
+    if (held() + static_cast<int64_t>(cls) <= limit_) return Status::Ok();
+    return Status::ResourceExhausted("hip backend: allocating " + std::to_string(bytes) + " bytes would pass the " +
+                                     std::to_string(limit_) + "-byte device memory limit (" +
+                                     std::to_string(in_use_) + " in use, " +
+                                     std::to_string(cached_bytes_ + reserved_cached_) + " cached)");
   }
 
   void release_cached() {
@@ -494,7 +551,9 @@ class HipBackend final : public Backend {
   int next_graph_ = 0;
   int64_t in_use_ = 0;
   int64_t peak_ = 0;
-  int64_t cached_bytes_ = 0;
+  int64_t cached_bytes_ = 0;    // in free_
+  int64_t reserved_cached_ = 0;  // in reserved_free_
+  int64_t limit_ = 0;            // set_memory_limit; 0 = none
   std::vector<hipEvent_t> events_;
   int next_event_ = 0;
   std::array<StagingSlot, 2> staging_{};

@@ -37,6 +37,10 @@ class FaultyBackend final : public Backend {
   int64_t bytes_in_use() const override { return inner_->bytes_in_use(); }
   int64_t peak_bytes() const override { return inner_->peak_bytes(); }
   void reset_peak() override { inner_->reset_peak(); }
+  MemoryStats memory_stats() const override { return inner_->memory_stats(); }
+  size_t block_bytes(size_t bytes) const override { return inner_->block_bytes(bytes); }
+  Status set_memory_limit(int64_t bytes) override { return inner_->set_memory_limit(bytes); }
+  Status trim_cache() override { return inner_->trim_cache(); }
   Status matmul(const Tensor& a, const Tensor& b, Tensor& o, const MatmulOptions& m) override { return inner_->matmul(a, b, o, m); }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override { return inner_->conv2d(x, w, y, o); }
   Status group_norm(const Tensor& x, const Tensor& g, const Tensor& b, Tensor& y, const GroupNormOptions& o) override { return inner_->group_norm(x, g, b, y, o); }

@@ -604,6 +604,11 @@ void add_heavy(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "sdxl_2x640x32x32_o1280_k1_skip", 2, 640, 32, 32, 1280, 1, 1, 0, true, false, true));
     v.push_back(conv_case(dt, "vae_1x512x128x128_o512_k3_p1", 1, 512, 128, 128, 512, 3, 1, 1, true, false, true));
     v.push_back(conv_case(dt, "vae_1x256x512x512_o256_k3_p1", 1, 256, 512, 512, 256, 3, 1, 1, true, false, true));
+    // The VAE's top level: fp32 runs it in bands of output rows (conv2d.hip,
+    // kConvStagingBytes), five here, the last one short, with the residual.
+    if (dt == DType::kF32)
+      v.push_back(conv_case(dt, "vae_1x128x1024x1024_o128_k3_p1_res", 1, 128, 1024, 1024, 128, 3, 1, 1, true, true,
+                            true));
 
     v.push_back(group_norm_case(dt, {2, 320, 128, 128}, 32, 1e-5f, true, true));
     v.push_back(group_norm_case(dt, {2, 1280, 32, 32}, 32, 1e-5f, false, true));

@@ -1,0 +1,209 @@
+#include "engine/memory_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "base/byte_size.h"
+#include "engine/models/weight_binder.h"
+
+namespace hipq::engine {
+namespace {
+
+using kernels::DType;
+
+constexpr std::array<std::string_view, 3> kPlacementNames{"auto", "standard", "low"};
+
+// UNet activations of one forward, in units of batch * latent pixels *
+// block_out_channels[0] elements: the skip connections (about 5 units for
+// SDXL) and the widest block's working set (the 64 x 64 level's transformer:
+// q/k/v 1.5 units, GEGLU product 4 units), with the pool's size-class slack.
+// docs/memory.md derives it and sets it beside the measured peaks.
+constexpr int64_t kUnetActivationUnits = 24;
+// The text encoders' activations: a few rows of 77 tokens through the
+// widest layer, host-side fp32 copies included.
+constexpr int64_t kTextActivationRows = 16;
+// The hip backend's fp32 conv input copies (kernels/hip/conv2d.hip,
+// kConvStagingBytes, two of them) and the VAE attention's score blocks;
+// smaller images need less (a copy never exceeds the tensor it copies).
+constexpr int64_t kVaeWorkspaceBytes = int64_t{256} << 20;
+
+int64_t dsize(DType t) { return static_cast<int64_t>(kernels::dtype_size(t)); }
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+struct ParamBytes {
+  int64_t all = 0;
+  int64_t conv = 0;  // 4-D weights
+};
+
+ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const kernels::Backend& be,
+                       std::string_view only_prefix = {}, std::string_view or_prefix = {}) {
+  ParamBytes b;
+  for (const ParamSpec& p : specs) {
+    if (!only_prefix.empty() && !p.name.starts_with(only_prefix) && (or_prefix.empty() || !p.name.starts_with(or_prefix)))
+      continue;
+    const int64_t bytes =
+        static_cast<int64_t>(be.block_bytes(static_cast<size_t>(numel(p.shape) * dsize(dtype))));
+    b.all += bytes;
+    if (p.shape.size() == 4) b.conv += bytes;
+  }
+  return b;
+}
+
+Result<DType> precision_dtype(const std::string& precision) {
+  if (precision == "fp32") return DType::kF32;
+  if (precision == "fp16") return DType::kF16;
+  if (precision == "bf16") return DType::kBF16;
+  return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16");
+}
+
+std::string gib(int64_t bytes) { return format_byte_size(bytes); }
+
+}  // namespace
+
+Result<Placement> parse_placement(std::string_view name) {
+  for (size_t i = 0; i < kPlacementNames.size(); ++i)
+    if (kPlacementNames[i] == name) return static_cast<Placement>(i);
+  return Status::InvalidArgument("unknown placement \"" + std::string(name.substr(0, 64)) +
+                                 "\"; known: auto, standard, low");
+}
+
+std::string_view placement_name(Placement p) { return kPlacementNames[static_cast<size_t>(p)]; }
+
+const std::vector<std::string>& known_placements() {
+  static const std::vector<std::string> names(kPlacementNames.begin(), kPlacementNames.end());
+  return names;
+}
+
+DType vae_dtype_for(const std::string& family, const VaeConfig& vae, DType precision) {
+  if (precision == DType::kF16 && (family == "sdxl" || vae.force_upcast)) return DType::kF32;
+  return precision;
+}
+
+int64_t low_placement_vae_tile(const VaeConfig& vae) {
+  return std::max<int64_t>(256, vae.sample_size / 2 / 8 * 8);
+}
+
+int64_t MemoryPlan::peak() const { return std::max({text_encode, denoise, decode}); }
+
+std::string MemoryPlan::describe() const {
+  return gib(peak()) + " (" + std::string(placement_name(placement)) + " placement" +
+         (vae_tile > 0 ? ", VAE in " + std::to_string(vae_tile) + " px tiles" : std::string()) + "; weights " +
+         gib(weights()) +
+         "; text encode " + gib(text_encode) + ", denoise " + gib(denoise) + ", decode " + gib(decode) + ")";
+}
+
+Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& s, Placement p,
+                               const kernels::Backend& backend, int64_t vae_tile) {
+  const bool keeps_conv_forms = backend.info().keeps_conv_weight_forms;
+  if (p == Placement::kAuto) return Status::InvalidArgument("plan_memory: resolve placement 'auto' first");
+  if (vae_tile < 0 || (vae_tile > 0 && (p != Placement::kLow || vae_tile % 8 != 0 || vae_tile < 16)))
+    return Status::InvalidArgument("plan_memory: a VAE tile (" + std::to_string(vae_tile) +
+                                   " px) is a multiple of 8 px, at least 16, in the low placement only");
+  HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
+  const DType vae_dtype = vae_dtype_for(shapes.family, shapes.vae, dtype);
+  MemoryPlan plan;
+  plan.placement = p;
+
+  HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(shapes.unet));
+  const ParamBytes unet = param_bytes(unet_specs, dtype, backend);
+  plan.unet_weights = unet.all;
+  if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms = unet.conv;
+  for (const ClipTextConfig& c : shapes.text_encoders) {
+    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ClipTextModel::parameters(c));
+    plan.text_weights += param_bytes(specs, dtype, backend).all;
+  }
+  HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(shapes.vae));
+  plan.vae_weights = param_bytes(vae_specs, vae_dtype, backend, "decoder.", "post_quant_conv.").all;
+
+  const int64_t lh = s.height / 8, lw = s.width / 8;
+  const int64_t batch = s.guidance > 1.0f ? 2 : 1;
+  const int64_t c0 = shapes.unet.block_out_channels.empty() ? 320 : shapes.unet.block_out_channels[0];
+  const int64_t unit = batch * lh * lw * c0 * dsize(dtype);
+  const int64_t unet_act = kUnetActivationUnits * unit;
+  // Latents, noise and the step's fixed buffers (a few units), and every
+  // cross attention's k | v of the 77-token context (ContextKV).
+  int64_t fixed = 4 * unit;
+  for (const ParamSpec& p : unet_specs)
+    if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
+      fixed += 2 * batch * 77 * p.shape[0] * dsize(dtype);
+  int64_t text_act = 0;
+  for (const ClipTextConfig& c : shapes.text_encoders)
+    text_act = std::max(text_act, kTextActivationRows * batch * 77 * std::max(c.intermediate_size, c.hidden_size) * 4);
+
+  // The VAE's widest moments at full resolution: the first resnet of the last
+  // up block (input, its norm and conv1's output: 2 * c1 + c0 channels), its
+  // second conv (c1 + 3 * c0) and the upsampler into it (2.25 * c1), for the
+  // pixels one decode pass holds (a tile in the low placement).
+  const std::vector<int64_t>& vb = shapes.vae.block_out_channels;
+  const int64_t v0 = vb.empty() ? 128 : vb[0], v1 = vb.size() > 1 ? vb[1] : v0;
+  int64_t ph = s.height, pw = s.width;
+  if (vae_tile > 0 && (lh > vae_tile / 8 || lw > vae_tile / 8)) {
+    plan.vae_tile = vae_tile;
+    ph = std::min<int64_t>(ph, vae_tile);
+    pw = std::min<int64_t>(pw, vae_tile);
+  }
+  const int64_t widest = std::max({2 * v1 + v0, v1 + 3 * v0, (9 * v1 + 3) / 4});
+  const int64_t hw = ph * pw;
+  const int64_t vae_act = (widest + 3) * hw * dsize(vae_dtype) +
+                          std::min(kVaeWorkspaceBytes, 2 * v1 * hw * dsize(vae_dtype)) +
+                          (vae_dtype == DType::kF32 ? 0 : v1 * hw * dsize(vae_dtype));
+
+  const int64_t resident_text = p == Placement::kLow ? 0 : plan.text_weights;
+  plan.text_encode = plan.unet_weights + plan.vae_weights + plan.text_weights + text_act + fixed;
+  plan.denoise = plan.unet_weights + plan.vae_weights + resident_text + plan.weight_forms + unet_act + fixed;
+  plan.decode = plan.unet_weights + plan.vae_weights + resident_text + vae_act + fixed;
+  return plan;
+}
+
+int64_t usable_device_memory(const kernels::MemoryStats& m) {
+  if (m.limit > 0) return m.limit;
+  if (m.device_total <= 0) return 0;
+  // What the runtime keeps for its own context and modules, never ours.
+  const int64_t reserve = std::max<int64_t>(int64_t{512} << 20, m.device_total / 32);
+  const int64_t ours = m.in_use + m.cached;
+  const int64_t free_now = m.device_free > 0 ? m.device_free : m.device_total - ours;
+  return std::max<int64_t>(0, free_now + ours - reserve);
+}
+
+Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
+                                    Placement requested, const kernels::Backend& backend) {
+  const kernels::MemoryStats mem = backend.memory_stats();
+  const int64_t usable = usable_device_memory(mem);
+  struct Try {
+    Placement p;
+    int64_t tile;
+  };
+  std::vector<Try> order;
+  if (requested != Placement::kLow) order.push_back({Placement::kStandard, 0});
+  if (requested != Placement::kStandard) {
+    order.push_back({Placement::kLow, 0});
+    order.push_back({Placement::kLow, low_placement_vae_tile(shapes.vae)});
+  }
+  MemoryPlan last;
+  for (const Try& t : order) {
+    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile));
+    if (usable == 0 || last.peak() <= usable) return last;
+  }
+  const std::string device = backend.info().device_name.empty() ? backend.info().name : backend.info().device_name;
+  const std::string where = mem.limit > 0 ? "the device memory limit of " + gib(mem.limit) + " (--device-memory-limit / " +
+                                                kernels::kDeviceMemoryLimitEnv + ")"
+                                          : gib(usable) + " usable of the " + gib(mem.device_total) + " on " + device;
+  std::string way_out = requested == Placement::kStandard
+                            ? "run it with placement 'low' or 'auto', "
+                            : "";
+  way_out += "make the image smaller (" + std::to_string(settings.width) + "x" + std::to_string(settings.height) +
+             " now)";
+  if (settings.precision == "fp32") way_out += ", run it in fp16 or bf16";
+  way_out += ", or give it a device with more memory";
+  return Status::FailedPrecondition("configuration: a " + std::to_string(settings.width) + "x" +
+                                    std::to_string(settings.height) + " " + settings.precision + " job needs " +
+                                    last.describe() + ", more than " + where + "; " + way_out);
+}
+
+}  // namespace hipq::engine

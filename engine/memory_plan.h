@@ -1,0 +1,107 @@
+// MemoryPlan: the device memory one generation needs, known before it runs,
+// and the placements that trade speed for it (docs/memory.md).
+//
+//   standard  every model stays on the device; the VAE decodes the image
+//             whole (diffusers' pipeline, same pixels).
+//   low       the text encoders are on the device only while the prompt is
+//             encoded (released after, loaded again for the next job); the
+//             VAE decodes the image whole when that fits (the same pixels as
+//             standard), else, as a last resort, in tiles (low_placement_vae_tile)
+//             overlapping by half, blended as diffusers' tiled decode blends
+//             them: the latent is the same bits, the image near the whole
+//             decode but not equal (each tile's group norms see only the
+//             tile; docs/memory.md gives the measured PSNR).
+//   auto      standard when its plan fits the device, else low.
+//
+// plan_memory() adds, per phase (text encode, denoise, decode), the weights on
+// the device then and an upper bound of the activations and workspaces of
+// that phase at the job's size and precision; its constants come from the
+// models' shapes (docs/memory.md derives each). choose_placement() resolves a
+// requested placement against what the backend can hold, or fails with a
+// configuration error (FailedPrecondition) that names the need, the device
+// and the way out, so no job runs out of memory after a minute of denoising.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/models/clip_text.h"
+#include "engine/models/unet.h"
+#include "engine/models/vae.h"
+#include "kernels/backend.h"
+#include "spec/generation_settings.h"
+
+namespace hipq::engine {
+
+enum class Placement { kAuto, kStandard, kLow };
+
+// "auto" | "standard" | "low"; InvalidArgument naming the known ones.
+Result<Placement> parse_placement(std::string_view name);
+std::string_view placement_name(Placement p);
+const std::vector<std::string>& known_placements();
+
+// The shapes a plan reads: what load() binds, before any weight is read.
+struct ModelShapes {
+  std::string family;  // "sdxl" | "sd1" | "sd2"
+  UNetConfig unet;
+  std::vector<ClipTextConfig> text_encoders;
+  VaeConfig vae;
+};
+
+// The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
+// when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has
+// fp32's range and decodes in bf16, as diffusers does).
+kernels::DType vae_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
+
+// The tile a low placement decodes in when the whole image does not fit:
+// half the VAE's sample_size (SDXL: 512 px, a quarter of the pixels of its
+// native 1024), at least 256 px (smaller tiles stray too far from the whole
+// decode).
+int64_t low_placement_vae_tile(const VaeConfig& vae);
+
+struct MemoryPlan {
+  Placement placement = Placement::kStandard;
+  // Weights on the device, by component, in the dtype they are loaded at.
+  int64_t unet_weights = 0;
+  int64_t text_weights = 0;
+  int64_t vae_weights = 0;
+  // Forms of constant weights a backend keeps (kernels/constant_forms.h).
+  int64_t weight_forms = 0;
+  // The VAE decodes in tiles of this many pixels (0: the whole image).
+  int64_t vae_tile = 0;
+  // Peak bytes of each phase, weights on the device then included.
+  int64_t text_encode = 0;
+  int64_t denoise = 0;
+  int64_t decode = 0;
+
+  int64_t weights() const { return unet_weights + text_weights + vae_weights; }
+  int64_t peak() const;
+  // "7.9 GiB (weights 6.5 GiB; text encode 6.6, denoise 7.3, decode 7.9 GiB)".
+  std::string describe() const;
+};
+
+// The plan of one generation at `settings`' size, precision and guidance in
+// placement `p` (kStandard or kLow; InvalidArgument for kAuto), the VAE
+// decoding in tiles of `vae_tile` pixels (0: whole; a low placement only).
+// Weights are counted in `backend`'s blocks (Backend::block_bytes), plus the
+// forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms).
+Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
+                               const kernels::Backend& backend, int64_t vae_tile = 0);
+
+// Bytes the backend may hold: its cap when one is set, else the device's
+// memory less what the runtime keeps for itself; 0 when unknown (a cpu
+// backend without a cap: every plan fits).
+int64_t usable_device_memory(const kernels::MemoryStats& m);
+
+// `requested` resolved against the backend's memory: the first plan that
+// fits of standard (kStandard, kAuto), then low decoding whole, then low
+// decoding in low_placement_vae_tile() tiles (kLow, kAuto). FailedPrecondition when the
+// needed plan does not fit: the need, the device, and what to do.
+Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
+                                    Placement requested, const kernels::Backend& backend);
+
+}  // namespace hipq::engine

@@ -1,0 +1,251 @@
+// Memory plans and placements: the SDXL plan's parts, the placement chosen
+// under a device-memory cap (the cpu backend's accounting stands in for a
+// card), and the pipeline in each placement on the tiny synthetic model: the
+// same latent bits, the measured peak within the plan, a tiled decode within
+// the image gate of the whole one, and a job that fits nowhere refused before
+// any work.
+#include "engine/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "engine/parity.h"
+#include "engine/models/weight_binder.h"
+#include "engine/pipeline.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+ModelShapes sdxl_shapes() {
+  ModelShapes s;
+  s.family = "sdxl";
+  s.unet = UNetConfig::sdxl();
+  s.text_encoders = {ClipTextConfig::clip_vit_l14(), ClipTextConfig::open_clip_bigg14()};
+  s.vae = VaeConfig::sdxl();
+  return s;
+}
+
+spec::GenerationSettings sdxl_job(const std::string& precision) {
+  spec::GenerationSettings s;
+  s.prompt = "a lighthouse at dusk";
+  s.width = 1024;
+  s.height = 1024;
+  s.precision = precision;
+  return s;
+}
+
+std::unique_ptr<kernels::Backend> cpu() { return kernels::make_backend("cpu").value(); }
+
+TEST(MemoryPlanTest, PlacementNamesRoundTripAndUnknownOnesAreRefusedWithTheKnown) {
+  for (const std::string& n : known_placements()) EXPECT_EQ(placement_name(parse_placement(n).value()), n);
+  auto bad = parse_placement("tiny");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("auto, standard, low"), std::string::npos) << bad.status().message();
+}
+
+TEST(MemoryPlanTest, SdxlFp16PlanCountsItsWeightsAndEachPlacementHoldsLess) {
+  auto be = cpu();
+  const ModelShapes sh = sdxl_shapes();
+  auto standard = plan_memory(sh, sdxl_job("fp16"), Placement::kStandard, *be);
+  auto low = plan_memory(sh, sdxl_job("fp16"), Placement::kLow, *be);
+  auto tiled = plan_memory(sh, sdxl_job("fp16"), Placement::kLow, *be, low_placement_vae_tile(sh.vae));
+  ASSERT_TRUE(standard.ok() && low.ok() && tiled.ok()) << standard.status().ToString();
+  // UNet 2.57 G params, text encoders 0.82 G, in fp16; the fp32 VAE decoder
+  // 49 M: counted in the cpu pool's size classes (up to a quarter over).
+  auto raw = [](const std::vector<ParamSpec>& specs, int64_t bytes_each) {
+    int64_t n = 0;
+    for (const ParamSpec& p : specs) {
+      int64_t e = 1;
+      for (int64_t d : p.shape) e *= d;
+      n += e * bytes_each;
+    }
+    return n;
+  };
+  const int64_t unet_raw = raw(UNet::parameters(sh.unet).value(), 2);
+  const int64_t text_raw =
+      raw(ClipTextModel::parameters(sh.text_encoders[0]).value(), 2) + raw(ClipTextModel::parameters(sh.text_encoders[1]).value(), 2);
+  EXPECT_NEAR(static_cast<double>(unet_raw) / kGiB, 4.78, 0.05);
+  EXPECT_NEAR(static_cast<double>(text_raw) / kGiB, 1.52, 0.05);
+  for (auto [planned, exact] : {std::pair{standard->unet_weights, unet_raw}, std::pair{standard->text_weights, text_raw}}) {
+    EXPECT_GE(planned, exact);
+    EXPECT_LE(planned, exact + exact / 4);
+  }
+  EXPECT_NEAR(static_cast<double>(standard->vae_weights) / kGiB, 0.19, 0.05);
+  EXPECT_EQ(standard->weight_forms, 0) << "the cpu backend keeps no conv forms";
+  EXPECT_EQ(low_placement_vae_tile(sh.vae), 512);
+  EXPECT_EQ(tiled->vae_tile, 512);
+  EXPECT_EQ(low->vae_tile, 0);
+  // The low placement drops the text encoders from denoise and decode.
+  EXPECT_EQ(standard->denoise - low->denoise, standard->text_weights);
+  EXPECT_EQ(standard->decode - low->decode, standard->text_weights);
+  EXPECT_EQ(standard->text_encode, low->text_encode);
+  EXPECT_LT(tiled->decode, low->decode);
+  EXPECT_LT(tiled->peak(), low->peak());
+  EXPECT_LT(low->peak(), standard->peak());
+  // The whole decode at 1024 px is the standard plan's peak.
+  EXPECT_EQ(standard->peak(), standard->decode);
+  EXPECT_NE(standard->describe().find("standard placement"), std::string::npos) << standard->describe();
+  EXPECT_NE(tiled->describe().find("512 px tiles"), std::string::npos) << tiled->describe();
+  // Without guidance the UNet runs one row, not two.
+  spec::GenerationSettings one = sdxl_job("fp16");
+  one.guidance = 1.0f;
+  EXPECT_LT(plan_memory(sh, one, Placement::kStandard, *be)->denoise, standard->denoise);
+  // fp32 weights are twice the size.
+  auto fp32 = plan_memory(sh, sdxl_job("fp32"), Placement::kStandard, *be);
+  EXPECT_NEAR(static_cast<double>(fp32->unet_weights) / standard->unet_weights, 2.0, 0.01);
+  EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kAuto, *be).ok());
+  EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kStandard, *be, 512).ok());
+  EXPECT_FALSE(plan_memory(sh, sdxl_job("fp8"), Placement::kStandard, *be).ok());
+}
+
+TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {
+  auto be = cpu();
+  const ModelShapes sh = sdxl_shapes();
+  const spec::GenerationSettings job = sdxl_job("fp16");
+  const MemoryPlan standard = plan_memory(sh, job, Placement::kStandard, *be).value();
+  const MemoryPlan low = plan_memory(sh, job, Placement::kLow, *be).value();
+  const MemoryPlan tiled = plan_memory(sh, job, Placement::kLow, *be, 512).value();
+
+  // No cap on a host backend: every plan fits, auto is standard.
+  EXPECT_EQ(choose_placement(sh, job, Placement::kAuto, *be)->placement, Placement::kStandard);
+  ASSERT_TRUE(be->set_memory_limit(standard.peak()).ok());
+  EXPECT_EQ(choose_placement(sh, job, Placement::kAuto, *be)->placement, Placement::kStandard);
+  ASSERT_TRUE(be->set_memory_limit(standard.peak() - 1).ok());
+  auto picked = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(picked->placement, Placement::kLow);
+  EXPECT_EQ(picked->vae_tile, 0);
+  ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
+  picked = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(picked->vae_tile, 512);
+  // 8 GiB, the card this placement is for: fits in low.
+  ASSERT_TRUE(be->set_memory_limit(8 * kGiB).ok());
+  picked = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_TRUE(picked.ok()) << picked.status().ToString();
+  EXPECT_EQ(picked->placement, Placement::kLow);
+  EXPECT_LE(picked->peak(), 8 * kGiB);
+
+  // Asked for standard on a card too small for it: a configuration error
+  // that says what it needs, where, and the way out.
+  auto refused = choose_placement(sh, job, Placement::kStandard, *be);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& m = refused.status().message();
+  EXPECT_NE(m.find("configuration"), std::string::npos) << m;
+  EXPECT_NE(m.find("1024x1024 fp16 job needs"), std::string::npos) << m;
+  EXPECT_NE(m.find("8 GiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("placement 'low'"), std::string::npos) << m;
+
+  // Nothing fits: the low tiled plan is the need named.
+  ASSERT_TRUE(be->set_memory_limit(tiled.peak() - 1).ok());
+  refused = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("512 px tiles"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("--device-memory-limit"), std::string::npos);
+}
+
+// The tiny synthetic SDXL on the cpu backend, capped so that each placement
+// in turn is the one that fits.
+class PlacementPipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    be_ = cpu();
+    auto p = Pipeline::load("synthetic:tiny-sdxl", *be_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    pipeline_ = std::move(p).value();
+  }
+  // Large enough for the decode to be the plan's peak and to be tiled.
+  static spec::GenerationSettings job() {
+    spec::GenerationSettings s;
+    s.prompt = "a red fox sleeping in the snow";
+    s.seed = 7;
+    s.width = 384;
+    s.height = 320;
+    s.steps = 1;
+    return s;
+  }
+  MemoryPlan plan(Placement p, int64_t tile = 0) {
+    return plan_memory(pipeline_->model_shapes(), job(), p, *be_, tile).value();
+  }
+  std::unique_ptr<kernels::Backend> be_;
+  std::unique_ptr<Pipeline> pipeline_;
+};
+
+TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
+  auto standard = pipeline_->generate(job());
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  EXPECT_EQ(standard->memory_plan.placement, Placement::kStandard);
+  EXPECT_LE(standard->peak_memory_bytes, standard->memory_plan.peak());
+
+  // Capped between the low and the standard plan: low, whole decode, the
+  // same latent and image bits; and again (the text encoders come back).
+  const MemoryPlan low = plan(Placement::kLow);
+  ASSERT_LT(low.peak(), plan(Placement::kStandard).peak());
+  ASSERT_TRUE(be_->set_memory_limit(low.peak()).ok());
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run);
+    auto out = pipeline_->generate(job());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+    EXPECT_EQ(out->memory_plan.vae_tile, 0);
+    EXPECT_EQ(out->latent, standard->latent);
+    EXPECT_EQ(out->rgb, standard->rgb);
+    EXPECT_LE(out->peak_memory_bytes, low.peak());
+    const kernels::MemoryStats m = be_->memory_stats();
+    EXPECT_LE(m.in_use + m.cached, low.peak());
+  }
+
+  // Capped below that: the decode in tiles (half overlapping, blended as
+  // diffusers' tiled decode blends them); the latent is the same bits. Each
+  // tile's group norms see only that tile, so the image is near the whole
+  // decode, not equal to it: 37.7 dB here, under the fp32 gate's 40 dB
+  // (docs/memory.md) -- the last resort of a device too small for the rest.
+  const int64_t tile = low_placement_vae_tile(pipeline_->model_shapes().vae);
+  const MemoryPlan tiled = plan(Placement::kLow, tile);
+  ASSERT_LT(tiled.peak(), low.peak());
+  ASSERT_TRUE(be_->set_memory_limit(tiled.peak()).ok());
+  auto out = pipeline_->generate(job());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.vae_tile, tile);
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_NE(out->rgb, standard->rgb) << "a tiled decode that equals the whole one tiled nothing";
+  const double psnr = image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size());
+  std::printf("  tiled decode (%lld px tiles) against the whole decode: PSNR %.2f dB\n",
+              static_cast<long long>(tile), psnr);
+  EXPECT_GE(psnr, 30.0);
+  EXPECT_LE(out->peak_memory_bytes, tiled.peak());
+
+  // Below every plan: refused before any work, as a configuration error.
+  ASSERT_TRUE(be_->set_memory_limit(tiled.peak() - tiled.decode + tiled.weights()).ok());
+  const int64_t before = be_->bytes_in_use();
+  auto refused = pipeline_->generate(job());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().ToString();
+  EXPECT_EQ(be_->bytes_in_use(), before);
+}
+
+TEST_F(PlacementPipelineTest, AnAllocationPastTheCapFailsAsOutOfMemory) {
+  ASSERT_TRUE(be_->set_memory_limit(be_->bytes_in_use() + 4096).ok());
+  auto small = be_->allocate(1024);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  auto big = be_->allocate(1 << 20);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(big.status().message().find("memory limit"), std::string::npos) << big.status().message();
+  EXPECT_FALSE(be_->set_memory_limit(-1).ok());
+  ASSERT_TRUE(be_->set_memory_limit(0).ok());
+  EXPECT_TRUE(be_->allocate(1 << 20).ok());
+}
+
+}  // namespace
+}  // namespace hipq::engine

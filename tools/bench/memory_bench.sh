@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# hipq's device memory in each placement beside diffusers' whole SDXL pipeline,
+# one GPU, one call (docs/memory.md; rows in docs/benchmarks.md).
+#
+#   tools/bench/memory_bench.sh HIPQ_BINARY OUTDIR
+#
+# 1. `hipq weights export synthetic:sdxl` into WORKDIR (skipped when present; the
+#    folder sdxl_parity.sh uses too).
+# 2. For each case of CASES (NAME:PRECISION:hipq run flags, ',' between flags),
+#    `hipq run` of IMAGES jobs (SIZE px, STEPS Euler steps) while nvidia-smi samples
+#    the device's used memory every 100 ms; then each job's allocator peak, plan,
+#    placement and phase times from its timings.json.
+# 3. diffusers' pipeline (tools/bench/diffusers_memory.py) at each precision of
+#    PEER_PRECISIONS, sampled the same way.
+# Prints one table (also OUTDIR/memory.md): allocator peak, the device's used
+# memory less what it used before the program started, seconds per warm image.
+# Env: WORKDIR (/tmp/hipq-sdxl-parity), IMAGES (4), SIZE (1024), STEPS (30),
+# PEER_PRECISIONS ("fp16 fp32"), REFERENCE_SRC (diffusers' src/ when not installed),
+# EXPORT_DTYPE (f32).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+hipq="$(realpath "${1:?usage: memory_bench.sh HIPQ_BINARY OUTDIR}")"
+out="$(mkdir -p "${2:?usage: memory_bench.sh HIPQ_BINARY OUTDIR}" && realpath "$2")"
+work="${WORKDIR:-/tmp/hipq-sdxl-parity}"; images="${IMAGES:-4}"; size="${SIZE:-1024}"; steps="${STEPS:-30}"
+peer_precisions="${PEER_PRECISIONS:-fp16 fp32}"; export_dtype="${EXPORT_DTYPE:-f32}"
+cases="${CASES:-standard-fp16:fp16:--placement,standard low-8GiB-fp16:fp16:--device-memory-limit,8GiB \
+low-6GiB-fp16:fp16:--device-memory-limit,6GiB standard-bf16:bf16:--placement,standard \
+standard-fp32:fp32:--placement,standard}"
+if [[ -n "${REFERENCE_SRC:-}" ]]; then
+  PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH
+fi
+stamp() { echo "[$(date +%H:%M:%S)] $*"; }
+mkdir -p "$work"
+model="$work/sdxl"
+if [[ ! -f "$model/model_index.json" ]]; then
+  stamp "exporting synthetic:sdxl to $model"
+  "$hipq" weights export synthetic:sdxl --out "$model" --dtype "$export_dtype" > "$out/export.log" 2>&1 \
+    || { cat "$out/export.log"; exit 1; }
+fi
+used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
+sampler_pid=""
+start_sampling() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 > "$1" & sampler_pid=$!; }
+stop_sampling() { kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; }
+max_of() { sort -n "$1" | tail -1; }
+echo "case | program | precision | placement | allocator peak GiB | device used GiB (sampled max - idle) | s / warm image" \
+  > "$out/rows.txt"
+
+for c in $cases; do
+  name="${c%%:*}"; rest="${c#*:}"; precision="${rest%%:*}"; flags="${rest#*:}"; flags="${flags//,/ }"
+  dir="$work/mem-$name"; db="$out/$name.db"
+  rm -rf "$dir" "$db" "$db"-wal "$db"-shm
+  seeds=$(seq -s, 0 $((images - 1)))
+  cat > "$out/manifest-$name.yaml" <<YAML
+batch: memory-$name
+model: $model
+defaults: {width: $size, height: $size, steps: $steps, guidance: 5.0, sampler: euler, precision: $precision,
+           seeds: [$seeds]}
+outputs: {directory: $dir, save: [latent, png, timings]}
+prompts:
+  - a photograph of an astronaut riding a horse
+YAML
+  idle=$(used_mib)
+  start_sampling "$out/smi-$name.txt"
+  stamp "hipq $name: run $flags"
+  # shellcheck disable=SC2086  # flags are words on purpose
+  "$hipq" run "$out/manifest-$name.yaml" --db "$db" --backend hip $flags > "$out/run-$name.log" 2>&1 \
+    || echo "hipq run $name exited with $?"
+  stop_sampling
+  tail -n 12 "$out/run-$name.log"
+  top=$(max_of "$out/smi-$name.txt")
+  python3 - "$dir" "$name" "$precision" "$idle" "$top" >> "$out/rows.txt" <<'PY'
+import glob, json, sys
+d, name, precision, idle, top = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5] or 0)
+t = [json.load(open(f)) for f in sorted(glob.glob(d + "/**/timings.json", recursive=True))]
+if not t:
+    print(f"{name} | hipq | {precision} | (no job finished: see run-{name}.log) | | {(top - idle) / 1024:.2f} |")
+    sys.exit()
+peak = max(x["peak_memory_bytes"] for x in t) / 2**30
+plan = t[0].get("memory_plan", {})
+place = plan.get("placement", "?") + (f", VAE tiles {plan['vae_tile']} px" if plan.get("vae_tile") else "")
+warm = [sum(p["gpu_ms"] or p["host_ms"] for p in x["phases"] if p["phase"] in ("text_encode", "denoise", "decode"))
+        for x in t if x.get("warm")]
+per = f"{sorted(warm)[len(warm) // 2] / 1000:.3f}" if warm else "-"
+print(f"{name} | hipq | {precision} | {place} (plan {plan.get('peak_bytes', 0) / 2**30:.2f} GiB) | {peak:.2f} | "
+      f"{(top - idle) / 1024:.2f} | {per}")
+PY
+  tail -n 1 "$out/rows.txt"
+done
+
+for p in $peer_precisions; do
+  idle=$(used_mib)
+  start_sampling "$out/smi-diffusers-$p.txt"
+  stamp "diffusers $p"
+  python3 "$root/tools/bench/diffusers_memory.py" "$model" --precision "$p" --images "$images" --size "$size" \
+    --steps "$steps" > "$out/diffusers-$p.json" 2> "$out/diffusers-$p.log" || { tail -n 20 "$out/diffusers-$p.log"; }
+  stop_sampling
+  top=$(max_of "$out/smi-diffusers-$p.txt")
+  python3 - "$out/diffusers-$p.json" "$p" "$idle" "$top" >> "$out/rows.txt" <<'PY'
+import json, sys
+try:
+    r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+except Exception:
+    print(f"diffusers-{sys.argv[2]} | diffusers | {sys.argv[2]} | (failed) | | |")
+    sys.exit()
+idle, top = int(sys.argv[3]), int(sys.argv[4] or 0)
+s = sorted(r["seconds_per_image"][1:] or r["seconds_per_image"])
+print(f"diffusers-{sys.argv[2]} | {r['peer']} | {sys.argv[2]} | whole pipeline on the device | "
+      f"{r['max_memory_allocated'] / 2**30:.2f} (reserved {r['max_memory_reserved'] / 2**30:.2f}) | "
+      f"{(top - idle) / 1024:.2f} | {s[len(s) // 2]:.3f}")
+PY
+  tail -n 1 "$out/rows.txt"
+done
+{ echo "| $(head -1 "$out/rows.txt") |"; echo "|---|---|---|---|---:|---:|---:|"
+  tail -n +2 "$out/rows.txt" | sed 's/^/| /; s/$/ |/'; } > "$out/memory.md"
+cat "$out/memory.md"
