@@ -91,6 +91,7 @@ TEST(MemoryPlanTest, SdxlFp16PlanCountsItsWeightsAndEachPlacementHoldsLess) {
   EXPECT_LT(low->peak(), standard->peak());
   // The whole decode at 1024 px is the standard plan's peak.
   EXPECT_EQ(standard->peak(), standard->decode);
+  for (const MemoryPlan* m : {&*standard, &*low, &*tiled}) std::printf("  SDXL 1024 px fp16: %s\n", m->describe().c_str());
   EXPECT_NE(standard->describe().find("standard placement"), std::string::npos) << standard->describe();
   EXPECT_NE(tiled->describe().find("512 px tiles"), std::string::npos) << tiled->describe();
   // Without guidance the UNet runs one row, not two.
