@@ -1,8 +1,8 @@
 // The rows the job store's files share (db/job_store.h is the API; its
-// methods live in job_intake.cpp, job_dispatch.cpp, job_reads.cpp,
-// worker_registry.cpp and batch_recovery.cpp): the column lists and the
-// statements more than one of them runs, the row readers, and the lease
-// rules every report goes through. Internal to db/.
+// methods live in job_store_intake.cpp, job_store_dispatch.cpp,
+// job_store_reads.cpp, job_store_workers.cpp and job_store_recovery.cpp):
+// the column lists and the statements more than one of them runs, the row
+// readers, and the lease rules every report goes through. Internal to db/.
 // Thread safety: as the Database each function is given.
 #pragma once
 
