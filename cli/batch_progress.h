@@ -1,4 +1,5 @@
-// Helpers shared by `hipq submit --wait` and `hipq run` (cli/client_commands.cpp).
+// Batch progress and batch tables shared by `hipq submit --wait`, `hipq status`
+// and `hipq run` (cli/batch_progress.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Subcommands of the `hipq` binary. Each add_*_command registers one
 // subcommand (and its flags) on the app; its callback runs it and returns the
-// process exit code through `exit_code`. One file per subcommand group.
+// process exit code through `exit_code`. One file per subcommand,
+// cli/<name>_command.cpp, its flags in one struct (docs/checklists.md,
+// "Adding a CLI subcommand").
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -24,7 +26,14 @@ void add_compare_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_coordinator_command(CLI::App& app, int& exit_code);
 void add_worker_command(CLI::App& app, int& exit_code);
-void add_client_commands(CLI::App& app, int& exit_code);  // submit, status, cancel, workers, drain
+// Calls to a coordinator (cli/submit_command.cpp, status_command.cpp,
+// cancel_command.cpp, workers_command.cpp, drain_command.cpp; shared flags in
+// cli/queue_options.h).
+void add_submit_command(CLI::App& app, int& exit_code);
+void add_status_command(CLI::App& app, int& exit_code);
+void add_cancel_command(CLI::App& app, int& exit_code);
+void add_workers_command(CLI::App& app, int& exit_code);
+void add_drain_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_keygen_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);  // validate a manifest

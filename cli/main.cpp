@@ -37,7 +37,11 @@ int main(int argc, char** argv) {
   hipq::cli::add_version_command(app, exit_code);
   hipq::cli::add_coordinator_command(app, exit_code);
   hipq::cli::add_worker_command(app, exit_code);
-  hipq::cli::add_client_commands(app, exit_code);
+  hipq::cli::add_submit_command(app, exit_code);
+  hipq::cli::add_status_command(app, exit_code);
+  hipq::cli::add_cancel_command(app, exit_code);
+  hipq::cli::add_workers_command(app, exit_code);
+  hipq::cli::add_drain_command(app, exit_code);
   hipq::cli::add_run_command(app, exit_code);
   hipq::cli::add_keygen_command(app, exit_code);
   hipq::cli::add_check_command(app, exit_code);

@@ -4,16 +4,19 @@
 //   --key FILE                  this client's key pair (env HIPQ_KEY)
 //   --server-key FILE|KEY       the coordinator's public key (env HIPQ_SERVER_KEY)
 //   --timeout SECONDS           how long a client call waits for its answer (default 10)
-// Both keys or neither. Thread safety: CLI parsing only.
+// Both keys or neither. Also what the client commands share when they call a
+// coordinator: connecting, batch and job ids, and the exit code of an error.
+// Thread safety: CLI parsing only.
 #pragma once
 
-#include <cstdlib>
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "base/result.h"
+#include "coordinator/client.h"
 #include "proto/curve_keys.h"
 #include "proto/protocol.h"
 #include "proto/transport.h"
@@ -27,28 +30,21 @@ struct ConnectOptions {
   double timeout_s = 10;
 };
 
-inline void add_connect_options(CLI::App* cmd, ConnectOptions& o) {
-  if (const char* e = std::getenv("HIPQ_CONNECT")) o.endpoint = e;
-  if (const char* e = std::getenv("HIPQ_KEY")) o.key_file = e;
-  if (const char* e = std::getenv("HIPQ_SERVER_KEY")) o.server_key = e;
-  cmd->add_option("--connect", o.endpoint, "coordinator endpoint (env HIPQ_CONNECT)")->capture_default_str();
-  cmd->add_option("--key", o.key_file, "CURVE key pair file of this client, from `hipq keygen` (env HIPQ_KEY)");
-  cmd->add_option("--server-key", o.server_key, "coordinator's public key file or Z85 key (env HIPQ_SERVER_KEY)");
-  cmd->add_option("--timeout", o.timeout_s, "seconds to wait for the coordinator's answer")->capture_default_str();
-}
+// Adds the four flags above to `cmd`; the env values are read here, as defaults.
+void add_connect_options(CLI::App* cmd, ConnectOptions& o);
 
-inline Result<std::optional<proto::CurveClientKeys>> curve_client_keys(const ConnectOptions& o) {
-  if (o.key_file.empty() && o.server_key.empty()) return std::optional<proto::CurveClientKeys>();
-  if (o.key_file.empty() || o.server_key.empty()) {
-    return Status::InvalidArgument("CURVE needs both --key (this client's key pair) and --server-key (the "
-                                   "coordinator's public key)");
-  }
-  HIPQ_ASSIGN_OR_RETURN(proto::CurveKeyPair mine, proto::read_curve_key_file(o.key_file));
-  if (mine.secret_key.empty()) {
-    return Status::InvalidArgument(o.key_file + ": holds only a public key; --key wants the key pair file");
-  }
-  HIPQ_ASSIGN_OR_RETURN(std::string server, proto::read_public_key(o.server_key));
-  return std::optional<proto::CurveClientKeys>(proto::CurveClientKeys{mine.public_key, mine.secret_key, server});
-}
+// The CURVE keys the options name; nullopt when neither key is given.
+// InvalidArgument when only one is, or --key holds only a public key.
+Result<std::optional<proto::CurveClientKeys>> curve_client_keys(const ConnectOptions& o);
+
+// A client of the coordinator the options name (coordinator/client.h).
+Result<std::unique_ptr<coordinator::Client>> connect_client(zmq::context_t& ctx, const ConnectOptions& o);
+
+// Prints "hipq: <status>" to stderr; returns kExitUsage for InvalidArgument
+// and NotFound (a wrong id or flag), kExitFailure otherwise.
+int client_failure(const Status& s);
+
+// A positive decimal id ("12"), or nullopt.
+std::optional<int64_t> parse_id(const std::string& digits);
 
 }  // namespace hipq::cli

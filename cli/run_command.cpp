@@ -15,8 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/batch_progress.h"
 #include "cli/commands.h"
@@ -24,6 +28,7 @@
 #include "coordinator/client.h"
 #include "coordinator/manifest.h"
 #include "coordinator/preflight.h"
+#include "coordinator/query_service.h"
 #include "coordinator/server.h"
 #include "db/database.h"
 #include "db/job_store.h"
@@ -49,72 +54,63 @@ struct RunArgs {
   MemoryOptions memory;
 };
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = p * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
+// The summary of the batch, through the query layer as `hipq runs --batch N`
+// and `hipq stats --batch N` (one query each for the whole batch): a line per
+// job, then the host-clock timings of each job phase per warmth group.
 Status print_results(const std::string& db_path, int64_t batch_id, std::ostream& out) {
-  HIPQ_ASSIGN_OR_RETURN(auto db, db::Database::open_and_migrate(db_path));
-  db::JobStore store(*db);
-  HIPQ_ASSIGN_OR_RETURN(auto batch, store.get_batch(batch_id));
-  HIPQ_ASSIGN_OR_RETURN(auto jobs, store.list_jobs(batch_id));
-  std::map<std::string, std::vector<double>> phase_ms;
+  coordinator::QueryTarget target;
+  target.db_path = db_path;
+  const nlohmann::json args{{"batch", batch_id}};
+  HIPQ_ASSIGN_OR_RETURN(nlohmann::json runs, coordinator::run_query_at(target, "runs", args));
+  HIPQ_ASSIGN_OR_RETURN(nlohmann::json stats, coordinator::run_query_at(target, "stats", args));
+  const nlohmann::json& jobs = runs["runs"];
+  const nlohmann::json first = jobs.empty() ? nlohmann::json::object() : jobs.front();
   char buf[512];
-  out << "\nresults of batch " << batch_id << " \"" << batch.name << "\" (outputs under " << batch.output_root
-      << ")\n";
-  snprintf(buf, sizeof buf, "%-6s %-32s %10s %-9s %-40s %-10s %8s %10s  %s\n", "job", "prompt", "seed", "state",
-           "reason", "verdict", "cosine", "total ms", "output");
+  out << "\nresults of batch " << batch_id << " \"" << first.value("batch_name", "") << "\" (outputs under "
+      << first.value("output_root", "") << ")\n";
+  snprintf(buf, sizeof buf, "%-6s %-32s %10s %-9s %-40s %-10s %8s %10s  %s\n", "job", "prompt", "seed",
+           "state", "reason", "verdict", "cosine", "total ms", "output");
   out << buf;
   for (const auto& j : jobs) {
-    std::string verdict = j.verdict.value_or("-");
+    const std::string state = j["state"].get<std::string>();
     std::string cosine = "-";
-    std::string output = "-";
-    double total = 0;
-    auto r = store.get_result(j.id);
-    if (r.ok()) {
-      if (r->cosine) {
-        snprintf(buf, sizeof buf, "%.6f", *r->cosine);
-        cosine = buf;
-      }
-      if (!r->outputs.empty()) output = r->outputs.front().path;
-      auto phases = store.list_phase_timings(r->attempt_id);
-      if (phases.ok()) {
-        for (const auto& p : *phases) {
-          phase_ms[p.phase].push_back(p.host_ms);
-          total += p.host_ms;
-        }
-      }
+    if (j["cosine"].is_number()) {
+      snprintf(buf, sizeof buf, "%.6f", j["cosine"].get<double>());
+      cosine = buf;
     }
+    const nlohmann::json& outputs = j["outputs"];
+    std::string output = outputs.is_array() && !outputs.empty() ? outputs.front().value("path", "-") : "-";
+    // A job that did not finish well says why: the error of its latest attempt.
     std::string reason = "-";
-    if (j.state == db::JobState::kFailed || j.state == db::JobState::kDead || j.state == db::JobState::kCancelled ||
-        j.state == db::JobState::kQueued) {
-      auto attempts = store.list_attempts(j.id);
-      if (attempts.ok() && !attempts->empty() && attempts->back().error) reason = shorten(*attempts->back().error, 40);
+    if ((state == "failed" || state == "dead" || state == "cancelled" || state == "queued") &&
+        j["error"].is_string()) {
+      reason = shorten(j["error"].get<std::string>(), 40);
     }
-    std::string prompt = shorten(j.prompt, 32);
-    snprintf(buf, sizeof buf, "%-6lld %-32s %10llu %-9s %-40s %-10s %8s %10.1f  %s\n", static_cast<long long>(j.id),
-             prompt.c_str(), static_cast<unsigned long long>(j.seed), std::string(db::job_state_name(j.state)).c_str(),
-             reason.c_str(), verdict.c_str(), cosine.c_str(), total, output.c_str());
+    std::string prompt = shorten(j["prompt"].get<std::string>(), 32);
+    snprintf(buf, sizeof buf, "%-6lld %-32s %10llu %-9s %-40s %-10s %8s %10.1f  %s\n",
+             static_cast<long long>(j["job"].get<int64_t>()), prompt.c_str(),
+             static_cast<unsigned long long>(j["seed"].get<uint64_t>()), state.c_str(), reason.c_str(),
+             j["verdict"].is_string() ? j["verdict"].get<std::string>().c_str() : "-", cosine.c_str(),
+             j["total_ms"].is_number() ? j["total_ms"].get<double>() : 0.0, output.c_str());
     out << buf;
   }
-  if (!phase_ms.empty()) {
-    out << "\nphase timings (host ms)\n";
-    snprintf(buf, sizeof buf, "%-12s %5s %10s %10s %10s %10s\n", "phase", "n", "mean", "p50", "p90", "max");
-    out << buf;
-    for (const std::string& phase : spec::job_phases()) {
-      auto it = phase_ms.find(phase);
-      if (it == phase_ms.end()) continue;
-      const auto& v = it->second;
-      double mean = 0;
-      for (double x : v) mean += x;
-      mean /= static_cast<double>(v.size());
-      snprintf(buf, sizeof buf, "%-12s %5zu %10.1f %10.1f %10.1f %10.1f\n", phase.c_str(), v.size(), mean,
-               percentile(v, 0.5), percentile(v, 0.9), *std::max_element(v.begin(), v.end()));
+  const std::vector<std::string>& job_phases = spec::job_phases();
+  bool header = false;
+  for (const auto& group : stats["groups"]) {
+    for (const auto& p : group["phases"]) {
+      const std::string phase = p["phase"].get<std::string>();
+      if (std::find(job_phases.begin(), job_phases.end(), phase) == job_phases.end()) continue;
+      if (!header) {
+        out << "\nphase timings (host ms)\n";
+        snprintf(buf, sizeof buf, "%-12s %-6s %5s %10s %10s %10s %10s\n", "phase", "warmth", "n", "mean",
+                 "p50", "p90", "max");
+        out << buf;
+        header = true;
+      }
+      snprintf(buf, sizeof buf, "%-12s %-6s %5lld %10.1f %10.1f %10.1f %10.1f\n", phase.c_str(),
+               group["warmth"].get<std::string>().c_str(), static_cast<long long>(p["n"].get<int64_t>()),
+               p["mean"].get<double>(), p["p50"].get<double>(), p["p90"].get<double>(),
+               p["max"].get<double>());
       out << buf;
     }
   }
@@ -386,20 +382,21 @@ int run_embedded(const RunArgs& a) {
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
-  static RunArgs args;
+  auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a manifest here: coordinator + one worker per GPU (or the CPU), "
                                         "results and statistics at the end");
-  cmd->add_option("manifest", args.manifest, "manifest YAML")->required();
-  if (const char* env = std::getenv("HIPQ_DB")) args.db = env;
-  cmd->add_option("--db", args.db, "SQLite database file (env HIPQ_DB)")->capture_default_str();
-  cmd->add_flag("--new-batch", args.new_batch,
+  cmd->add_option("manifest", args->manifest, "manifest YAML")->required();
+  if (const char* env = std::getenv("HIPQ_DB")) args->db = env;
+  cmd->add_option("--db", args->db, "SQLite database file (env HIPQ_DB)")->capture_default_str();
+  cmd->add_flag("--new-batch", args->new_batch,
                 "queue the manifest as a new batch even when the database holds one of the same manifest");
-  cmd->add_option("--backend", args.backend, "hip | cpu (default: hip when a GPU is visible)");
-  cmd->add_option("--engine", args.engine, "engine, or sleep:DURATION (a TEST DOUBLE that only waits)")
+  cmd->add_option("--backend", args->backend, "hip | cpu (default: hip when a GPU is visible)");
+  cmd->add_option("--engine", args->engine, "engine, or sleep:DURATION (a TEST DOUBLE that only waits)")
       ->capture_default_str();
-  cmd->add_option("--cpu-workers", args.cpu_workers, "workers when running on the CPU")->capture_default_str();
-  add_memory_options(cmd, args.memory);
-  cmd->callback([&exit_code] { exit_code = run_embedded(args); });
+  cmd->add_option("--cpu-workers", args->cpu_workers, "workers when running on the CPU")
+      ->capture_default_str();
+  add_memory_options(cmd, args->memory);
+  cmd->callback([args, &exit_code] { exit_code = run_embedded(*args); });
 }
 
 }  // namespace hipq::cli

@@ -189,6 +189,35 @@ Status finish_batch_if_drained(Database& db, int64_t batch_id, double now) {
   return s.run();
 }
 
+Result<BatchState> read_batch_state(Database& db, int64_t batch_id) {
+  static constexpr char kSelectBatchState[] = "SELECT state FROM batches WHERE id = ?";
+  Statement s = db.prepare_cached(kSelectBatchState);
+  s.bind_int64(0, batch_id);
+  HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
+  return parse_batch_state(s.column_text(0));
+}
+
+Result<int64_t> move_batch_jobs(Database& db, int64_t batch_id, const char* attempts_sql,
+                                std::string_view reason, const char* jobs_sql, double now) {
+  HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db));
+  HIPQ_RETURN_IF_ERROR(read_batch_state(db, batch_id).status());
+  if (attempts_sql != nullptr) {
+    Statement a = db.prepare_cached(attempts_sql);
+    a.bind_double(0, now);
+    a.bind_text(1, reason);
+    a.bind_int64(2, batch_id);
+    HIPQ_RETURN_IF_ERROR(a.run());
+  }
+  Statement j = db.prepare_cached(jobs_sql);
+  j.bind_double(0, now);
+  j.bind_int64(1, batch_id);
+  HIPQ_RETURN_IF_ERROR(j.run());
+  const int64_t moved = db.changes();
+  HIPQ_RETURN_IF_ERROR(txn.commit());
+  return moved;
+}
+
 Result<FailureOutcome> end_attempt(Database& db, int64_t job_id, const LeaseRow& r, AttemptState attempt_state,
                                    std::string_view error, bool retryable, double now) {
   Statement a = db.prepare_cached(kFinishAttempt);

@@ -1,8 +1,8 @@
 // The rows the job store's files share (db/job_store.h is the API; its
-// methods live in job_intake.cpp, job_dispatch.cpp, job_reads.cpp,
-// worker_registry.cpp and batch_recovery.cpp): the column lists and the
-// statements more than one of them runs, the row readers, and the lease
-// rules every report goes through. Internal to db/.
+// methods live in job_store_intake.cpp, job_store_dispatch.cpp,
+// job_store_reads.cpp, job_store_workers.cpp and job_store_recovery.cpp):
+// the column lists and the statements more than one of them runs, the row
+// readers, and the lease rules every report goes through. Internal to db/.
 // Thread safety: as the Database each function is given.
 #pragma once
 
@@ -34,7 +34,10 @@ inline constexpr char kFinishAttempt[] =
     "UPDATE attempts SET state = ?, finished_at = ?, error = ? WHERE job_id = ? AND attempt = ?";
 inline constexpr char kJobEndLease[] =
     "UPDATE jobs SET state = ?, lease_worker = NULL, lease_deadline = NULL, updated_at = ? WHERE id = ?";
-inline constexpr char kSelectBatchState[] = "SELECT state FROM batches WHERE id = ?";
+// The running attempts of a batch's leased jobs end cancelled; binds (now, reason, batch id).
+inline constexpr char kCancelLeasedAttempts[] =
+    "UPDATE attempts SET state = 'cancelled', finished_at = ?, error = ? WHERE state = 'running' "
+    "AND job_id IN (SELECT id FROM jobs WHERE batch_id = ? AND state = 'leased')";
 
 // A job's lease as the checks of a report see it.
 struct LeaseRow {
@@ -72,6 +75,15 @@ Status check_current_lease(Database& db, int64_t job_id, int attempt, std::strin
 // Replaces every "{batch_id}" in a job folder by the batch's id.
 std::string resolve_batch_id(std::string dir, int64_t batch_id);
 Status finish_batch_if_drained(Database& db, int64_t batch_id, double now);
+// The batch's state; NotFound for an unknown batch.
+Result<BatchState> read_batch_state(Database& db, int64_t batch_id);
+// One batch-wide move in one write transaction (a savepoint inside the
+// caller's): `attempts_sql` (binds: now, reason, batch id; nullptr for none)
+// writes the attempts of the jobs about to move, then `jobs_sql` (binds: now,
+// batch id) moves them. Returns how many jobs moved; NotFound for an unknown
+// batch (nothing written).
+Result<int64_t> move_batch_jobs(Database& db, int64_t batch_id, const char* attempts_sql,
+                                std::string_view reason, const char* jobs_sql, double now);
 // Ends the current attempt of a leased job and moves the job on: queued while
 // attempts remain (and the error is retryable), else dead, or failed at once.
 Result<FailureOutcome> end_attempt(Database& db, int64_t job_id, const LeaseRow& r, AttemptState attempt_state,

@@ -126,7 +126,7 @@ class JobStore {
   // NotFound for an unknown job; FailedPrecondition when already terminal.
   Result<CancelOutcome> cancel_job(int64_t job_id, double now);
 
-  // ---- stop, resume, fail (db/batch_recovery.cpp) ------------------------------
+  // ---- stop, resume, fail (db/job_store_recovery.cpp) --------------------------
   // The newest batch queued from the manifest text with this sha256 (any
   // state); nullopt when there is none. For `hipq run` to resume it.
   Result<std::optional<BatchRecord>> latest_batch_of_manifest(std::string_view manifest_sha256);

@@ -1,14 +1,17 @@
 // hipq run as a real process: resume by manifest sha256, --new-batch, SIGINT
 // stops cleanly and says how to resume, HIPQ_DB, wall time and images/hour,
 // failure reasons in the results table, folders of two batches never shared,
-// a configuration error failing the batch at once.
+// a configuration error failing the batch at once, the summary read through
+// the query layer as `hipq stats` reads it.
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../coordinator/process_harness.h"
 #include "db/database.h"
@@ -125,6 +128,40 @@ TEST(RunCommand, HonoursHipqDbAndEndsWithWallTimeAndImagesPerHour) {
   EXPECT_NE(out.find("3 image(s) this run"), std::string::npos) << out;
   EXPECT_NE(out.find("images/hour"), std::string::npos) << out;
   EXPECT_EQ(out.find(" info "), std::string::npos) << "log lines belong on stderr:\n" << out;
+}
+
+TEST(RunCommand, ThePhaseTimingsAreWhatHipqStatsSaysForTheBatch) {
+  TempDir dir;
+  auto manifest = write_sleep_manifest(dir.path(), "summary", 2, 2);
+  auto db = dir.path() / "hipq.db";
+  std::string out, err;
+  ASSERT_EQ(run_hipq(dir.path(), "run", run_args(manifest, db, "sleep:5ms"), &out, &err), 0) << out << err;
+  size_t table = out.find("phase timings (host ms)");
+  ASSERT_NE(table, std::string::npos) << out;
+  std::string stats_out;
+  ASSERT_EQ(run_hipq(dir.path(), "stats", {"stats", "--db", db.string(), "--batch", "1", "--format", "json"},
+                     &stats_out, &err),
+            0)
+      << err;
+  const auto stats = nlohmann::json::parse(stats_out);
+  int64_t runs = 0;
+  int rows = 0;
+  for (const auto& g : stats["groups"]) {
+    runs += g["runs"].get<int64_t>();
+    for (const auto& p : g["phases"]) {
+      const std::string phase = p["phase"].get<std::string>();
+      if (phase == "step" || phase == "total") continue;
+      char line[256];
+      std::snprintf(line, sizeof line, "%-12s %-6s %5lld %10.1f %10.1f %10.1f %10.1f\n", phase.c_str(),
+                    g["warmth"].get<std::string>().c_str(), static_cast<long long>(p["n"].get<int64_t>()),
+                    p["mean"].get<double>(), p["p50"].get<double>(), p["p90"].get<double>(),
+                    p["max"].get<double>());
+      EXPECT_NE(out.find(line, table), std::string::npos) << line << "\nnot in:\n" << out.substr(table);
+      ++rows;
+    }
+  }
+  EXPECT_EQ(runs, 4) << stats_out;
+  EXPECT_GT(rows, 0) << stats_out;
 }
 
 TEST(RunCommand, TheResultsTableShowsWhyAJobFailedAndJsonCarriesItWhole) {

@@ -1,5 +1,5 @@
-// The fixture of the job store's tests (tests/db/job_*_test.cpp,
-// worker_registry_test.cpp): a migrated in-memory database and its JobStore.
+// The fixture of the job store's tests (tests/db/job_store_*_test.cpp): a
+// migrated in-memory database and its JobStore.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -159,13 +159,7 @@ Result<BatchCounts> JobStore::batch_counts(int64_t batch_id) {
   }
   BatchCounts c;
   c.batch_id = batch_id;
-  {
-    Statement s = db_.prepare_cached(kSelectBatchState);
-    s.bind_int64(0, batch_id);
-    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
-    HIPQ_ASSIGN_OR_RETURN(c.state, parse_batch_state(s.column_text(0)));
-  }
+  HIPQ_ASSIGN_OR_RETURN(c.state, read_batch_state(db_, batch_id));
   for (JobState st : {JobState::kQueued, JobState::kLeased, JobState::kDone, JobState::kFailed, JobState::kDead,
                       JobState::kCancelled})
     c.by_state[std::string(job_state_name(st))] = 0;

@@ -344,14 +344,10 @@ Result<std::vector<FailureOutcome>> JobStore::release_worker_leases(std::string_
 
 Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
-  {
-    Statement s = db_.prepare_cached(kSelectBatchState);
-    s.bind_int64(0, batch_id);
-    HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) return Status::NotFound("batch " + std::to_string(batch_id) + " does not exist");
-    if (s.column_text(0) != "active") {
-      return Status::FailedPrecondition("batch " + std::to_string(batch_id) + " is already " + s.column_text(0));
-    }
+  HIPQ_ASSIGN_OR_RETURN(BatchState state, read_batch_state(db_, batch_id));
+  if (state != BatchState::kActive) {
+    return Status::FailedPrecondition("batch " + std::to_string(batch_id) + " is already " +
+                                      std::string(batch_state_name(state)));
   }
   CancelOutcome out;
   {
@@ -361,26 +357,12 @@ Result<CancelOutcome> JobStore::cancel_batch(int64_t batch_id, double now) {
     s.bind_int64(0, batch_id);
     HIPQ_ASSIGN_OR_RETURN(out.leases, collect_cancelled(s));
   }
-  {
-    static constexpr char kCancelBatchAttempts[] =
-        "UPDATE attempts SET state = 'cancelled', finished_at = ?, error = ? WHERE state = 'running' AND job_id IN "
-        "(SELECT id FROM jobs WHERE batch_id = ? AND state = 'leased')";
-    Statement s = db_.prepare_cached(kCancelBatchAttempts);
-    s.bind_double(0, now);
-    s.bind_text(1, "batch " + std::to_string(batch_id) + " cancelled");
-    s.bind_int64(2, batch_id);
-    HIPQ_RETURN_IF_ERROR(s.run());
-  }
-  {
-    static constexpr char kCancelBatchJobs[] =
-        "UPDATE jobs SET state = 'cancelled', lease_worker = NULL, lease_deadline = NULL, updated_at = ? "
-        "WHERE batch_id = ? AND state IN ('queued', 'leased')";
-    Statement s = db_.prepare_cached(kCancelBatchJobs);
-    s.bind_double(0, now);
-    s.bind_int64(1, batch_id);
-    HIPQ_RETURN_IF_ERROR(s.run());
-    out.jobs_cancelled = db_.changes();
-  }
+  static constexpr char kCancelBatchJobs[] =
+      "UPDATE jobs SET state = 'cancelled', lease_worker = NULL, lease_deadline = NULL, updated_at = ? "
+      "WHERE batch_id = ? AND state IN ('queued', 'leased')";
+  const std::string reason = "batch " + std::to_string(batch_id) + " cancelled";
+  HIPQ_ASSIGN_OR_RETURN(out.jobs_cancelled,
+                        move_batch_jobs(db_, batch_id, kCancelLeasedAttempts, reason, kCancelBatchJobs, now));
   {
     static constexpr char kCancelBatch[] = "UPDATE batches SET state = 'cancelled', finished_at = ? WHERE id = ?";
     Statement s = db_.prepare_cached(kCancelBatch);

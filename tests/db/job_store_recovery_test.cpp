@@ -1,4 +1,4 @@
-// JobStore's stop/resume/fail operations (db/batch_recovery.cpp) and the
+// JobStore's stop/resume/fail operations (db/job_store_recovery.cpp) and the
 // job-folder check, on an in-memory database.
 #include <gtest/gtest.h>
 
