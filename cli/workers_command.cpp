@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/byte_size.h"
 #include "cli/commands.h"
 #include "cli/queue_options.h"
 #include "coordinator/client.h"
@@ -16,6 +17,21 @@
 #include "db/job_store.h"
 
 namespace hipq::cli {
+namespace {
+
+// "70.1/139.8 GiB" (free as the worker saw it at its hello / total), "cap 8 GiB"
+// appended when it runs under --device-memory-limit; "-" when unknown.
+std::string worker_memory(const proto::WorkerHello& h) {
+  if (h.memory_bytes() <= 0 && h.memory_limit_bytes() <= 0) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f/%.1f GiB", static_cast<double>(h.memory_free_bytes()) / (1 << 30),
+                static_cast<double>(h.memory_bytes()) / (1 << 30));
+  std::string out = buf;
+  if (h.memory_limit_bytes() > 0) out += " cap " + format_byte_size(h.memory_limit_bytes());
+  return out;
+}
+
+}  // namespace
 
 void add_workers_command(CLI::App& app, int& exit_code) {
   struct Flags {
@@ -70,6 +86,10 @@ void add_workers_command(CLI::App& app, int& exit_code) {
                      {"backend", w.info().backend()},
                      {"device_index", w.info().device_index()},
                      {"device_name", w.info().device_name()},
+                     {"memory_bytes", w.info().memory_bytes()},
+                     {"memory_free_bytes", w.info().memory_free_bytes()},
+                     {"memory_limit_bytes", w.info().memory_limit_bytes()},
+                     {"placement", w.info().placement()},
                      {"state", w.state()},
                      {"running_job_id", w.running_job_id()},
                      {"progress_step", w.progress_step()},
@@ -83,15 +103,16 @@ void add_workers_command(CLI::App& app, int& exit_code) {
       return;
     }
     char buf[512];
-    snprintf(buf, sizeof buf, "%-40s %-8s %-24s %-9s %8s %8s %6s %6s\n", "worker", "backend", "device",
-             "state", "job", "step", "done", "failed");
+    snprintf(buf, sizeof buf, "%-40s %-8s %-24s %-28s %-9s %-9s %8s %8s %6s %6s\n", "worker", "backend", "device",
+             "memory free/all", "placement", "state", "job", "step", "done", "failed");
     std::cout << buf;
     for (const auto& w : reply->workers()) {
       std::string step = w.running_job_id()
                              ? std::to_string(w.progress_step()) + "/" + std::to_string(w.progress_steps())
                              : "-";
-      snprintf(buf, sizeof buf, "%-40.40s %-8s %-24.24s %-9s %8lld %8s %6lld %6lld\n",
+      snprintf(buf, sizeof buf, "%-40.40s %-8s %-24.24s %-28.28s %-9.9s %-9s %8lld %8s %6lld %6lld\n",
                w.info().worker_id().c_str(), w.info().backend().c_str(), w.info().device_name().c_str(),
+               worker_memory(w.info()).c_str(), w.info().placement().empty() ? "-" : w.info().placement().c_str(),
                w.state().c_str(), static_cast<long long>(w.running_job_id()), step.c_str(),
                static_cast<long long>(w.jobs_done()), static_cast<long long>(w.jobs_failed()));
       std::cout << buf;

@@ -60,6 +60,10 @@ void EngineJobRunner::describe(proto::WorkerHello& hello) const {
   hello.set_device_name(info.device_name);
   hello.set_arch(info.arch);
   hello.set_memory_bytes(info.memory_bytes);
+  const kernels::MemoryStats mem = backend_->memory_stats();
+  hello.set_memory_free_bytes(mem.device_free);
+  hello.set_memory_limit_bytes(mem.limit);
+  hello.set_placement(std::string(engine::placement_name(placement_)));
   hello.set_runtime_version(info.runtime_version);
   hello.set_driver_version(info.driver_version);
   hello.set_backend(info.name.empty() ? backend_name_ : info.name);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "kernels/backend.h"
+
 namespace hipq::worker {
 namespace {
 
@@ -25,6 +29,28 @@ TEST(EngineJobRunnerTest, ABatchNameThatIsNoPlainFileNameFallsBackToTheBatchId) 
                                  std::string("sp ace"), std::string(101, 'x')}) {
     EXPECT_EQ(image_file_name(assignment(bad)), "b3-j17-s42.png") << "batch name '" << bad << "'";
   }
+}
+
+// The hello says what memory the worker has and runs under, so `hipq
+// workers` can show it: the cap from the environment, the placement setting.
+TEST(EngineJobRunnerTest, TheHelloCarriesTheMemoryCapAndThePlacement) {
+  ASSERT_EQ(::setenv(kernels::kDeviceMemoryLimitEnv, "6GiB", 1), 0);
+  auto runner = EngineJobRunner::create("cpu", 0, engine::Placement::kLow);
+  ::unsetenv(kernels::kDeviceMemoryLimitEnv);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  proto::WorkerHello hello;
+  (*runner)->describe(hello);
+  EXPECT_EQ(hello.memory_limit_bytes(), int64_t{6} << 30);
+  EXPECT_EQ(hello.placement(), "low");
+  EXPECT_EQ(hello.backend(), "cpu");
+
+  ASSERT_EQ(::setenv(kernels::kDeviceMemoryLimitEnv, "six gigs", 1), 0);
+  auto refused = EngineJobRunner::create("cpu", 0);
+  ::unsetenv(kernels::kDeviceMemoryLimitEnv);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(kernels::kDeviceMemoryLimitEnv), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace
