@@ -21,6 +21,7 @@
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::cli {
 namespace {
@@ -108,7 +109,7 @@ std::string resolve_backend(const std::string& requested) {
 
 int run_generate(const GenerateArgs& a) {
   if (Status st = check_flags(a); !st.ok()) return fail(kExitUsage, st.message());
-  std::optional<engine::ParityGate> gate;
+  std::optional<spec::ParityGate> gate;
   if (!a.gate.empty()) {
     nlohmann::json gj;
     try {
@@ -116,7 +117,7 @@ int run_generate(const GenerateArgs& a) {
     } catch (const nlohmann::json::exception& e) {
       return fail(kExitUsage, std::string("--gate: not valid JSON: ") + e.what());
     }
-    auto g = engine::ParityGate::from_json(gj);
+    auto g = spec::ParityGate::from_json(gj);
     if (!g.ok()) return fail(kExitUsage, "--gate: " + g.status().message());
     gate = *g;
   }
@@ -138,7 +139,7 @@ int run_generate(const GenerateArgs& a) {
   job.model_spec = a.model;
   job.output_dir = out_dir;
   job.check_parity = !a.golden.empty();
-  job.gate = gate.value_or(engine::ParityGate{});
+  job.gate = gate.value_or(spec::ParityGate{});
   if (job.check_parity) {
     // The golden is read (and its hash checked) before device work.
     const fs::path gp = a.golden;

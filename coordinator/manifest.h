@@ -28,7 +28,8 @@
 // absolute and normalised.
 //
 // The accepted samplers, precisions and rngs are spec/generation_settings.h's
-// (the engine's own list); the parity-gate keys match engine/parity.h.
+// (the engine's own list), the parity-gate keys spec/parity_gate.h's and the
+// synthetic model names spec/synthetic_models.h's.
 // Thread safety: plain values and pure functions (they read files).
 #pragma once
 
@@ -45,6 +46,7 @@
 #include "base/status.h"
 #include "db/records.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::coordinator {
 
@@ -78,7 +80,7 @@ struct ParitySpec {
   // "store" (the coordinator's golden store), an absolute directory, or ""
   // when the manifest says `golden: none` (verdicts are NO_GOLDEN).
   std::string golden = "store";
-  nlohmann::json gate = nlohmann::json::object();  // engine::ParityGate JSON; {} = default
+  spec::ParityGate gate;  // the keys the manifest names; the others keep their defaults
   bool allow_unpinned = false;
 };
 
@@ -157,9 +159,5 @@ Status check_path_components(const std::filesystem::path& path);
 // that stays inside `root` once existing symlinks along root/relative are
 // resolved. InvalidArgument naming both paths when it does not.
 Status check_confined(const std::filesystem::path& root, std::string_view relative);
-
-// Names after "synthetic:" (engine/synthetic_weights.h synthetic_model_names()).
-const std::vector<std::string>& manifest_synthetic_models();
-const std::vector<std::string>& manifest_gate_keys();
 
 }  // namespace hipq::coordinator

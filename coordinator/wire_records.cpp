@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 
 namespace hipq::coordinator {
@@ -26,7 +27,7 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   } else {
     a.set_golden_dir(batch.golden_source);
   }
-  a.set_parity_gate_json(batch.parity_gate_json);
+  *a.mutable_parity_gate() = proto::to_proto(batch.parity_gate);
   a.set_allow_unpinned_golden(batch.allow_unpinned);
   a.set_lease_seconds(settings.lease_seconds);
   return a;

@@ -50,6 +50,7 @@
 #include "engine/phase_timer.h"
 #include "engine/pipeline.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::engine {
 
@@ -97,7 +98,7 @@ struct JobSpec {
   GoldenRequest golden;      // neither file nor dir: NO_GOLDEN
   // Already looked up (look_up_golden): step 3 is skipped.
   std::optional<GoldenLookup> golden_found;
-  ParityGate gate;
+  spec::ParityGate gate;
 
   // ---- host side
   ProgressFn progress;                       // may be empty

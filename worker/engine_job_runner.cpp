@@ -12,6 +12,7 @@
 #include "engine/job.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
+#include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
 #include "spec/phases.h"
@@ -121,14 +122,8 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
   engine::JobSpec job_spec;
   job_spec.settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(job_spec.settings.validate());
-  if (!job.parity_gate_json().empty()) {
-    try {
-      HIPQ_ASSIGN_OR_RETURN(job_spec.gate,
-                            engine::ParityGate::from_json(nlohmann::json::parse(job.parity_gate_json())));
-    } catch (const nlohmann::json::exception& e) {
-      return Status::InvalidArgument(std::string("parity gate is not JSON: ") + e.what());
-    }
-  }
+  if (job.has_parity_gate()) job_spec.gate = proto::from_proto(job.parity_gate());
+  HIPQ_RETURN_IF_ERROR(job_spec.gate.validate());
   const std::filesystem::path root = job.output_root();
   job_spec.output_dir = root / job.output_dir();
   auto wants = [&](const char* kind) {

@@ -69,7 +69,6 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
   batch.output_root = (h.dir / "out").string();
   batch.save = {"latent", "png"};
   batch.golden_source = "store";
-  batch.parity_gate_json = "{}";
   batch.manifest_path = "examples/history.yaml";
   batch.manifest_text = "model: synthetic:tiny-sdxl\n";
   const char* prompt_text[] = {"a red fox in snow", "a lighthouse at dusk", "a bowl of ramen"};
