@@ -56,7 +56,7 @@ int run_check(const CheckFlags& f) {
     }
     return kExitUsage;
   }
-  std::vector<coordinator::JobSpec> jobs = m->expand_jobs();
+  std::vector<coordinator::ManifestJob> jobs = m->expand_jobs();
   if (f.format == "json") {
     nlohmann::json j = {{"ok", true},
                         {"manifest", m->path.string()},

@@ -134,7 +134,7 @@ int run_generate(const GenerateArgs& a) {
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
   for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
 
-  engine::JobSpec job;
+  engine::GenerationJob job;
   job.settings = a.settings;
   job.model_spec = a.model;
   job.output_dir = out_dir;
@@ -177,7 +177,7 @@ int run_generate(const GenerateArgs& a) {
   job.cancel = &g_cancel;
   std::unique_ptr<engine::Pipeline> pipeline;
   std::signal(SIGINT, on_sigint);
-  engine::JobResult r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
+  engine::GenerationRun r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
     engine::LoadOptions lo;
     lo.precision = a.settings.precision;
     HIPQ_ASSIGN_OR_RETURN(pipeline, engine::Pipeline::load(*model, be, lo));

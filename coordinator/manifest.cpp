@@ -401,7 +401,8 @@ std::string padded(uint64_t v, int pad) {
   return s;
 }
 
-std::string render_layout(const std::vector<LayoutPart>& parts, const std::string& batch, const JobSpec& job) {
+std::string render_layout(const std::vector<LayoutPart>& parts, const std::string& batch,
+                          const ManifestJob& job) {
   std::string out;
   for (const auto& part : parts) {
     if (part.field.empty()) out += part.literal;
@@ -807,7 +808,7 @@ class Parser {
       p_.at(top.begin()->second.key, "prompts", "the manifest has no prompts");
       return;
     }
-    std::vector<JobSpec> jobs = m_.expand_jobs();
+    std::vector<ManifestJob> jobs = m_.expand_jobs();
     std::map<std::string, int64_t> seen;
     int duplicates = 0, escapes = 0;
     for (const auto& job : jobs) {
@@ -901,11 +902,11 @@ int64_t Manifest::job_count() const {
   return n;
 }
 
-std::vector<JobSpec> Manifest::expand_jobs() const {
+std::vector<ManifestJob> Manifest::expand_jobs() const {
   std::vector<LayoutPart> parts;
   std::string err = parse_layout(outputs.layout, parts);
   HIPQ_CHECK(err.empty() && "expand_jobs on a manifest with an invalid layout");
-  std::vector<JobSpec> jobs;
+  std::vector<ManifestJob> jobs;
   jobs.reserve(static_cast<size_t>(job_count()));
   double guidance = canonical_guidance(defaults.guidance);
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
@@ -913,7 +914,7 @@ std::vector<JobSpec> Manifest::expand_jobs() const {
     const std::vector<uint64_t>& seeds = p.seeds ? *p.seeds : defaults.seeds;
     for (uint64_t seed : seeds) {
       for (int r = 0; r < defaults.repeats; ++r) {
-        JobSpec j;
+        ManifestJob j;
         j.ordinal = static_cast<int64_t>(jobs.size());
         j.prompt_index = pi;
         j.prompt = p.text;
@@ -952,7 +953,7 @@ db::NewBatch Manifest::to_new_batch() const {
   b.manifest_path = path.string();
   b.manifest_text = text;
   double guidance = canonical_guidance(defaults.guidance);
-  for (JobSpec& j : expand_jobs()) {
+  for (ManifestJob& j : expand_jobs()) {
     db::NewJob n;
     n.ordinal = j.ordinal;
     n.model = model;

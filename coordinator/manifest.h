@@ -104,7 +104,7 @@ struct PromptSpec {
 };
 
 // One job: a prompt × seed × repeat with its settings.
-struct JobSpec {
+struct ManifestJob {
   int64_t ordinal = 0;                     // 0-based in expansion order
   size_t prompt_index = 0;
   std::string prompt;
@@ -133,7 +133,7 @@ struct Manifest {
 
   // prompts × seeds × repeats, in prompt order, then seed, then repeat.
   // Deterministic; validated by parse_manifest (output dirs unique, confined).
-  std::vector<JobSpec> expand_jobs() const;
+  std::vector<ManifestJob> expand_jobs() const;
   // Number of jobs expand_jobs() would return.
   int64_t job_count() const;
   // The batch + jobs + verbatim manifest for db::JobStore::insert_batch.

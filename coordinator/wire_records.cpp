@@ -33,8 +33,8 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   return a;
 }
 
-db::JobResult to_db_result(const proto::JobResult& r, const std::string& worker_id) {
-  db::JobResult out;
+db::NewResult to_db_result(const proto::JobResult& r, const std::string& worker_id) {
+  db::NewResult out;
   out.job_id = r.job_id();
   out.attempt = r.attempt();
   out.worker_id = worker_id;

@@ -191,7 +191,7 @@ struct ResultRecord {
 };
 
 // What a worker reports for one finished attempt (JobStore::record_result).
-struct JobResult {
+struct NewResult {
   int64_t job_id = 0;
   int attempt = 0;                        // the attempt the lease was given
   std::string worker_id;

@@ -149,7 +149,7 @@ void Worker::job_thread_main(zmq::socket_t pipe) {
     const JobAssignment& job = env->assignment();
     PipeProgress progress(pipe, job);
     auto start = Clock::now();
-    Result<JobOutcome> outcome = [&]() -> Result<JobOutcome> {
+    Result<proto::JobResult> outcome = [&]() -> Result<proto::JobResult> {
       try {
         return runner_.run(job, progress, cancel_);
       } catch (const std::exception& e) {

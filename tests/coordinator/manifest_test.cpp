@@ -129,7 +129,7 @@ TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   EXPECT_EQ(m->outputs.root, dir.path() / "results");
   // 3 seeds x 2 repeats for prompts 0 and 2, 1 seed x 2 repeats for prompt 1.
   EXPECT_EQ(m->job_count(), 6 + 2 + 6);
-  std::vector<JobSpec> jobs = m->expand_jobs();
+  std::vector<ManifestJob> jobs = m->expand_jobs();
   ASSERT_EQ(jobs.size(), 14u);
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].ordinal, static_cast<int64_t>(i));
   EXPECT_EQ(jobs[0].seed, 10u);

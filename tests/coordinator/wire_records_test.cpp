@@ -64,7 +64,7 @@ TEST(WireRecords, ResultKeepsMetricsOnlyWhenMeasured) {
   t->set_phase("step");
   t->set_step(3);
   t->set_host_ms(2.5);
-  db::JobResult d = to_db_result(r, "w");
+  db::NewResult d = to_db_result(r, "w");
   EXPECT_EQ(d.worker_id, "w");
   EXPECT_FALSE(d.cosine.has_value());
   ASSERT_EQ(d.steps.size(), 1u);

@@ -139,7 +139,7 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
     }
     const double slow = on_b ? 1.10 : 1.0;
     bool& cold = on_b ? cold_b : cold_a;
-    JobResult res;
+    NewResult res;
     res.job_id = lj.job.id;
     res.attempt = lj.attempt;
     res.worker_id = worker;
