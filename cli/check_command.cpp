@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "coordinator/manifest.h"
 #include "coordinator/preflight.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::cli {
 namespace {
@@ -55,7 +56,7 @@ int run_check(const CheckFlags& f) {
     }
     return kExitUsage;
   }
-  std::vector<coordinator::JobSpec> jobs = m->expand_jobs();
+  std::vector<coordinator::ManifestJob> jobs = m->expand_jobs();
   if (f.format == "json") {
     nlohmann::json j = {{"ok", true},
                         {"manifest", m->path.string()},
@@ -86,7 +87,9 @@ int run_check(const CheckFlags& f) {
   fmt::print("  jobs         {} ({} prompt{} x seeds x {} repeat{})\n", jobs.size(), m->prompts.size(),
              m->prompts.size() == 1 ? "" : "s", m->defaults.repeats, m->defaults.repeats == 1 ? "" : "s");
   fmt::print("  parity       golden {}, gate {}\n", m->parity.golden.empty() ? "none" : m->parity.golden,
-             m->parity.gate.empty() ? "default (cosine >= 0.999)" : m->parity.gate.dump());
+             m->parity.gate == spec::ParityGate{}
+                 ? fmt::format("default (cosine >= {:g})", spec::kDefaultCosineMin)
+                 : m->parity.gate.to_json().dump());
   fmt::print("  outputs      {} ({})\n", m->outputs.root.string(), fmt::join(m->outputs.save, ", "));
   if (f.list_jobs) {
     for (const auto& job : jobs) {

@@ -22,6 +22,7 @@
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::cli {
 namespace {
@@ -112,7 +113,7 @@ int run_generate(const GenerateArgs& a) {
   if (Status st = check_flags(a); !st.ok()) return fail(kExitUsage, st.message());
   auto placement = apply_memory_options(a.memory);
   if (!placement.ok()) return fail(kExitUsage, placement.status().message());
-  std::optional<engine::ParityGate> gate;
+  std::optional<spec::ParityGate> gate;
   if (!a.gate.empty()) {
     nlohmann::json gj;
     try {
@@ -120,7 +121,7 @@ int run_generate(const GenerateArgs& a) {
     } catch (const nlohmann::json::exception& e) {
       return fail(kExitUsage, std::string("--gate: not valid JSON: ") + e.what());
     }
-    auto g = engine::ParityGate::from_json(gj);
+    auto g = spec::ParityGate::from_json(gj);
     if (!g.ok()) return fail(kExitUsage, "--gate: " + g.status().message());
     gate = *g;
   }
@@ -137,12 +138,12 @@ int run_generate(const GenerateArgs& a) {
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
   for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
 
-  engine::JobSpec job;
+  engine::GenerationJob job;
   job.settings = a.settings;
   job.model_spec = a.model;
   job.output_dir = out_dir;
   job.check_parity = !a.golden.empty();
-  job.gate = gate.value_or(engine::ParityGate{});
+  job.gate = gate.value_or(spec::ParityGate{});
   if (job.check_parity) {
     // The golden is read (and its hash checked) before device work.
     const fs::path gp = a.golden;
@@ -180,7 +181,7 @@ int run_generate(const GenerateArgs& a) {
   job.cancel = &g_cancel;
   std::unique_ptr<engine::Pipeline> pipeline;
   std::signal(SIGINT, on_sigint);
-  engine::JobResult r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
+  engine::GenerationRun r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
     engine::LoadOptions lo;
     lo.precision = a.settings.precision;
     lo.placement = *placement;

@@ -20,9 +20,10 @@
 #include "db/database.h"
 #include "db/golden_store.h"
 #include "engine/golden.h"
-#include "spec/png.h"
 #include "engine/parity.h"
 #include "engine/safetensors.h"
+#include "spec/parity_gate.h"
+#include "spec/png.h"
 
 namespace hipq::cli {
 namespace {
@@ -185,10 +186,10 @@ std::string golden_judgement(const engine::Golden& g, const nlohmann::json& prov
   std::string out = "latent [" + shape + "]";
   if (g.has_image()) {
     out += fmt::format("  image {}x{} (default gate: cosine >= {:g}, psnr >= {:g} dB at {})", g.image_width,
-                       g.image_height, *engine::ParityGate{}.cosine_min,
-                       engine::default_psnr_min(g.settings.precision), g.settings.precision);
+                       g.image_height, *spec::ParityGate{}.cosine_min,
+                       spec::default_psnr_min(g.settings.precision), g.settings.precision);
   } else {
-    out += fmt::format("  no image (latent-only gate: cosine >= {:g})", *engine::ParityGate{}.cosine_min);
+    out += fmt::format("  no image (latent-only gate: cosine >= {:g})", *spec::ParityGate{}.cosine_min);
   }
   if (provenance.is_object() && provenance.contains("floor") && provenance["floor"].is_object()) {
     const auto& f = provenance["floor"];

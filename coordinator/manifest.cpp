@@ -17,6 +17,7 @@
 #include "base/utf8.h"
 #include "coordinator/yaml_guard.h"
 #include "coordinator/prompt_sources.h"
+#include "spec/synthetic_models.h"
 
 namespace hipq::coordinator {
 namespace {
@@ -400,7 +401,8 @@ std::string padded(uint64_t v, int pad) {
   return s;
 }
 
-std::string render_layout(const std::vector<LayoutPart>& parts, const std::string& batch, const JobSpec& job) {
+std::string render_layout(const std::vector<LayoutPart>& parts, const std::string& batch,
+                          const ManifestJob& job) {
   std::string out;
   for (const auto& part : parts) {
     if (part.field.empty()) out += part.literal;
@@ -491,14 +493,14 @@ class Parser {
   void parse_model(const YAML::Node& n) {
     auto s = get_string(n, "model", p_);
     if (!s) return;
-    if (s->rfind("synthetic:", 0) == 0) {
-      std::string name = s->substr(std::string("synthetic:").size());
+    if (s->starts_with(spec::kSyntheticModelPrefix)) {
+      std::string name = s->substr(spec::kSyntheticModelPrefix.size());
       std::string seed;
       if (size_t at = name.find('@'); at != std::string::npos) {
         seed = name.substr(at + 1);
         name = name.substr(0, at);
       }
-      const auto& known = manifest_synthetic_models();
+      const auto& known = spec::synthetic_model_names();
       if (name.empty()) {
         p_.at(n, "model", "synthetic: needs a name, e.g. synthetic:tiny-sdxl (known: " + join(known) + ")");
       } else if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -585,14 +587,15 @@ class Parser {
     }
     if (d.count("gate")) {
       const YAML::Node& g = d["gate"].value;
-      EntryMap gate = read_map(g, "parity.gate", manifest_gate_keys(), p_);
-      nlohmann::json j = nlohmann::json::object();
+      EntryMap gate = read_map(g, "parity.gate", spec::parity_gate_keys(), p_);
       for (auto& [key, entry] : gate) {
-        double lo = key == "cosine_min" ? -1.0 : 0.0;
-        double hi = key == "cosine_min" ? 1.0 : 1e9;
-        if (auto x = get_number(entry.value, sub("parity.gate", key), lo, hi, p_)) j[key] = *x;
+        auto range = spec::parity_gate_range(key);
+        HIPQ_CHECK(range.ok());  // read_map kept the known keys only
+        auto x = get_number(entry.value, sub("parity.gate", key), range->min, range->max, p_);
+        if (!x) continue;
+        if (Status set = m_.parity.gate.set(key, *x); !set.ok())
+          p_.at(entry.value, sub("parity.gate", key), set.message());
       }
-      m_.parity.gate = j;
     }
     if (d.count("allow_unpinned")) {
       if (auto b = get_bool(d["allow_unpinned"].value, "parity.allow_unpinned", p_)) m_.parity.allow_unpinned = *b;
@@ -805,7 +808,7 @@ class Parser {
       p_.at(top.begin()->second.key, "prompts", "the manifest has no prompts");
       return;
     }
-    std::vector<JobSpec> jobs = m_.expand_jobs();
+    std::vector<ManifestJob> jobs = m_.expand_jobs();
     std::map<std::string, int64_t> seen;
     int duplicates = 0, escapes = 0;
     for (const auto& job : jobs) {
@@ -839,16 +842,6 @@ class Parser {
 };
 
 }  // namespace
-
-const std::vector<std::string>& manifest_synthetic_models() {
-  static const std::vector<std::string> v = {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
-  return v;
-}
-
-const std::vector<std::string>& manifest_gate_keys() {
-  static const std::vector<std::string> k = {"cosine_min", "max_abs_max", "rel_l2_max", "psnr_min"};
-  return k;
-}
 
 Status check_path_components(const fs::path& path) {
   // "{batch_id}" becomes at most 19 digits once the batch is queued.
@@ -909,11 +902,11 @@ int64_t Manifest::job_count() const {
   return n;
 }
 
-std::vector<JobSpec> Manifest::expand_jobs() const {
+std::vector<ManifestJob> Manifest::expand_jobs() const {
   std::vector<LayoutPart> parts;
   std::string err = parse_layout(outputs.layout, parts);
   HIPQ_CHECK(err.empty() && "expand_jobs on a manifest with an invalid layout");
-  std::vector<JobSpec> jobs;
+  std::vector<ManifestJob> jobs;
   jobs.reserve(static_cast<size_t>(job_count()));
   double guidance = canonical_guidance(defaults.guidance);
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
@@ -921,7 +914,7 @@ std::vector<JobSpec> Manifest::expand_jobs() const {
     const std::vector<uint64_t>& seeds = p.seeds ? *p.seeds : defaults.seeds;
     for (uint64_t seed : seeds) {
       for (int r = 0; r < defaults.repeats; ++r) {
-        JobSpec j;
+        ManifestJob j;
         j.ordinal = static_cast<int64_t>(jobs.size());
         j.prompt_index = pi;
         j.prompt = p.text;
@@ -955,12 +948,12 @@ db::NewBatch Manifest::to_new_batch() const {
   b.output_root = outputs.root.string();
   b.save = outputs.save;
   b.golden_source = parity.golden;
-  b.parity_gate_json = parity.gate.dump();
+  b.parity_gate = parity.gate;
   b.allow_unpinned = parity.allow_unpinned;
   b.manifest_path = path.string();
   b.manifest_text = text;
   double guidance = canonical_guidance(defaults.guidance);
-  for (JobSpec& j : expand_jobs()) {
+  for (ManifestJob& j : expand_jobs()) {
     db::NewJob n;
     n.ordinal = j.ordinal;
     n.model = model;

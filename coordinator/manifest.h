@@ -28,7 +28,8 @@
 // absolute and normalised.
 //
 // The accepted samplers, precisions and rngs are spec/generation_settings.h's
-// (the engine's own list); the parity-gate keys match engine/parity.h.
+// (the engine's own list), the parity-gate keys spec/parity_gate.h's and the
+// synthetic model names spec/synthetic_models.h's.
 // Thread safety: plain values and pure functions (they read files).
 #pragma once
 
@@ -45,6 +46,7 @@
 #include "base/status.h"
 #include "db/records.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::coordinator {
 
@@ -78,7 +80,7 @@ struct ParitySpec {
   // "store" (the coordinator's golden store), an absolute directory, or ""
   // when the manifest says `golden: none` (verdicts are NO_GOLDEN).
   std::string golden = "store";
-  nlohmann::json gate = nlohmann::json::object();  // engine::ParityGate JSON; {} = default
+  spec::ParityGate gate;  // the keys the manifest names; the others keep their defaults
   bool allow_unpinned = false;
 };
 
@@ -102,7 +104,7 @@ struct PromptSpec {
 };
 
 // One job: a prompt × seed × repeat with its settings.
-struct JobSpec {
+struct ManifestJob {
   int64_t ordinal = 0;                     // 0-based in expansion order
   size_t prompt_index = 0;
   std::string prompt;
@@ -131,7 +133,7 @@ struct Manifest {
 
   // prompts × seeds × repeats, in prompt order, then seed, then repeat.
   // Deterministic; validated by parse_manifest (output dirs unique, confined).
-  std::vector<JobSpec> expand_jobs() const;
+  std::vector<ManifestJob> expand_jobs() const;
   // Number of jobs expand_jobs() would return.
   int64_t job_count() const;
   // The batch + jobs + verbatim manifest for db::JobStore::insert_batch.
@@ -157,9 +159,5 @@ Status check_path_components(const std::filesystem::path& path);
 // that stays inside `root` once existing symlinks along root/relative are
 // resolved. InvalidArgument naming both paths when it does not.
 Status check_confined(const std::filesystem::path& root, std::string_view relative);
-
-// Names after "synthetic:" (engine/synthetic_weights.h synthetic_model_names()).
-const std::vector<std::string>& manifest_synthetic_models();
-const std::vector<std::string>& manifest_gate_keys();
 
 }  // namespace hipq::coordinator

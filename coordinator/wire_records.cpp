@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 
 namespace hipq::coordinator {
@@ -26,14 +27,14 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   } else {
     a.set_golden_dir(batch.golden_source);
   }
-  a.set_parity_gate_json(batch.parity_gate_json);
+  *a.mutable_parity_gate() = proto::to_proto(batch.parity_gate);
   a.set_allow_unpinned_golden(batch.allow_unpinned);
   a.set_lease_seconds(settings.lease_seconds);
   return a;
 }
 
-db::JobResult to_db_result(const proto::JobResult& r, const std::string& worker_id) {
-  db::JobResult out;
+db::NewResult to_db_result(const proto::JobResult& r, const std::string& worker_id) {
+  db::NewResult out;
   out.job_id = r.job_id();
   out.attempt = r.attempt();
   out.worker_id = worker_id;

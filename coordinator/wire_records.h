@@ -1,6 +1,6 @@
 // Wire records: the translation between db records and wire messages, both
 // ways — a leased job becomes a proto::JobAssignment, a worker's
-// proto::JobResult a db::JobResult, a WorkerHello a db::WorkerRecord.
+// proto::JobResult a db::NewResult, a WorkerHello a db::WorkerRecord.
 //
 // Golden lookup: a batch's golden_source is "" (no parity: NO_GOLDEN), an
 // absolute directory, or "store" (the coordinator's golden directory, given
@@ -25,7 +25,7 @@ struct DispatchSettings {
 };
 
 proto::JobAssignment make_assignment(const db::LeasedJob& leased, const DispatchSettings& settings);
-db::JobResult to_db_result(const proto::JobResult& result, const std::string& worker_id);
+db::NewResult to_db_result(const proto::JobResult& result, const std::string& worker_id);
 // Every output a result names must lie inside the job's output directory:
 // a relative path below `output_dir` (itself relative to the batch's output
 // root) with no "." or ".." component. InvalidArgument naming the first

@@ -121,7 +121,13 @@ Result<BatchRecord> read_batch(const Statement& s) {
   b.output_root = s.column_text(6);
   HIPQ_ASSIGN_OR_RETURN(b.save, parse_string_array(s.column_text(7), "batches.save of batch " + std::to_string(b.id)));
   b.golden_source = s.column_text(8);
-  b.parity_gate_json = s.column_text(9);
+  auto gate = spec::ParityGate::from_json(
+      nlohmann::json::parse(s.column_text(9), nullptr, /*allow_exceptions=*/false));
+  if (!gate.ok()) {
+    return Status::Corruption("batches.parity_gate of batch " + std::to_string(b.id) + ": " +
+                              gate.status().message());
+  }
+  b.parity_gate = *gate;
   b.allow_unpinned = s.column_bool(10);
   b.job_count = s.column_int64(11);
   b.created_at = s.column_double(12);

@@ -93,7 +93,7 @@ class JobStore {
   // the attempt (done), the job (done, verdict) and possibly the batch (done),
   // all in one transaction. Errors as in the header comment; InvalidArgument
   // for an empty verdict.
-  Status record_result(const JobResult& result, double now);
+  Status record_result(const NewResult& result, double now);
 
   // Records that an attempt failed with `error`. retryable: requeue while
   // attempts remain, else dead; not retryable (bad settings, missing model

@@ -140,7 +140,7 @@ Result<int64_t> JobStore::extend_worker_leases(std::string_view worker_id, doubl
 
 // ---- outcomes ---------------------------------------------------------------------
 
-Status JobStore::record_result(const JobResult& result, double now) {
+Status JobStore::record_result(const NewResult& result, double now) {
   if (result.verdict.empty()) {
     return Status::InvalidArgument("result for job " + std::to_string(result.job_id) + " has no verdict");
   }

@@ -78,7 +78,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     b.bind_text(4, batch.output_root);
     b.bind_text(5, to_json_array(batch.save));
     b.bind_text(6, batch.golden_source);
-    b.bind_text(7, batch.parity_gate_json.empty() ? "{}" : batch.parity_gate_json);
+    b.bind_text(7, batch.parity_gate.to_json().dump());
     b.bind_bool(8, batch.allow_unpinned);
     b.bind_int64(9, static_cast<int64_t>(batch.jobs.size()));
     b.bind_double(10, now);

@@ -19,6 +19,7 @@
 
 #include "base/result.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::db {
 
@@ -68,7 +69,7 @@ struct NewBatch {
   std::string output_root;          // absolute directory
   std::vector<std::string> save;    // what to write: "latent", "png"; JSON array
   std::string golden_source;        // "store" | absolute directory | "" (no parity)
-  std::string parity_gate_json;     // engine::ParityGate JSON ("{}" = default gate)
+  spec::ParityGate parity_gate;     // stored as its JSON form (spec/parity_gate.h)
   bool allow_unpinned = false;      // accept goldens without provenance
   // The manifest, stored verbatim; sha256 is computed by insert_batch.
   std::string manifest_path;
@@ -96,7 +97,7 @@ struct BatchRecord {
   std::string output_root;
   std::vector<std::string> save;
   std::string golden_source;
-  std::string parity_gate_json;
+  spec::ParityGate parity_gate;
   bool allow_unpinned = false;
   int64_t job_count = 0;
   double created_at = 0;
@@ -190,7 +191,7 @@ struct ResultRecord {
 };
 
 // What a worker reports for one finished attempt (JobStore::record_result).
-struct JobResult {
+struct NewResult {
   int64_t job_id = 0;
   int attempt = 0;                        // the attempt the lease was given
   std::string worker_id;

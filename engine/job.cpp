@@ -37,7 +37,7 @@ Result<JobFile> describe_file(const fs::path& path, std::string kind) {
 }
 
 // Step 5: latent and image, as the job asks.
-Status write_images(const JobSpec& job, const Pipeline& pipeline, const GenerationOutput& out,
+Status write_images(const GenerationJob& job, const Pipeline& pipeline, const GenerationOutput& out,
                     const OutputInfo& info, std::vector<JobFile>& files) {
   if (job.save_latent) {
     const fs::path path = job.output_dir / "latent.safetensors";
@@ -59,7 +59,8 @@ Status write_images(const JobSpec& job, const Pipeline& pipeline, const Generati
 }
 
 // Step 7: timings.json.
-Status write_timings(const JobSpec& job, const JobResult& r, const OutputInfo& info, std::vector<JobFile>& files) {
+Status write_timings(const GenerationJob& job, const GenerationRun& r, const OutputInfo& info,
+                     std::vector<JobFile>& files) {
   GenerationOutput timed;  // timings_json reads only the timing members
   timed.phases = r.phases;
   timed.steps = r.output.steps;
@@ -117,10 +118,10 @@ Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_vi
   return found;
 }
 
-JobResult run_job(const JobSpec& job, const PipelineLoader& load) {
+GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   const auto start = Clock::now();
-  JobResult r;
-  auto failed = [&](JobStep step, Status status) -> JobResult& {
+  GenerationRun r;
+  auto failed = [&](JobStep step, Status status) -> GenerationRun& {
     r.failed_step = step;
     r.status = std::move(status);
     r.wall_ms = ms_since(start);

@@ -9,23 +9,23 @@
 //      now); a load that happened now is timed as phase "load" unless the
 //      pipeline reports one itself;
 //   3. golden lookup: the golden of this run's key (golden_key(weights
-//      sha256, settings), or the key the spec names) in a directory of
+//      sha256, settings), or the key the job names) in a directory of
 //      <key>.safetensors, or a golden file; a directory without one means
 //      NO_GOLDEN, not an error;
 //   4. generate, with progress and cancellation; on running out of device
-//      memory the spec's release_memory hook may free memory once and the
+//      memory the job's release_memory hook may free memory once and the
 //      generation is tried again;
 //   5. write: latent.safetensors and the PNG (settings and provenance as
-//      metadata, engine/image_parameters.h), each atomically, as the spec asks;
+//      metadata, engine/image_parameters.h), each atomically, as the job asks;
 //   6. parity: the output against the golden and the gate (engine/parity.h);
 //   7. timings.json (docs/pipeline.md): every phase above, the steps, and the
 //      parity block with the golden key and the gate.
 //
-// Phases reported (JobResult::phases): load (when loaded now and the pipeline
+// Phases reported (GenerationRun::phases): load (when loaded now and the pipeline
 // gave none), the pipeline's own (load, text_encode, denoise, decode), write,
 // parity (golden lookup and comparison; absent when parity is off).
 //
-// Errors: JobResult::status with the step that failed; nothing after that
+// Errors: GenerationRun::status with the step that failed; nothing after that
 // step ran. kOutputDir: FailedPrecondition "output directory: ..." (a
 // configuration error); kLoad: the loader's Status unchanged (callers name
 // the model); kGolden: find_golden_file / read_golden errors; kGenerate: the
@@ -50,6 +50,7 @@
 #include "engine/phase_timer.h"
 #include "engine/pipeline.h"
 #include "spec/generation_settings.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::engine {
 
@@ -70,13 +71,16 @@ struct GoldenLookup {
 };
 
 // Step 3 on its own, for callers that read the golden before any device work
-// (`hipq generate`) and hand it to run_job through JobSpec::golden_found.
+// (`hipq generate`) and hand it to run_job through GenerationJob::golden_found.
 // Errors: NotFound when request.file does not exist; find_golden_file errors
 // other than NotFound; read_golden errors.
 Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
                                     const spec::GenerationSettings& settings);
 
-struct JobSpec {
+// What to run: one generation's settings, outputs, golden and gate. (The
+// manifest's expansion is coordinator::ManifestJob, the wire's
+// proto::JobAssignment.)
+struct GenerationJob {
   spec::GenerationSettings settings;  // validated by the caller
   // The model as its outputs name it (latent and timings metadata, PNG
   // provenance); "" = the pipeline's model_spec().
@@ -97,7 +101,7 @@ struct JobSpec {
   GoldenRequest golden;      // neither file nor dir: NO_GOLDEN
   // Already looked up (look_up_golden): step 3 is skipped.
   std::optional<GoldenLookup> golden_found;
-  ParityGate gate;
+  spec::ParityGate gate;
 
   // ---- host side
   ProgressFn progress;                       // may be empty
@@ -121,7 +125,10 @@ struct JobFile {
   int64_t bytes = 0;
 };
 
-struct JobResult {
+// What run_job did: the status and failed step, the output, phases, files
+// and parity. The worker translates it into a proto::JobResult, which the
+// coordinator records as a db::NewResult.
+struct GenerationRun {
   Status status;                     // Ok, or the error of failed_step
   JobStep failed_step = JobStep::kOutputDir;  // meaningful when !status.ok()
 
@@ -135,6 +142,6 @@ struct JobResult {
   double wall_ms = 0;                // host time of the whole job
 };
 
-JobResult run_job(const JobSpec& spec, const PipelineLoader& load);
+GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load);
 
 }  // namespace hipq::engine

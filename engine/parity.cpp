@@ -100,58 +100,6 @@ double image_psnr(const uint8_t* a, const uint8_t* b, size_t n) {
   return 10.0 * std::log10(255.0 * 255.0 / mse);
 }
 
-double default_psnr_min(std::string_view precision) {
-  // Floors measured on the tiny models, cpu backend (docs/golden-format.md):
-  // hipq vs diffusers >= 87.7 dB at fp32, >= 58.0 dB at fp16; a bf16 decode
-  // alone >= 52.4 dB. SDXL decoded with SD 1's scaling factor: 31.3 dB, so
-  // every default sits above it.
-  if (precision == "fp16") return kDefaultPsnrMinFp16;
-  if (precision == "bf16") return kDefaultPsnrMinBf16;
-  return kDefaultPsnrMinFp32;
-}
-
-std::optional<double> ParityGate::psnr_bound(std::string_view precision) const {
-  if (psnr_min_set) return psnr_min;
-  return default_psnr_min(precision);
-}
-
-nlohmann::json ParityGate::to_json() const {
-  nlohmann::json j = nlohmann::json::object();
-  j["cosine_min"] = cosine_min ? nlohmann::json(*cosine_min) : nlohmann::json(nullptr);
-  if (max_abs_max) j["max_abs_max"] = *max_abs_max;
-  if (rel_l2_max) j["rel_l2_max"] = *rel_l2_max;
-  if (psnr_min_set) j["psnr_min"] = psnr_min ? nlohmann::json(*psnr_min) : nlohmann::json(nullptr);
-  return j;
-}
-
-Result<ParityGate> ParityGate::from_json(const nlohmann::json& j) {
-  ParityGate g;
-  if (j.is_null()) return g;
-  if (!j.is_object())
-    return Status::InvalidArgument("parity gate: expected an object like {\"cosine_min\": 0.999}, got " + j.dump());
-  static const char* kKnown = "cosine_min, max_abs_max, rel_l2_max, psnr_min";
-  for (const auto& [key, value] : j.items()) {
-    std::optional<double>* slot = nullptr;
-    if (key == "cosine_min") slot = &g.cosine_min;
-    else if (key == "max_abs_max") slot = &g.max_abs_max;
-    else if (key == "rel_l2_max") slot = &g.rel_l2_max;
-    else if (key == "psnr_min") {
-      slot = &g.psnr_min;
-      g.psnr_min_set = true;  // a number, or null for no image bound
-    } else return Status::InvalidArgument("parity gate: unknown key \"" + key + "\"; known: " + kKnown);
-    if (value.is_null()) {
-      slot->reset();  // null switches a bound off (the default cosine one too)
-    } else if (value.is_number()) {
-      double v = value.get<double>();
-      if (!std::isfinite(v)) return Status::InvalidArgument("parity gate: " + key + " must be finite");
-      *slot = v;
-    } else {
-      return Status::InvalidArgument("parity gate: " + key + " must be a number or null, got " + value.dump());
-    }
-  }
-  return g;
-}
-
 std::string_view verdict_name(Verdict v) {
   switch (v) {
     case Verdict::kPass: return "PASS";
@@ -176,7 +124,7 @@ nlohmann::json ParityResult::to_json() const {
   return j;
 }
 
-ParityResult judge(const ParityMetrics& m, const ParityGate& gate, std::string_view precision) {
+ParityResult judge(const ParityMetrics& m, const spec::ParityGate& gate, std::string_view precision) {
   ParityResult r;
   r.metrics = m;
   if (!m.finite) {
@@ -203,7 +151,8 @@ ParityResult judge(const ParityMetrics& m, const ParityGate& gate, std::string_v
   return r;
 }
 
-Result<ParityResult> check_parity(const GenerationOutput& output, const Golden* golden, const ParityGate& gate) {
+Result<ParityResult> check_parity(const GenerationOutput& output, const Golden* golden,
+                                  const spec::ParityGate& gate) {
   if (golden == nullptr) {
     ParityResult r;
     r.verdict = Verdict::kNoGolden;

@@ -9,14 +9,9 @@
 //   golden image (dB, peak 255; +inf when identical), only when both exist.
 // Elements where either side is NaN/Inf are counted and left out of the sums;
 // NaN/Inf anywhere makes the verdict NON_FINITE whatever the gate.
-// A gate combines optional bounds; every present bound must hold. The default
-// gate is cosine >= 0.999 and, when the golden has an image, PSNR >= the
-// precision's floor-derived default (default_psnr_min: fp32 40 dB, fp16 and
-// bf16 lower; docs/golden-format.md gives the measurements). Goldens without
-// an image are judged on the latent alone. JSON form (manifest "parity.gate",
-// batches.parity_gate):
-//   {"cosine_min": 0.999, "max_abs_max": 0.05, "rel_l2_max": 0.01, "psnr_min": 30}
-// psnr_min absent = the precision's default; null = no image bound.
+// The gate (its bounds, defaults, keys and JSON form) is spec::ParityGate
+// (spec/parity_gate.h); every present bound must hold. Goldens without an
+// image are judged on the latent alone.
 // Verdicts: "PASS" | "FAIL" | "NO_GOLDEN" | "NON_FINITE".
 // Thread safety: pure functions.
 #pragma once
@@ -31,6 +26,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "spec/parity_gate.h"
 
 namespace hipq::engine {
 
@@ -58,30 +54,6 @@ Result<ParityMetrics> compare_latents(const float* a, const float* b, int64_t n)
 // PSNR (dB, peak 255) of two RGB8 buffers of n bytes; +inf when equal.
 double image_psnr(const uint8_t* a, const uint8_t* b, size_t n);
 
-// The image bound a gate applies when it names none: fp32 40 dB, fp16 and
-// bf16 lower (measured floors: docs/golden-format.md, "Default gate").
-inline constexpr double kDefaultPsnrMinFp32 = 40.0;
-inline constexpr double kDefaultPsnrMinFp16 = 35.0;
-inline constexpr double kDefaultPsnrMinBf16 = 35.0;
-double default_psnr_min(std::string_view precision);
-
-struct ParityGate {
-  std::optional<double> cosine_min = 0.999;
-  std::optional<double> max_abs_max;
-  std::optional<double> rel_l2_max;
-  // Meaningful only when psnr_min_set; otherwise default_psnr_min(precision).
-  std::optional<double> psnr_min;
-  bool psnr_min_set = false;
-
-  // The image bound for a job at `precision` (nullopt: none).
-  std::optional<double> psnr_bound(std::string_view precision) const;
-  // psnr_min is written only when set (null when switched off).
-  nlohmann::json to_json() const;
-  // Absent gate ({} or null) = the default. InvalidArgument naming an unknown
-  // key or a non-number ("parity gate: unknown key \"cosine\"; known: ...").
-  static Result<ParityGate> from_json(const nlohmann::json& j);
-};
-
 enum class Verdict { kPass, kFail, kNoGolden, kNonFinite };
 std::string_view verdict_name(Verdict v);   // "PASS", "FAIL", "NO_GOLDEN", "NON_FINITE"
 Result<Verdict> parse_verdict(std::string_view name);
@@ -94,12 +66,14 @@ struct ParityResult {
 };
 
 // `precision` picks the default image bound when the gate sets none.
-ParityResult judge(const ParityMetrics& metrics, const ParityGate& gate, std::string_view precision = "fp32");
+ParityResult judge(const ParityMetrics& metrics, const spec::ParityGate& gate,
+                   std::string_view precision = "fp32");
 
 // Output vs golden (null golden -> NO_GOLDEN), graded on the host. The
 // precision is the golden's (its key holds it). InvalidArgument when the
 // latent shapes differ (naming both). Compares the images too when both have
 // one of the same size.
-Result<ParityResult> check_parity(const GenerationOutput& output, const Golden* golden, const ParityGate& gate);
+Result<ParityResult> check_parity(const GenerationOutput& output, const Golden* golden,
+                                  const spec::ParityGate& gate);
 
 }  // namespace hipq::engine

@@ -5,12 +5,13 @@
 #include "base/fs.h"
 #include "engine/export.h"
 #include "engine/tokenizer.h"
+#include "spec/synthetic_models.h"
 
 namespace hipq::engine {
 
 Result<ModelComponents> make_synthetic_model(std::string_view full_name) {
   std::string_view name = full_name;
-  if (name.starts_with("synthetic:")) name.remove_prefix(10);
+  if (name.starts_with(spec::kSyntheticModelPrefix)) name.remove_prefix(spec::kSyntheticModelPrefix.size());
   uint64_t seed = 0;
   if (size_t at = name.find('@'); at != std::string_view::npos) {
     std::string_view s = name.substr(at + 1);
@@ -22,9 +23,9 @@ Result<ModelComponents> make_synthetic_model(std::string_view full_name) {
   }
   HIPQ_ASSIGN_OR_RETURN(SyntheticArchitecture arch, synthetic_architecture(name));
   ModelComponents m;
-  m.spec = "synthetic:" + std::string(name) + "@" + std::to_string(seed);
+  m.spec = std::string(spec::kSyntheticModelPrefix) + std::string(name) + "@" + std::to_string(seed);
   m.family = arch.family;
-  const std::string label = "synthetic:" + std::string(name) + "@" + std::to_string(seed);
+  const std::string label = m.spec;
   auto add = [&](const std::string& key, std::vector<ParamSpec> specs, nlohmann::json config) {
     m.weights[key] = std::make_shared<SyntheticWeightSource>(key + " weights of " + label, key, seed, std::move(specs));
     m.configs[key] = std::move(config);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "spec/synthetic_models.h"
 
 namespace hipq::engine {
 
@@ -138,10 +139,6 @@ int64_t SyntheticWeightSource::parameter_count() const {
   return total;
 }
 
-std::vector<std::string> synthetic_model_names() {
-  return {"tiny-sdxl", "tiny-sd15", "tiny-sd2", "sdxl", "sd15", "sd21"};
-}
-
 // SD 1.x / 2.x UNet shapes shrunk to the tiny test size (two levels, 32/64 wide).
 static UNetConfig tiny_sd_unet(UNetConfig u) {
   u.block_out_channels = {32, 64};
@@ -203,7 +200,7 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
     a.vae = tiny_vae(0.18215);
   } else {
     std::string known;
-    for (const auto& n : synthetic_model_names()) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : spec::synthetic_model_names()) known += (known.empty() ? "" : ", ") + n;
     return Status::InvalidArgument("unknown synthetic model '" + std::string(name) + "' (known: " + known +
                                    "; optionally NAME@SEED)");
   }

@@ -1,5 +1,6 @@
 // Synthetic weights: parameters generated on request from a seed, and the
-// architectures of hipq's synthetic model names. make_synthetic_model
+// architectures of hipq's synthetic model names (spec/synthetic_models.h
+// lists the names; each has an architecture here). make_synthetic_model
 // (synthetic.h) assembles them into ModelComponents.
 //
 // Every element is a pure function of (seed, component, tensor name, index)
@@ -35,8 +36,8 @@ struct SyntheticArchitecture {
   UNetConfig unet;
   VaeConfig vae;
 };
+// InvalidArgument listing spec::synthetic_model_names() for an unknown name.
 Result<SyntheticArchitecture> synthetic_architecture(std::string_view name);
-std::vector<std::string> synthetic_model_names();
 
 // Weights generated on request from a parameter list.
 class SyntheticWeightSource : public WeightSource {

@@ -9,8 +9,9 @@ namespace hipq::proto {
 
 // Envelope.version; bump on an incompatible change (docs/protocol.md,
 // "Versions"). 2: JobAssignment carries typed GenerationSettings (field 15)
-// instead of the settings_json string (field 5).
-inline constexpr uint32_t kProtocolVersion = 2;
+// instead of the settings_json string (field 5). 3: it carries a typed
+// ParityGate (field 16) instead of the parity_gate_json string (field 10).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).

@@ -12,6 +12,7 @@
 #include "engine/job.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
+#include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
 #include "spec/phases.h"
@@ -110,7 +111,7 @@ void add_timing(google::protobuf::RepeatedPtrField<proto::Timing>* out, const en
 }
 
 // A failed job step as the worker reports it (worker/job_runner.h).
-Status job_error(const engine::JobResult& r, const std::string& model) {
+Status job_error(const engine::GenerationRun& r, const std::string& model) {
   if (r.failed_step == engine::JobStep::kLoad) {
     StatusCode c = r.status.code();
     if (c == StatusCode::kNotFound || c == StatusCode::kCorruption || c == StatusCode::kPermissionDenied) {
@@ -122,39 +123,33 @@ Status job_error(const engine::JobResult& r, const std::string& model) {
 
 }  // namespace
 
-Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
-                                        const std::atomic<bool>& cancel) {
+Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
+                                              const std::atomic<bool>& cancel) {
   auto start = Clock::now();
-  engine::JobSpec job_spec;
-  job_spec.settings = proto::from_proto(job.settings());
-  HIPQ_RETURN_IF_ERROR(job_spec.settings.validate());
-  if (!job.parity_gate_json().empty()) {
-    try {
-      HIPQ_ASSIGN_OR_RETURN(job_spec.gate,
-                            engine::ParityGate::from_json(nlohmann::json::parse(job.parity_gate_json())));
-    } catch (const nlohmann::json::exception& e) {
-      return Status::InvalidArgument(std::string("parity gate is not JSON: ") + e.what());
-    }
-  }
+  engine::GenerationJob generation_job;
+  generation_job.settings = proto::from_proto(job.settings());
+  HIPQ_RETURN_IF_ERROR(generation_job.settings.validate());
+  if (job.has_parity_gate()) generation_job.gate = proto::from_proto(job.parity_gate());
+  HIPQ_RETURN_IF_ERROR(generation_job.gate.validate());
   const std::filesystem::path root = job.output_root();
-  job_spec.output_dir = root / job.output_dir();
+  generation_job.output_dir = root / job.output_dir();
   auto wants = [&](const char* kind) {
     return std::find(job.save().begin(), job.save().end(), kind) != job.save().end();
   };
-  job_spec.save_latent = wants("latent");
-  job_spec.save_png = wants("png");
-  job_spec.save_timings = wants("timings");
-  job_spec.png_name = image_file_name(job);
-  job_spec.provenance.batch_name = job.batch_name();
-  job_spec.provenance.batch_id = job.batch_id();
-  job_spec.provenance.job_id = job.job_id();
-  job_spec.provenance.attempt = job.attempt();
-  job_spec.golden.dir = job.golden_dir();
-  job_spec.golden.key = job.golden_key();
-  job_spec.golden.allow_unpinned = job.allow_unpinned_golden();
-  job_spec.progress = [&](int step, int steps) { progress.progress(step, steps, spec::kPhaseDenoise); };
-  job_spec.cancel = &cancel;
-  job_spec.release_memory = [&] {
+  generation_job.save_latent = wants("latent");
+  generation_job.save_png = wants("png");
+  generation_job.save_timings = wants("timings");
+  generation_job.png_name = image_file_name(job);
+  generation_job.provenance.batch_name = job.batch_name();
+  generation_job.provenance.batch_id = job.batch_id();
+  generation_job.provenance.job_id = job.job_id();
+  generation_job.provenance.attempt = job.attempt();
+  generation_job.golden.dir = job.golden_dir();
+  generation_job.golden.key = job.golden_key();
+  generation_job.golden.allow_unpinned = job.allow_unpinned_golden();
+  generation_job.progress = [&](int step, int steps) { progress.progress(step, steps, spec::kPhaseDenoise); };
+  generation_job.cancel = &cancel;
+  generation_job.release_memory = [&] {
     // Free the other models and try once more before giving up.
     if (pipelines_.size() <= 1) return false;
     for (auto it = pipelines_.begin(); it != pipelines_.end();) {
@@ -163,12 +158,12 @@ Result<JobOutcome> EngineJobRunner::run(const JobAssignment& job, ProgressSink& 
     return true;
   };
 
-  engine::JobResult r = engine::run_job(job_spec, [&](bool* loaded_now) {
-    return pipeline_for(job.model(), job_spec.settings.precision, loaded_now);
+  engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
+    return pipeline_for(job.model(), generation_job.settings.precision, loaded_now);
   });
   if (!r.status.ok()) return job_error(r, job.model());
 
-  JobOutcome outcome;
+  proto::JobResult outcome;
   outcome.set_job_id(job.job_id());
   outcome.set_attempt(job.attempt());
   for (const auto& t : r.phases) add_timing(outcome.mutable_phases(), t, 0);

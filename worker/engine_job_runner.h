@@ -9,7 +9,7 @@
 //
 // Per job: runs the job sequence of engine/job.h (output directory proven
 // writable BEFORE any GPU work, load, golden lookup, generate, write, parity,
-// timings.json) and translates its JobResult into the protocol's JobResult.
+// timings.json) and translates its engine::GenerationRun into a proto::JobResult.
 // Outputs, as the batch asks: latent.safetensors, the image (image_file_name:
 // BATCH-jJOB-sSEED.png, with the settings as "parameters" text,
 // engine/image_parameters.h) and timings.json under output_root/output_dir,
@@ -55,7 +55,8 @@ class EngineJobRunner final : public JobRunner {
 
   void describe(proto::WorkerHello& hello) const override;
   std::vector<std::string> loaded_models() const override;
-  Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress, const std::atomic<bool>& cancel) override;
+  Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
+                               const std::atomic<bool>& cancel) override;
 
  private:
   EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,

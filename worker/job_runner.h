@@ -30,7 +30,6 @@
 namespace hipq::worker {
 
 using JobAssignment = proto::JobAssignment;
-using JobOutcome = proto::JobResult;
 
 // Receives progress from inside run(); called on the job thread.
 class ProgressSink {
@@ -47,8 +46,8 @@ class JobRunner {
   virtual void describe(proto::WorkerHello& hello) const = 0;
   // Model specs held in memory now (dispatch affinity).
   virtual std::vector<std::string> loaded_models() const = 0;
-  virtual Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress,
-                                 const std::atomic<bool>& cancel) = 0;
+  virtual Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
+                                         const std::atomic<bool>& cancel) = 0;
 };
 
 // Whether retrying the job elsewhere could help, by the failure's code:

@@ -55,8 +55,8 @@ std::vector<std::string> SleepEngine::loaded_models() const {
   return {last_model_};
 }
 
-Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& progress,
-                                    const std::atomic<bool>& cancel) {
+Result<proto::JobResult> SleepEngine::run(const JobAssignment& job, ProgressSink& progress,
+                                          const std::atomic<bool>& cancel) {
   auto start = std::chrono::steady_clock::now();
   const std::string& prompt = job.settings().prompt();
   const int steps = std::max(1, job.settings().steps());
@@ -82,7 +82,7 @@ Result<JobOutcome> SleepEngine::run(const JobAssignment& job, ProgressSink& prog
   }
   if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  JobOutcome out;
+  proto::JobResult out;
   out.set_job_id(job.job_id());
   out.set_attempt(job.attempt());
   out.mutable_parity()->set_verdict("NO_GOLDEN");

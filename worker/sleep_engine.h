@@ -31,7 +31,8 @@ class SleepEngine final : public JobRunner {
 
   void describe(proto::WorkerHello& hello) const override;
   std::vector<std::string> loaded_models() const override;
-  Result<JobOutcome> run(const JobAssignment& job, ProgressSink& progress, const std::atomic<bool>& cancel) override;
+  Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
+                               const std::atomic<bool>& cancel) override;
 
  private:
   std::chrono::microseconds duration_;

@@ -149,7 +149,7 @@ void Worker::job_thread_main(zmq::socket_t pipe) {
     const JobAssignment& job = env->assignment();
     PipeProgress progress(pipe, job);
     auto start = Clock::now();
-    Result<JobOutcome> outcome = [&]() -> Result<JobOutcome> {
+    Result<proto::JobResult> outcome = [&]() -> Result<proto::JobResult> {
       try {
         return runner_.run(job, progress, cancel_);
       } catch (const std::exception& e) {
@@ -298,6 +298,23 @@ void Worker::on_job_thread(const std::string& bytes) {
 }
 
 Status Worker::run() {
+  HIPQ_RETURN_IF_ERROR(start());
+  while (!done_running()) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, next_timeout());
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      return Status::Internal(std::string("poll: ") + e.what());
+    }
+    HIPQ_RETURN_IF_ERROR(turn((items[0].revents & ZMQ_POLLIN) != 0, (items[1].revents & ZMQ_POLLIN) != 0));
+  }
+  leave();
+  return Status::Ok();
+}
+
+Status Worker::start() {
   zmq::socket_t job_end;
   try {
     pipe_ = zmq::socket_t(context_, zmq::socket_type::pair);
@@ -318,92 +335,102 @@ Status Worker::run() {
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;
   write_health("connected");
-  auto drain_started = Clock::time_point{};
-  const auto silence_limit = options_.heartbeat * options_.liveness;
+  drain_started_ = Clock::time_point{};
+  return Status::Ok();
+}
 
-  for (;;) {
-    if (stop_requested_.load()) {
-      cancel_.store(true);
-      break;
-    }
-    if (drain_requested_.load()) draining_ = true;
-    if (draining_ && idle()) {
-      // Give the coordinator a moment to acknowledge the last report.
-      if (drain_started == Clock::time_point{}) drain_started = Clock::now();
-      if (unacked_.empty() || Clock::now() - drain_started > 2 * options_.heartbeat) break;
-    }
-    auto now = Clock::now();
-    auto timeout = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
-    timeout = std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
-    zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
-                               {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};
-    try {
-      zmq::poll(items, 2, timeout);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
-      return Status::Internal(std::string("poll: ") + e.what());
-    }
-    if (items[0].revents & ZMQ_POLLIN) {
-      for (int i = 0; i < 1024; ++i) {
-        auto frame = proto::recv_frame(*socket_);
-        if (!frame.ok()) {
-          ++counters_.dropped_messages;
-          continue;
-        }
-        if (!frame->has_value()) break;
-        auto env = proto::decode(**frame);
-        if (!env.ok()) {
-          ++counters_.dropped_messages;
-          spdlog::warn("worker {}: dropped a message: {}", options_.worker_id, env.status().ToString());
-          continue;
-        }
-        on_coordinator(*env);
-      }
-    }
-    if (items[1].revents & ZMQ_POLLIN) {
-      for (;;) {
-        auto frame = proto::recv_frame(pipe_);
-        if (!frame.ok() || !frame->has_value()) break;
-        on_job_thread(**frame);
-      }
-    }
-    now = Clock::now();
-    send_hello_if_wanted(now);
-    if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
-      ready_not_before_ = Clock::time_point{};
-      send_ready();  // the failure backoff is over
-    }
-    if (now >= next_heartbeat_) {
-      proto::Envelope hb;
-      hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
-      hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
-      send(hb);
-      next_heartbeat_ = now + options_.heartbeat;
-      write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
-      if (welcomed_) resend_reports(now, options_.report_resend);
-    }
-    if (now - last_heard_ > silence_limit) {
-      ++counters_.reconnects;
-      spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms", options_.worker_id,
-                   options_.endpoint, options_.liveness, backoff_.count());
-      socket_.reset();
-      auto until = Clock::now() + backoff_;
-      auto next_health = Clock::now();
-      while (Clock::now() < until && !stop_requested_.load()) {
-        // Still alive while waiting to reconnect: a probe must not restart a
-        // worker only because its coordinator is away.
-        if (Clock::now() >= next_health) {
-          write_health("reconnecting");
-          next_health = Clock::now() + options_.heartbeat;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
-      HIPQ_RETURN_IF_ERROR(connect());
-      send_hello();
-    }
+bool Worker::done_running() {
+  if (stop_requested_.load()) {
+    cancel_.store(true);
+    return true;
   }
+  if (drain_requested_.load()) draining_ = true;
+  if (draining_ && idle()) {
+    // Give the coordinator a moment to acknowledge the last report.
+    if (drain_started_ == Clock::time_point{}) drain_started_ = Clock::now();
+    if (unacked_.empty() || Clock::now() - drain_started_ > 2 * options_.heartbeat) return true;
+  }
+  return false;
+}
 
+std::chrono::milliseconds Worker::next_timeout() const {
+  auto timeout = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - Clock::now());
+  return std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+}
+
+Status Worker::turn(bool coordinator_readable, bool job_thread_readable) {
+  if (coordinator_readable) receive_from_coordinator();
+  if (job_thread_readable) receive_from_job_thread();
+  const auto now = Clock::now();
+  send_hello_if_wanted(now);
+  if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
+    ready_not_before_ = Clock::time_point{};
+    send_ready();  // the failure backoff is over
+  }
+  if (now >= next_heartbeat_) on_heartbeat_due(now);
+  if (now - last_heard_ > options_.heartbeat * options_.liveness) return on_coordinator_silent();
+  return Status::Ok();
+}
+
+void Worker::receive_from_coordinator() {
+  for (int i = 0; i < 1024; ++i) {
+    auto frame = proto::recv_frame(*socket_);
+    if (!frame.ok()) {
+      ++counters_.dropped_messages;
+      continue;
+    }
+    if (!frame->has_value()) break;
+    auto env = proto::decode(**frame);
+    if (!env.ok()) {
+      ++counters_.dropped_messages;
+      spdlog::warn("worker {}: dropped a message: {}", options_.worker_id, env.status().ToString());
+      continue;
+    }
+    on_coordinator(*env);
+  }
+}
+
+void Worker::receive_from_job_thread() {
+  for (;;) {
+    auto frame = proto::recv_frame(pipe_);
+    if (!frame.ok() || !frame->has_value()) break;
+    on_job_thread(**frame);
+  }
+}
+
+void Worker::on_heartbeat_due(Clock::time_point now) {
+  proto::Envelope hb;
+  hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
+  hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
+  send(hb);
+  next_heartbeat_ = now + options_.heartbeat;
+  write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
+  if (welcomed_) resend_reports(now, options_.report_resend);
+}
+
+Status Worker::on_coordinator_silent() {
+  ++counters_.reconnects;
+  spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms",
+               options_.worker_id, options_.endpoint, options_.liveness, backoff_.count());
+  socket_.reset();
+  auto until = Clock::now() + backoff_;
+  auto next_health = Clock::now();
+  while (Clock::now() < until && !stop_requested_.load()) {
+    // Still alive while waiting to reconnect: a probe must not restart a
+    // worker only because its coordinator is away.
+    if (Clock::now() >= next_health) {
+      write_health("reconnecting");
+      next_health = Clock::now() + options_.heartbeat;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+  HIPQ_RETURN_IF_ERROR(connect());
+  send_hello();
+  return Status::Ok();
+}
+
+void Worker::leave() {
   proto::Envelope bye;
   bye.mutable_goodbye()->set_reason(stop_requested_.load() ? "stopped" : "drained");
   send(bye);
@@ -420,7 +447,6 @@ Status Worker::run() {
   job_thread_.reset();
   socket_.reset();
   health_.remove();
-  return Status::Ok();
 }
 
 void Worker::write_health(const char* state) {

@@ -97,6 +97,23 @@ class Worker {
   const WorkerCounters& counters() const { return counters_; }
 
  private:
+  // run() in turns, as the coordinator's server (coordinator/server.h):
+  // start() opens the job pipe and thread and says hello; each poll is
+  // followed by one turn(): the coordinator's messages (on_coordinator), the
+  // job thread's reports (on_job_thread), the end of a failure backoff, a due
+  // heartbeat (on_heartbeat_due) and a silent coordinator
+  // (on_coordinator_silent: reconnect). done_running() says when to leave().
+  Status start();
+  bool done_running();
+  std::chrono::milliseconds next_timeout() const;
+  Status turn(bool coordinator_readable, bool job_thread_readable);
+  void receive_from_coordinator();
+  void receive_from_job_thread();
+  void on_heartbeat_due(std::chrono::steady_clock::time_point now);
+  // Waits out the reconnect backoff, then connects again and says hello;
+  // errors as connect().
+  Status on_coordinator_silent();
+  void leave();
   Status connect();
   void send_hello();
   void send_ready();
@@ -144,6 +161,7 @@ class Worker {
   void resend_reports(std::chrono::steady_clock::time_point now, std::chrono::milliseconds older_than);
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};
+  std::chrono::steady_clock::time_point drain_started_{};  // draining with no job: since when
   std::chrono::milliseconds backoff_;
   WorkerCounters counters_;
   HealthFile health_;

@@ -121,12 +121,15 @@ TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->model, (dir.path() / "weights/model.safetensors").string());
   EXPECT_EQ(m->parity.golden, (dir.path() / "goldens").string());
-  EXPECT_EQ(m->parity.gate, nlohmann::json({{"cosine_min", 0.99}, {"max_abs_max", 0.5}}));
+  spec::ParityGate gate;
+  gate.cosine_min = 0.99;
+  gate.max_abs_max = 0.5;
+  EXPECT_EQ(m->parity.gate, gate);
   EXPECT_TRUE(m->parity.allow_unpinned);
   EXPECT_EQ(m->outputs.root, dir.path() / "results");
   // 3 seeds x 2 repeats for prompts 0 and 2, 1 seed x 2 repeats for prompt 1.
   EXPECT_EQ(m->job_count(), 6 + 2 + 6);
-  std::vector<JobSpec> jobs = m->expand_jobs();
+  std::vector<ManifestJob> jobs = m->expand_jobs();
   ASSERT_EQ(jobs.size(), 14u);
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].ordinal, static_cast<int64_t>(i));
   EXPECT_EQ(jobs[0].seed, 10u);
@@ -183,6 +186,7 @@ TEST(ManifestTest, NewBatchCarriesEverythingAndInsertsIntoTheJobStore) {
   auto jobs = store.list_jobs(*id);
   ASSERT_EQ(jobs->size(), 14u);
   EXPECT_EQ((*jobs)[13].output_dir, "sweep-1/p002/s12-r1");
+  EXPECT_EQ(store.get_batch(*id)->parity_gate, m->parity.gate) << "the gate reads back as it was given";
   auto manifest = store.get_manifest(store.get_batch(*id)->manifest_id);
   EXPECT_EQ(manifest->sha256, m->sha256);
   EXPECT_EQ(manifest->text, m->text);

@@ -23,7 +23,8 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   l.batch.output_root = "/out";
   l.batch.save = {"latent", "png"};
   l.batch.golden_source = "store";
-  l.batch.parity_gate_json = R"({"cosine_min":0.99})";
+  l.batch.parity_gate.cosine_min = 0.99;
+  l.batch.parity_gate.psnr_min_set = true;  // no image bound
   l.attempt = 2;
   DispatchSettings s{"/db/goldens", 3.0};
   proto::JobAssignment a = make_assignment(l, s);
@@ -42,6 +43,12 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   EXPECT_EQ(a.settings().sampler(), "ddim");
   EXPECT_EQ(a.settings().precision(), "bf16");
   EXPECT_EQ(a.settings().rng(), "torch-cuda");
+  // So does the gate.
+  ASSERT_TRUE(a.has_parity_gate());
+  EXPECT_EQ(a.parity_gate().cosine_min(), 0.99);
+  EXPECT_FALSE(a.parity_gate().has_max_abs_max());
+  EXPECT_TRUE(a.parity_gate().psnr_min_set());
+  EXPECT_FALSE(a.parity_gate().has_psnr_min());
   l.batch.golden_source = "/elsewhere";
   EXPECT_EQ(make_assignment(l, s).golden_dir(), "/elsewhere");
   l.batch.golden_source = "";
@@ -57,7 +64,7 @@ TEST(WireRecords, ResultKeepsMetricsOnlyWhenMeasured) {
   t->set_phase("step");
   t->set_step(3);
   t->set_host_ms(2.5);
-  db::JobResult d = to_db_result(r, "w");
+  db::NewResult d = to_db_result(r, "w");
   EXPECT_EQ(d.worker_id, "w");
   EXPECT_FALSE(d.cosine.has_value());
   ASSERT_EQ(d.steps.size(), 1u);

@@ -103,7 +103,7 @@ TEST_F(JobStoreTest, ExtendWorkerLeasesTouchesOnlyThatWorker) {
 TEST_F(JobStoreTest, RecordResultWritesEverythingAndFinishesBatch) {
   int64_t b = insert(make_batch(1));
   LeasedJob l = lease("w1");
-  JobResult r = result_for(l);
+  NewResult r = result_for(l);
   ASSERT_TRUE(store_->record_result(r, kT0 + 5).ok());
 
   auto job = store_->get_job(l.job.id);
@@ -149,7 +149,7 @@ TEST_F(JobStoreTest, DuplicateResultIsAlreadyExistsAndChangesNothing) {
   insert(make_batch(1));
   LeasedJob l = lease("w1");
   ASSERT_TRUE(store_->record_result(result_for(l), kT0 + 5).ok());
-  JobResult again = result_for(l, "FAIL");
+  NewResult again = result_for(l, "FAIL");
   Status s = store_->record_result(again, kT0 + 6);
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
   EXPECT_EQ(store_->get_job(l.job.id)->verdict, "PASS");
@@ -180,7 +180,7 @@ TEST_F(JobStoreTest, StaleAttemptResultIsFailedPreconditionAndChangesNothing) {
 TEST_F(JobStoreTest, ResultFromWrongWorkerOrUnknownJob) {
   insert(make_batch(1));
   LeasedJob l = lease("w1");
-  JobResult r = result_for(l);
+  NewResult r = result_for(l);
   r.worker_id = "impostor";
   EXPECT_EQ(store_->record_result(r, kT0).code(), StatusCode::kFailedPrecondition);
   r = result_for(l);
@@ -418,7 +418,7 @@ std::vector<int64_t> drain(const std::filesystem::path& path, const std::string&
     if (!l.ok()) return {-2};
     if (!l->has_value()) break;
     got.push_back((*l)->job.id);
-    JobResult r;
+    NewResult r;
     r.job_id = (*l)->job.id;
     r.attempt = (*l)->attempt;
     r.worker_id = worker;
@@ -514,7 +514,7 @@ TEST(JobStoreConcurrencyTest, WriterKilledMidTransactionLeavesNothingHalfWritten
     if (!txn.ok()) _exit(2);
     auto l = store.lease_next("doomed", {}, kT0, kLease);
     if (!l.ok() || !l->has_value()) _exit(3);
-    JobResult r;
+    NewResult r;
     r.job_id = (*l)->job.id;
     r.attempt = (*l)->attempt;
     r.worker_id = "doomed";

@@ -48,8 +48,8 @@ class JobStoreTest : public ::testing::Test {
     return l.ok() && l->has_value() ? **l : LeasedJob{};
   }
 
-  JobResult result_for(const LeasedJob& l, std::string verdict = "PASS") {
-    JobResult r;
+  NewResult result_for(const LeasedJob& l, std::string verdict = "PASS") {
+    NewResult r;
     r.job_id = l.job.id;
     r.attempt = l.attempt;
     r.worker_id = *l.job.lease_worker;

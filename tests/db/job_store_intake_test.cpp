@@ -38,7 +38,9 @@ TEST_F(JobStoreTest, InsertBatchStoresManifestBatchAndJobs) {
   EXPECT_EQ(batch->job_count, 3);
   EXPECT_EQ(batch->save, (std::vector<std::string>{"latent", "png"}));
   EXPECT_EQ(batch->golden_source, "store");
-  EXPECT_EQ(batch->parity_gate_json, R"({"cosine_min":0.999})");
+  spec::ParityGate gate;
+  gate.max_abs_max = 0.5;
+  EXPECT_EQ(batch->parity_gate, gate);
   EXPECT_DOUBLE_EQ(batch->created_at, kT0);
   EXPECT_FALSE(batch->finished_at.has_value());
 

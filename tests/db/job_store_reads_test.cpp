@@ -30,7 +30,7 @@ namespace {
 TEST_F(JobStoreTest, PhaseTimingsReadBackInPipelineOrder) {
   insert(make_batch(1));
   LeasedJob l = lease("w");
-  JobResult r = result_for(l);
+  NewResult r = result_for(l);
   r.phases = {{"parity", 1.0, std::nullopt}, {"zz_custom", 2.0, std::nullopt}, {"write", 3.0, std::nullopt},
               {"denoise", 4.0, 3.5},        {"load", 5.0, std::nullopt},      {"decode", 6.0, 5.5},
               {"text_encode", 7.0, 6.5},    {"aa_custom", 8.0, std::nullopt}};

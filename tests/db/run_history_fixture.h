@@ -69,7 +69,6 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
   batch.output_root = (h.dir / "out").string();
   batch.save = {"latent", "png"};
   batch.golden_source = "store";
-  batch.parity_gate_json = "{}";
   batch.manifest_path = "examples/history.yaml";
   batch.manifest_text = "model: synthetic:tiny-sdxl\n";
   const char* prompt_text[] = {"a red fox in snow", "a lighthouse at dusk", "a bowl of ramen"};
@@ -140,7 +139,7 @@ inline void fill_run_history(RunHistory& h, int prompts = 2, int seeds = 3, int 
     }
     const double slow = on_b ? 1.10 : 1.0;
     bool& cold = on_b ? cold_b : cold_a;
-    JobResult res;
+    NewResult res;
     res.job_id = lj.job.id;
     res.attempt = lj.attempt;
     res.worker_id = worker;

@@ -239,6 +239,65 @@ TEST(SchemaTest, VersionThreeWorkersAreUnboundAfterMigrationToFourAndTheFirstKey
   EXPECT_DOUBLE_EQ((*after)[0].first_seen, 10);
 }
 
+// The gate's stored form (its JSON in batches.parity_gate) is the one every
+// version wrote: gates stored by a version-1 hipq read back typed after the
+// migrations, "{}" as the default gate, and the next batch stores its own.
+TEST(SchemaTest, ParityGatesStoredByVersionOneReadBackTypedAfterMigration) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v1-gates.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 1).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, parity_gate, job_count,
+                           created_at)
+        VALUES (1, 1, 'default', 'active', 3, '/out', '{}', 0, 10),
+               (2, 1, 'strict', 'active', 3, '/out', '{"cosine_min":0.99,"max_abs_max":0.5}', 0, 10),
+               (3, 1, 'no-image', 'active', 3, '/out', '{"cosine_min":null,"psnr_min":null}', 0, 10);
+      INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)
+        VALUES (4, 1, 'column-default', 'active', 3, '/out', 0, 10);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(migrate(**db).ok());
+  JobStore store(**db);
+  auto gate_of = [&](int64_t batch) {
+    auto b = store.get_batch(batch);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    return b.ok() ? b->parity_gate : spec::ParityGate{};
+  };
+  EXPECT_EQ(gate_of(1), spec::ParityGate{});
+  spec::ParityGate strict;
+  strict.cosine_min = 0.99;
+  strict.max_abs_max = 0.5;
+  EXPECT_EQ(gate_of(2), strict);
+  spec::ParityGate no_image;
+  no_image.cosine_min.reset();
+  no_image.psnr_min_set = true;
+  EXPECT_EQ(gate_of(3), no_image);
+  EXPECT_FALSE(gate_of(3).psnr_bound("fp32").has_value());
+  EXPECT_EQ(gate_of(4), spec::ParityGate{});
+
+  // A new batch stores its gate and reads it back.
+  NewBatch b = testing::make_batch(1);
+  b.parity_gate = no_image;
+  b.parity_gate.rel_l2_max = 0.25;
+  auto id = store.insert_batch(b, 20);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(gate_of(*id), b.parity_gate);
+
+  // A gate no version could have written is a corrupt row, named as such.
+  ASSERT_TRUE((*db)->execute("UPDATE batches SET parity_gate = 'not json' WHERE id = 1").ok());
+  auto broken = store.get_batch(1);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(broken.status().message().find("batches.parity_gate of batch 1"), std::string::npos)
+      << broken.status().message();
+}
+
 TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {
   auto db = memory_db();
   ASSERT_TRUE(migrate(*db).ok());

@@ -63,7 +63,7 @@ inline NewBatch make_batch(int jobs, int priority = 0, int max_attempts = 3, std
   b.output_root = "/srv/hipq/out";
   b.save = {"latent", "png"};
   b.golden_source = "store";
-  b.parity_gate_json = R"({"cosine_min":0.999})";
+  b.parity_gate.max_abs_max = 0.5;
   b.manifest_path = "/srv/hipq/m.yaml";
   b.manifest_text = "batch: " + b.name + "\n";
   for (int i = 0; i < jobs; ++i) b.jobs.push_back(make_job(i, model));

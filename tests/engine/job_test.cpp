@@ -71,8 +71,8 @@ class JobTest : public ::testing::Test {
     };
   }
 
-  static JobSpec job_spec(const fs::path& out) {
-    JobSpec s;
+  static GenerationJob job_spec(const fs::path& out) {
+    GenerationJob s;
     s.settings.prompt = "a small red boat";
     s.settings.seed = 7;
     s.settings.width = 64;
@@ -91,13 +91,13 @@ std::unique_ptr<Pipeline> JobTest::pipeline_;
 
 TEST_F(JobTest, WithoutAGoldenWritesEveryOutputAndJudgesNoGolden) {
   const fs::path out = temp_dir("no_golden") / "created";
-  JobSpec s = job_spec(out);
+  GenerationJob s = job_spec(out);
   int progress_calls = 0;
   s.progress = [&](int, int steps) {
     ++progress_calls;
     EXPECT_EQ(steps, 2);
   };
-  JobResult r = run_job(s, loader());
+  GenerationRun r = run_job(s, loader());
   ASSERT_TRUE(r.status.ok()) << job_step_name(r.failed_step) << ": " << r.status.ToString();
   EXPECT_EQ(progress_calls, 2);
   EXPECT_EQ(loads_, 1);
@@ -150,11 +150,11 @@ TEST_F(JobTest, WithoutAGoldenWritesEveryOutputAndJudgesNoGolden) {
 TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {
   const fs::path root = temp_dir("golden");
   // The first run makes the reference output; its latent becomes the golden.
-  JobSpec first = job_spec(root / "first");
+  GenerationJob first = job_spec(root / "first");
   first.check_parity = false;
   first.save_png = false;
   first.save_timings = false;
-  JobResult made = run_job(first, loader());
+  GenerationRun made = run_job(first, loader());
   ASSERT_TRUE(made.status.ok()) << made.status.ToString();
   EXPECT_FALSE(made.parity.has_value());
   EXPECT_EQ(phase_names(made.phases).back(), "write") << "no parity phase when parity is off";
@@ -179,9 +179,9 @@ TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {
   ASSERT_EQ(made.golden.key, spec::golden_key(g.weights_sha256, g.settings));
   ASSERT_TRUE(write_golden(goldens / spec::golden_file_name(made.golden.key), g).ok());
 
-  JobSpec second = job_spec(root / "second");
+  GenerationJob second = job_spec(root / "second");
   second.golden.dir = goldens;
-  JobResult r = run_job(second, loader());
+  GenerationRun r = run_job(second, loader());
   ASSERT_TRUE(r.status.ok()) << job_step_name(r.failed_step) << ": " << r.status.ToString();
   EXPECT_FALSE(r.loaded_now) << "the pipeline was handed over from the cache";
   EXPECT_EQ(std::count_if(r.phases.begin(), r.phases.end(), [](const PhaseTiming& p) { return p.phase == "load"; }),
@@ -201,10 +201,10 @@ TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {
   EXPECT_TRUE(t["parity"].contains("gate"));
 
   // Another seed has another key: the directory holds none for it.
-  JobSpec other = job_spec(root / "other");
+  GenerationJob other = job_spec(root / "other");
   other.settings.seed = 8;
   other.golden.dir = goldens;
-  JobResult none = run_job(other, loader());
+  GenerationRun none = run_job(other, loader());
   ASSERT_TRUE(none.status.ok()) << none.status.ToString();
   EXPECT_TRUE(none.golden.missing_in_dir);
   EXPECT_NE(none.golden.key, r.golden.key);
@@ -214,8 +214,8 @@ TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {
 TEST_F(JobTest, AnUnwritableOutputDirectoryFailsBeforeLoadingAndWritesNothing) {
   const fs::path root = temp_dir("unwritable");
   ASSERT_TRUE(write_file_atomic(root / "plain-file", "not a directory\n").ok());
-  JobSpec s = job_spec(root / "plain-file" / "out");
-  JobResult r = run_job(s, loader());
+  GenerationJob s = job_spec(root / "plain-file" / "out");
+  GenerationRun r = run_job(s, loader());
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.failed_step, JobStep::kOutputDir);
   EXPECT_EQ(r.status.code(), StatusCode::kFailedPrecondition);
@@ -231,7 +231,7 @@ TEST_F(JobTest, AnOutputThatCannotBeWrittenLeavesNoHalfWrittenFile) {
   const fs::path out = temp_dir("blocked");
   // A directory where the image should go: the latent is written, the image fails.
   fs::create_directories(out / "image.png");
-  JobResult r = run_job(job_spec(out), loader());
+  GenerationRun r = run_job(job_spec(out), loader());
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.failed_step, JobStep::kWrite);
   EXPECT_NE(r.status.message().find("image.png"), std::string::npos) << r.status.message();
@@ -245,7 +245,7 @@ TEST_F(JobTest, AnOutputThatCannotBeWrittenLeavesNoHalfWrittenFile) {
 
 TEST_F(JobTest, ALoaderErrorComesBackUnchangedWithItsStep) {
   const fs::path out = temp_dir("load_error");
-  JobResult r = run_job(job_spec(out), [](bool*) -> Result<Pipeline*> {
+  GenerationRun r = run_job(job_spec(out), [](bool*) -> Result<Pipeline*> {
     return Status::NotFound("model folder /nowhere: no such directory");
   });
   ASSERT_FALSE(r.status.ok());
@@ -258,11 +258,11 @@ TEST_F(JobTest, ALoaderErrorComesBackUnchangedWithItsStep) {
 TEST_F(JobTest, ACorruptGoldenIsAnErrorOfTheGoldenStepBeforeAnyGeneration) {
   const fs::path root = temp_dir("corrupt");
   ASSERT_TRUE(write_file_atomic(root / "g.safetensors", "not a safetensors file").ok());
-  JobSpec s = job_spec(root / "out");
+  GenerationJob s = job_spec(root / "out");
   s.golden.file = root / "g.safetensors";
   int progress_calls = 0;
   s.progress = [&](int, int) { ++progress_calls; };
-  JobResult r = run_job(s, loader());
+  GenerationRun r = run_job(s, loader());
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.failed_step, JobStep::kGolden);
   EXPECT_NE(r.status.message().find("g.safetensors"), std::string::npos) << r.status.message();

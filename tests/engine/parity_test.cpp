@@ -37,7 +37,7 @@ TEST(ParityTest, NanInOutputIsNonFiniteWhateverTheGate) {
   ASSERT_TRUE(m.ok());
   EXPECT_FALSE(m->finite);
   EXPECT_EQ(m->nonfinite_output, 2);
-  ParityGate lax;
+  spec::ParityGate lax;
   lax.cosine_min.reset();
   auto r = judge(*m, lax);
   EXPECT_EQ(r.verdict, Verdict::kNonFinite);
@@ -58,10 +58,10 @@ TEST(ParityTest, GateCombinesBoundsAndNamesEveryFailure) {
   m.rel_l2 = 0.01;
   m.psnr = 25;
   m.has_psnr = true;
-  auto by_default = judge(m, ParityGate{});
+  auto by_default = judge(m, spec::ParityGate{});
   EXPECT_EQ(by_default.verdict, Verdict::kFail) << "the default gate judges the image when there is one";
   EXPECT_NE(by_default.reason.find("psnr 25 dB < 40 dB (default for fp32)"), std::string::npos) << by_default.reason;
-  auto gate = ParityGate::from_json({{"cosine_min", 0.9999}, {"max_abs_max", 0.1}, {"psnr_min", 30}});
+  auto gate = spec::ParityGate::from_json({{"cosine_min", 0.9999}, {"max_abs_max", 0.1}, {"psnr_min", 30}});
   ASSERT_TRUE(gate.ok());
   auto r = judge(m, *gate);
   EXPECT_EQ(r.verdict, Verdict::kFail);
@@ -75,26 +75,6 @@ TEST(ParityTest, GateCombinesBoundsAndNamesEveryFailure) {
   m.cosine = NAN;
   m.finite = true;
   EXPECT_EQ(judge(m, *gate).verdict, Verdict::kFail) << "a NaN metric never passes";
-}
-
-TEST(ParityTest, GateJson) {
-  auto d = ParityGate::from_json(nullptr);
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(*d->cosine_min, 0.999);
-  auto only_abs = ParityGate::from_json({{"max_abs_max", 0.5}});
-  ASSERT_TRUE(only_abs.ok());
-  EXPECT_EQ(*only_abs->cosine_min, 0.999) << "the default cosine bound stays unless set to null";
-  auto off = ParityGate::from_json({{"cosine_min", nullptr}, {"rel_l2_max", 0.1}});
-  ASSERT_TRUE(off.ok());
-  EXPECT_FALSE(off->cosine_min.has_value());
-  auto back = ParityGate::from_json(off->to_json());
-  ASSERT_TRUE(back.ok());
-  EXPECT_FALSE(back->cosine_min.has_value());
-  EXPECT_EQ(*back->rel_l2_max, 0.1);
-  auto bad = ParityGate::from_json({{"cosine", 0.9}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("unknown key \"cosine\""), std::string::npos);
-  EXPECT_FALSE(ParityGate::from_json({{"psnr_min", "high"}}).ok());
 }
 
 // The verdict is graded on the host in fp64; the numbers are those the cpu
@@ -134,28 +114,30 @@ TEST(ParityTest, DefaultImageBoundFollowsThePrecision) {
   m.cosine = 0.99999;
   m.psnr = 37;
   m.has_psnr = true;
-  EXPECT_EQ(judge(m, ParityGate{}, "fp32").verdict, Verdict::kFail);
-  EXPECT_EQ(judge(m, ParityGate{}, "fp16").verdict, Verdict::kPass);
-  EXPECT_EQ(judge(m, ParityGate{}, "bf16").verdict, Verdict::kPass);
+  EXPECT_EQ(judge(m, spec::ParityGate{}, "fp32").verdict, Verdict::kFail);
+  EXPECT_EQ(judge(m, spec::ParityGate{}, "fp16").verdict, Verdict::kPass);
+  EXPECT_EQ(judge(m, spec::ParityGate{}, "bf16").verdict, Verdict::kPass);
   m.psnr = 31.3;  // SDXL decoded with SD 1's scaling factor
-  for (const char* p : {"fp32", "fp16", "bf16"}) EXPECT_EQ(judge(m, ParityGate{}, p).verdict, Verdict::kFail) << p;
-  EXPECT_DOUBLE_EQ(default_psnr_min("fp32"), kDefaultPsnrMinFp32);
+  for (const char* p : {"fp32", "fp16", "bf16"})
+    EXPECT_EQ(judge(m, spec::ParityGate{}, p).verdict, Verdict::kFail) << p;
+  EXPECT_DOUBLE_EQ(spec::default_psnr_min("fp32"), spec::kDefaultPsnrMinFp32);
   m.psnr = 45;
-  EXPECT_EQ(judge(m, ParityGate{}, "fp32").verdict, Verdict::kPass);
+  EXPECT_EQ(judge(m, spec::ParityGate{}, "fp32").verdict, Verdict::kPass);
   m.psnr = 37;
   m.has_psnr = false;  // a golden without an image: the latent alone decides
-  EXPECT_EQ(judge(m, ParityGate{}, "fp32").verdict, Verdict::kPass);
+  EXPECT_EQ(judge(m, spec::ParityGate{}, "fp32").verdict, Verdict::kPass);
   m.has_psnr = true;
   m.psnr = 31.3;
-  auto off = ParityGate::from_json({{"psnr_min", nullptr}});
+  auto off = spec::ParityGate::from_json({{"psnr_min", nullptr}});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(judge(m, *off, "fp32").verdict, Verdict::kPass) << "psnr_min null switches the image bound off";
-  auto back = ParityGate::from_json(off->to_json());
+  auto back = spec::ParityGate::from_json(off->to_json());
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->psnr_min_set);
   EXPECT_FALSE(back->psnr_bound("fp32").has_value());
-  EXPECT_FALSE(ParityGate{}.to_json().contains("psnr_min")) << "the default is not frozen into stored gates";
-  auto low = ParityGate::from_json({{"psnr_min", 30}});
+  EXPECT_FALSE(spec::ParityGate{}.to_json().contains("psnr_min"))
+      << "the default is not frozen into stored gates";
+  auto low = spec::ParityGate::from_json({{"psnr_min", 30}});
   EXPECT_EQ(judge(m, *low, "fp32").verdict, Verdict::kPass);
 }
 
@@ -172,14 +154,14 @@ TEST(ParityTest, CheckParityWithoutGoldenIsNoGolden) {
   GenerationOutput out;
   out.latent = {1, 2};
   out.latent_shape = {1, 1, 1, 2};
-  auto r = check_parity(out, nullptr, ParityGate{});
+  auto r = check_parity(out, nullptr, spec::ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kNoGolden);
   EXPECT_FALSE(r->metrics.has_value());
   Golden g;
   g.latent = {1, 2, 3};
   g.latent_shape = {1, 1, 1, 3};
-  auto mismatch = check_parity(out, &g, ParityGate{});
+  auto mismatch = check_parity(out, &g, spec::ParityGate{});
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.status().message().find("[1, 1, 1, 3]"), std::string::npos);
 }

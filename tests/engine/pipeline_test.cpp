@@ -105,7 +105,8 @@ TEST_F(PipelineTest, CpuBackendReproducesDiffusersGoldens) {
     ASSERT_EQ(golden_key(p.weights_sha256(), g->settings), g->key);
     auto out = p.generate(g->settings);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
-    auto gate = ParityGate::from_json({{"cosine_min", kCosineMin}, {"rel_l2_max", kRelL2Max}, {"psnr_min", kPsnrMin}});
+    auto gate = spec::ParityGate::from_json(
+        {{"cosine_min", kCosineMin}, {"rel_l2_max", kRelL2Max}, {"psnr_min", kPsnrMin}});
     auto r = check_parity(*out, &*g, gate.value());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const ParityMetrics& m = *r->metrics;
@@ -132,7 +133,7 @@ TEST_F(PipelineTest, VerdictPassFromARealRun) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   auto out = pipeline("synthetic:tiny-sdxl").generate(tiny(1));
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*out, &*g, ParityGate{});
+  auto r = check_parity(*out, &*g, spec::ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kPass) << r->reason;
 }
@@ -143,7 +144,7 @@ TEST_F(PipelineTest, VerdictFailAgainstAnotherSeedsGolden) {
   ASSERT_TRUE(seed1.ok()) << seed1.status().ToString();
   auto out = p.generate(tiny(2));  // a deliberately different setting: seed 2 judged against seed 1
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*out, &*seed1, ParityGate{});
+  auto r = check_parity(*out, &*seed1, spec::ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kFail);
   EXPECT_NE(r->reason.find("cosine"), std::string::npos) << r->reason;
@@ -157,7 +158,7 @@ TEST_F(PipelineTest, VerdictNoGoldenWhenTheKeyIsNotInTheDirectory) {
   EXPECT_EQ(found.status().code(), StatusCode::kNotFound);
   auto out = p.generate(s);
   ASSERT_TRUE(out.ok());
-  auto r = check_parity(*out, nullptr, ParityGate{});
+  auto r = check_parity(*out, nullptr, spec::ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kNoGolden);
 }
@@ -194,7 +195,7 @@ TEST_F(PipelineTest, VerdictNonFiniteFromCorruptWeights) {
   ASSERT_TRUE(g.ok());
   auto out = (*p)->generate(tiny(1));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  auto r = check_parity(*out, &*g, ParityGate{});
+  auto r = check_parity(*out, &*g, spec::ParityGate{});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict, Verdict::kNonFinite);
   EXPECT_GT(r->metrics->nonfinite_output, 0);
@@ -321,7 +322,8 @@ TEST_F(PipelineTest, Fp16ReproducesTheDiffusersFp16Goldens) {
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     auto m = compare_latents(out->latent.data(), g->latent.data(), static_cast<int64_t>(g->latent.size()));
     ASSERT_TRUE(m.ok());
-    auto r = check_parity(*out, &*g, ParityGate{});  // the default gate: cosine and the fp16 image bound
+    // The default gate: cosine and the fp16 image bound.
+    auto r = check_parity(*out, &*g, spec::ParityGate{});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->metrics->has_psnr);
     std::printf("  fp16 seed %llu vs diffusers fp16: cosine %.8f max_abs %.3e rel_l2 %.2e psnr %.2f dB\n",
@@ -373,7 +375,7 @@ TEST_F(PipelineTest, DefaultGateFailsADecodeWithTheWrongScalingFactor) {
   ASSERT_TRUE(g->has_image());
   auto out = (*p)->generate(tiny(1));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  auto r = check_parity(*out, &*g, ParityGate{});
+  auto r = check_parity(*out, &*g, spec::ParityGate{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::printf("  wrong scaling factor: cosine %.10f psnr %.2f dB -> %s (%s)\n", r->metrics->cosine, r->metrics->psnr,
               std::string(verdict_name(r->verdict)).c_str(), r->reason.c_str());
@@ -383,7 +385,7 @@ TEST_F(PipelineTest, DefaultGateFailsADecodeWithTheWrongScalingFactor) {
   // A golden without an image keeps the latent-only gate (and cannot see this).
   Golden latent_only = *g;
   latent_only.image.clear();
-  auto lo = check_parity(*out, &latent_only, ParityGate{});
+  auto lo = check_parity(*out, &latent_only, spec::ParityGate{});
   ASSERT_TRUE(lo.ok());
   EXPECT_EQ(lo->verdict, Verdict::kPass) << lo->reason;
   EXPECT_FALSE(lo->metrics->has_psnr);
@@ -437,7 +439,7 @@ TEST_F(PipelineTest, ReducedPrecisionDecodesStayAboveTheirDefaultImageBound) {
     const double worst = worst_decode_psnr(**p, goldens, 0.18215f);
     std::printf("  %s VAE decode of diffusers' fp32 latents (tiny-sd15, %zu goldens): worst psnr %.2f dB\n",
                 precision.c_str(), goldens.size(), worst);
-    EXPECT_GE(worst, default_psnr_min(precision)) << precision;
+    EXPECT_GE(worst, spec::default_psnr_min(precision)) << precision;
   }
 }
 
@@ -453,7 +455,7 @@ TEST_F(PipelineTest, SdxlBf16DecodeStaysAboveTheBf16ImageBound) {
   const double worst = worst_decode_psnr(**p, goldens, 0.13025f);  // SDXL's VAE scaling_factor
   std::printf("  bf16 VAE decode of diffusers' fp32 latents (tiny-sdxl, %zu goldens): worst psnr %.2f dB\n",
               goldens.size(), worst);
-  EXPECT_GE(worst, default_psnr_min("bf16"));
+  EXPECT_GE(worst, spec::default_psnr_min("bf16"));
 }
 
 }  // namespace

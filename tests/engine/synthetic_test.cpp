@@ -1,7 +1,7 @@
 #include "engine/synthetic.h"
 
-#include "coordinator/manifest.h"
 #include "engine/synthetic_weights.h"
+#include "spec/synthetic_models.h"
 
 #include <gtest/gtest.h>
 
@@ -117,10 +117,18 @@ TEST(SyntheticTest, UnknownNameAndBadSeedAreClearErrors) {
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
 }
 
-// The coordinator cannot link the engine: a manifest's `synthetic:` names are
-// listed there again, and must be the engine's.
-TEST(SyntheticModel, ManifestValidationKnowsExactlyTheEnginesNames) {
-  EXPECT_EQ(coordinator::manifest_synthetic_models(), synthetic_model_names());
+// The manifest accepts the names of spec/synthetic_models.h: the engine builds
+// every one of them, and its error for an unknown name lists them.
+TEST(SyntheticModel, EveryNameTheSpecListsHasAnArchitecture) {
+  for (const std::string& name : spec::synthetic_model_names()) {
+    auto a = synthetic_architecture(name);
+    EXPECT_TRUE(a.ok()) << name << ": " << a.status().ToString();
+  }
+  auto unknown = synthetic_architecture("tiny-sdxxl");
+  ASSERT_FALSE(unknown.ok());
+  for (const std::string& name : spec::synthetic_model_names()) {
+    EXPECT_NE(unknown.status().message().find(name), std::string::npos) << unknown.status().message();
+  }
 }
 
 }  // namespace
