@@ -24,10 +24,10 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/hip/attention_3xtf32.h"
-#include "kernels/hip/attention_dot2.h"
-#include "kernels/hip/attention_mma.h"
-#include "kernels/hip/attention_wgmma.h"
+#include "kernels/hip/attention/attention_3xtf32.h"
+#include "kernels/hip/attention/attention_dot2.h"
+#include "kernels/hip/attention/attention_mma.h"
+#include "kernels/hip/attention/attention_wgmma.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
 

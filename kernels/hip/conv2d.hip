@@ -19,11 +19,11 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/hip/gemm_3xtf32.h"
-#include "kernels/hip/gemm_tile.h"
-#include "kernels/hip/gemm_tma.h"
-#include "kernels/hip/gemm_tma_3xtf32.h"
-#include "kernels/hip/gemm_wgmma.h"
+#include "kernels/hip/gemm/gemm_3xtf32.h"
+#include "kernels/hip/gemm/gemm_tile.h"
+#include "kernels/hip/gemm/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_tma_3xtf32.h"
+#include "kernels/hip/gemm/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
 namespace hipq::kernels {

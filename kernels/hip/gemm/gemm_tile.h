@@ -11,10 +11,10 @@
 // b_k_fast) so that global loads go along contiguous memory.
 #pragma once
 
-#include "kernels/hip/gemm_dot2.h"
-#include "kernels/hip/gemm_mma.h"
+#include "kernels/hip/gemm/gemm_dot2.h"
+#include "kernels/hip/gemm/gemm_mma.h"
+#include "kernels/hip/gemm/micro_tile.h"
 #include "kernels/hip/hip_common.h"
-#include "kernels/hip/micro_tile.h"
 
 namespace hipq::kernels::dev {
 

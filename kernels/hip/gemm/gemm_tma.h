@@ -41,7 +41,7 @@
 // HipContext.
 #pragma once
 
-#include "kernels/hip/gemm_wgmma.h"
+#include "kernels/hip/gemm/gemm_wgmma.h"
 
 #if HIPQ_VENDOR_NVIDIA
 #include <cuda.h>  // CUtensorMap and the driver's enums (types only)

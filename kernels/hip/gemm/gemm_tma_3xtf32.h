@@ -26,7 +26,7 @@
 // big / small copies of the input.
 #pragma once
 
-#include "kernels/hip/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_tma.h"
 #include "kernels/hip/tf32_split.h"
 
 #if HIPQ_VENDOR_NVIDIA

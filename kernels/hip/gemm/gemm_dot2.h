@@ -27,9 +27,9 @@
 #pragma once
 
 #include "kernels/hip/dot2.h"
-#include "kernels/hip/gemm_mma.h"  // PlainOperand
+#include "kernels/hip/gemm/gemm_mma.h"  // PlainOperand
+#include "kernels/hip/gemm/micro_tile.h"
 #include "kernels/hip/hip_common.h"
-#include "kernels/hip/micro_tile.h"
 
 namespace hipq::kernels::dev {
 
