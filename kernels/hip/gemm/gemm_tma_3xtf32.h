@@ -255,7 +255,7 @@ struct GemmTf32Plan {
 
 inline bool set_tf32_grid(GemmTf32Plan& plan, int batch, int M, int N, int multiprocessors) {
   return batch > 0 && batch <= 65535 && M > 0 && N > 0 &&
-         tma_grid_blocks(batch, M, N, Tma3xTf32Shape::BN, multiprocessors, /*grid_tiles=*/false, plan.blocks);
+         tma_grid_blocks(batch, M, N, Tma3xTf32Shape::BN, multiprocessors, plan.blocks);
 }
 
 template <class BLoad, class Epilogue>
