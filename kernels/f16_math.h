@@ -3,7 +3,7 @@
 //   NVIDIA sm_80+: on the tensor cores (wgmma on Hopper builds, mma.sync
 //     elsewhere) with fp32 accumulators; fp32 FMA on older devices;
 //   AMD (no matrix units on RDNA2): the fp32 SIMT core, or with HIPQ_DOT2=1
-//     the packed-half kernels (kernels/hip/gemm_dot2.h, attention_dot2.h),
+//     the packed-half kernels (kernels/hip/gemm/gemm_dot2.h, attention_dot2.h),
 //     two f16 products into an fp32 accumulator per instruction
 //     (v_dot2_f32_f16 on RDNA2, two fmaf on targets without it).
 //   HIPQ_DOT2=1 on NVIDIA: f16 on the packed-half kernels in place of the

@@ -24,10 +24,10 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/hip/attention_3xtf32.h"
-#include "kernels/hip/attention_dot2.h"
-#include "kernels/hip/attention_mma.h"
-#include "kernels/hip/attention_wgmma.h"
+#include "kernels/hip/attention/attention_3xtf32.h"
+#include "kernels/hip/attention/attention_dot2.h"
+#include "kernels/hip/attention/attention_mma.h"
+#include "kernels/hip/attention/attention_wgmma.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -255,11 +255,11 @@ Status hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Te
   if (ctx.matrix_units && same_16bit && (D == 64 || D == 128) && rows_aligned(q) && rows_aligned(k) &&
       rows_aligned(v) && rows_aligned(out)) {
     // Hopper: the warp-specialised wgmma kernel where it applies (head dim 64,
-    // not causal; the HIPQ_ATTN_WGMMA* knobs of HipContext).
-    if (ctx.wgmma && ctx.attention_wgmma && D == 64) {
+    // not causal; the HIPQ_ATTN_WGMMA* switches, RouteSwitches).
+    if (ctx.wgmma && ctx.switches.attention_wgmma && D == 64) {
       hipError_t e = hipSuccess;
-      const dev::AttnWgmmaRoute route{ctx.multiprocessors, ctx.attention_wgmma_consumers,
-                                      ctx.attention_wgmma_key_tails};
+      const dev::AttnWgmmaRoute route{ctx.multiprocessors, ctx.switches.attention_wgmma_consumers,
+                                      ctx.switches.attention_wgmma_key_tails};
       const bool launched = q.dtype == DType::kF16
                                 ? dev::launch_attention_wgmma<__half>(ctx.stream, m, B, route, e)
                                 : dev::launch_attention_wgmma<__nv_bfloat16>(ctx.stream, m, B, route, e);

@@ -21,11 +21,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/hip/gemm_3xtf32.h"
-#include "kernels/hip/gemm_tile.h"
-#include "kernels/hip/gemm_tma.h"
-#include "kernels/hip/gemm_tma_3xtf32.h"
-#include "kernels/hip/gemm_wgmma.h"
+#include "kernels/hip/gemm/gemm_3xtf32.h"
+#include "kernels/hip/gemm/gemm_tile.h"
+#include "kernels/hip/gemm/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_tma_3xtf32.h"
+#include "kernels/hip/gemm/gemm_wgmma.h"
 #include "kernels/hip/hip_ops.h"
 
 namespace hipq::kernels {
@@ -397,7 +397,7 @@ Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
   dev::TmaConvLoad bl;
   if (o.stride == 1 && dev::prepare_conv_tma(plan, bl, std::is_same_v<TC, __nv_bfloat16>, fa,
                                              static_cast<const uint16_t*>(xt.data()), N, H, W, C, Ho, Wo, KW,
-                                             o.padding, ctx.multiprocessors, ctx.gemm_tma, ctx.gemm_tma_grid_tiles)) {
+                                             o.padding, ctx.multiprocessors, ctx.switches.gemm_tma)) {
     constexpr int kDt = std::is_same_v<TC, __nv_bfloat16> ? dev::kDtBF16 : dev::kDtF16;
     ConvImageEpilogue16<kDt> cep;
     if (compact_conv_epilogue(ep, cep)) {
@@ -626,7 +626,7 @@ Status launch_conv_3xtf32_nhwc(HipContext& ctx, const Tensor& x, const Tensor& w
                     F::S::kBPad == 8,
                 "NhwcF32Fill has the B tile shape of the k-contiguous 3xTF32 layout");
   const int C = static_cast<int>(x.shape[1]), K = C * static_cast<int>(w.shape[2] * w.shape[3]);
-  if (ctx.wgmma && ctx.fp32_wgmma && o.stride == 1) {
+  if (ctx.wgmma && ctx.switches.fp32_wgmma && o.stride == 1) {
     bool launched = false;
     HIPQ_RETURN_IF_ERROR(conv_3xtf32_wgmma(ctx, x, w, ep, N, O, Ho, Wo, o, launched));
     if (launched) return Status::Ok();
@@ -770,7 +770,7 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   // through NHWC operands where C allows it and the input is not already a
   // plain matrix (1x1, stride 1, no padding), unless HIPQ_CONV_NHWC=0.
   const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
-  if (ctx.fp32_3xtf32 && ctx.conv_nhwc && x.dtype == DType::kF32 && w.dtype == DType::kF32 && C % 32 == 0 &&
+  if (ctx.fp32_3xtf32 && ctx.switches.conv_nhwc && x.dtype == DType::kF32 && w.dtype == DType::kF32 && C % 32 == 0 &&
       !plain_1x1) {
     const Status nhwc = launch_conv_3xtf32_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
                                                 static_cast<int>(Ho), static_cast<int>(Wo), o);

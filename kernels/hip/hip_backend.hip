@@ -58,12 +58,6 @@ size_t size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-// The value of an environment variable, "" when unset.
-std::string_view env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string_view(v) : std::string_view();
-}
-
 std::string version_string(int v, bool nvidia) {
   if (nvidia) return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
   return std::to_string(v / 10000000) + "." + std::to_string((v / 100000) % 100) + "." + std::to_string(v % 100000);
@@ -493,19 +487,10 @@ class HipBackend final : public Backend {
     ctx_.matrix_units = HIPQ_VENDOR_NVIDIA && major >= 8;
     ctx_.fp32_3xtf32 = ctx_.matrix_units && fp32_math == Fp32Math::k3xTf32;
     info_.fp32_products = fp32_products(fp32_math, ctx_.matrix_units);
+    ctx_.switches = route_switches_from_env();
 #if defined(HIPQ_HAVE_SM90A)
-    ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && std::getenv("HIPQ_NO_WGMMA") == nullptr;
+    ctx_.wgmma = ctx_.matrix_units && major == 9 && minor == 0 && ctx_.switches.wgmma;
 #endif
-    const std::string_view tma = env_or_empty("HIPQ_GEMM_TMA");
-    ctx_.gemm_tma = tma == "0" ? 0 : tma == "128" ? 128 : tma == "160" ? 160 : tma == "192" ? 192 : tma == "256" ? 256 : -1;
-    ctx_.gemm_tma_grid_tiles = env_or_empty("HIPQ_GEMM_TMA_GRID") == "tiles";
-    ctx_.gemm_geglu_fused = env_or_empty("HIPQ_GEMM_GEGLU") != "unfused";
-    ctx_.conv_nhwc = env_or_empty("HIPQ_CONV_NHWC") != "0";
-    const std::string_view attn = env_or_empty("HIPQ_ATTN_WGMMA");
-    ctx_.attention_wgmma = attn != "0";
-    ctx_.attention_wgmma_consumers = attn == "3" ? 3 : attn == "auto" ? 0 : 2;
-    ctx_.attention_wgmma_key_tails = env_or_empty("HIPQ_ATTN_WGMMA_KEYS") == "any";
-    ctx_.fp32_wgmma = env_or_empty("HIPQ_FP32_WGMMA") != "0";
     ctx_.dot2_f16 = dot2_f16_from_env(/*amd=*/!HIPQ_VENDOR_NVIDIA);
     info_.keeps_conv_weight_forms = ctx_.wgmma || ctx_.dot2_f16;
     info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/hip/arch_tuning.h"
+#include "kernels/hip/route_switches.h"
 #include "kernels/constant_forms.h"
 
 namespace hipq::kernels {
@@ -25,39 +26,18 @@ struct HipContext {
   int warp_size = 32;
   int multiprocessors = 1;
   bool matrix_units = false;  // f16/bf16 GEMMs may use the matrix-unit kernel (NVIDIA sm_80+)
-  bool wgmma = false;         // ... and its Hopper variant (compute capability 9.0, built for sm_90a)
+  bool wgmma = false;         // ... and the Hopper kernels (compute capability 9.0, built for sm_90a,
+                              // RouteSwitches::wgmma)
   bool fp32_3xtf32 = false;   // fp32 GEMMs (matmul, conv2d) as 3xTF32 on the matrix units (NVIDIA sm_80+,
                               // HIPQ_FP32_MATH not "fma": kernels/fp32_math.h); else the fp32 SIMT core
   // f16 matmuls, convs and head-dim-64 attention on the packed-half kernels
   // (gemm_dot2.h, attention_dot2.h: dot2 products into fp32): HIPQ_DOT2=1,
   // on either vendor; to be AMD's default once checked (kernels/f16_math.h).
   bool dot2_f16 = false;
-  // Measurement knobs of the Hopper GEMM, read once when the backend starts
-  // (docs/kernels-hip.md): HIPQ_GEMM_TMA "0" -> 0 (cp.async kernel only),
-  // "128" / "160" / "192" / "256" force the TMA kernel's tile width, else -1 (the width by
-  // gemm_tma_tile_n); HIPQ_GEMM_TMA_GRID=tiles -> one block a tile instead of
-  // the persistent grid; HIPQ_GEMM_GEGLU=unfused -> GEGLU through a scratch
-  // product and the pairs kernel instead of the GEMM's epilogue.
-  int gemm_tma = -1;
-  bool gemm_tma_grid_tiles = false;
-  bool gemm_geglu_fused = true;
-  // HIPQ_ATTN_WGMMA=0 -> false: f16/bf16 attention of head dim 64 on the
-  // mma.sync kernel instead of the Hopper wgmma one (attention_wgmma.h).
-  // Its consumer warpgroups a block: "3" -> 3, "auto" -> 0 (2 or 3 by
-  // dev::attention_wgmma_consumers), else 2. HIPQ_ATTN_WGMMA_KEYS=any ->
-  // the wgmma kernel also takes key counts that are not a multiple of its
-  // 128-key tile (SDXL's 77-key cross attention), else those run on mma.sync.
-  // Three consumers and key tails are not measured on a device yet
-  // (kernels/dev/README.md), so both are off unless asked for.
-  bool attention_wgmma = true;
-  int attention_wgmma_consumers = 2;
-  bool attention_wgmma_key_tails = false;
-  // HIPQ_FP32_WGMMA=0 -> false: 3xTF32 products on the mma.sync kernels
-  // (gemm_3xtf32.h) instead of the Hopper wgmma ones (gemm_tma_3xtf32.h).
-  bool fp32_wgmma = true;
-  // HIPQ_CONV_NHWC=0 -> false: fp32 3xTF32 convs gather the NCHW input
-  // (implicit im2col) instead of reading an NHWC copy.
-  bool conv_nhwc = true;
+  // The environment's route switches (HIPQ_GEMM_TMA, HIPQ_FP32_WGMMA,
+  // HIPQ_CONV_NHWC, HIPQ_ATTN_WGMMA*; HIPQ_NO_WGMMA is folded into `wgmma`),
+  // read once when the backend starts.
+  RouteSwitches switches;
   const ArchTuning* tuning = nullptr;
   ConstantForms* forms = nullptr;  // the backend's forms of constant tensors (kernels/constant_forms.h)
 

@@ -1,17 +1,18 @@
 // matmul: out[b] = act(alpha * op(a[b]) @ op(b[b]) + bias) + residual[b] (or,
-// with geglu_pairs, GEGLU over the product's (value, gate) column pairs) on the
-// tiled GEMM core (gemm_tile.h), its packed-half variant (gemm_dot2.h: f16 on
-// AMD), its matrix-unit variants (gemm_mma.h, gemm_wgmma.h: f16/bf16) or,
-// for fp32 a and b on NVIDIA sm_80+, the 3xTF32 kernel (gemm_3xtf32.h). Any
+// with geglu_pairs, GEGLU over the product's (value, gate) column pairs). Any
 // strides on a and b (transposes are stride swaps); leading dims of out are
 // batch dims, and a/b either match them or broadcast (all 1 or absent).
+// hip_matmul checks the call and sets up the epilogue; choose_gemm_route
+// (gemm_route.h, host code) picks the kernel family; one launcher a family
+// below (launch_route) starts it.
 #include <string>
 
-#include "kernels/hip/gemm_3xtf32.h"
-#include "kernels/hip/gemm_tile.h"
-#include "kernels/hip/gemm_tma.h"
-#include "kernels/hip/gemm_tma_3xtf32.h"
-#include "kernels/hip/gemm_wgmma.h"
+#include "kernels/hip/gemm/gemm_3xtf32.h"
+#include "kernels/hip/gemm/gemm_tile.h"
+#include "kernels/hip/gemm/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_tma_3xtf32.h"
+#include "kernels/hip/gemm/gemm_wgmma.h"
+#include "kernels/hip/gemm_route.h"
 #include "kernels/hip/hip_ops.h"
 
 namespace hipq::kernels {
@@ -239,9 +240,214 @@ Status matmul_3xtf32_wgmma(HipContext& ctx, const dev::F32Operand& a, const dev:
 }
 #endif
 
-}  // namespace
 
-Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) {
+// One matmul as its launchers take it: sizes, loaders, epilogue and route.
+struct MatmulCall {
+  int batch = 1, M = 0, N = 0, K = 0;
+  MatLoader la{}, lb{};  // la(batch, m, k); lb(batch, k, n): lb.sm is the k stride, lb.sk the n stride
+  MatEpilogue ep{};
+  GemmRoute route;
+  // The operands the 16-bit kernels copy straight to shared memory (route.a / route.b).
+  dev::PlainOperand pa() const {
+    return route.a.plain ? dev::PlainOperand{la.p, la.sb, route.a.ld} : dev::PlainOperand{};
+  }
+  dev::PlainOperand pb() const {
+    return route.b.plain ? dev::PlainOperand{lb.p, lb.sb, route.b.ld} : dev::PlainOperand{};
+  }
+};
+
+GemmDevice gemm_device(const HipContext& ctx) {
+  GemmDevice d;
+  d.multiprocessors = ctx.multiprocessors;
+  d.matrix_units = ctx.matrix_units;
+  d.wgmma = ctx.wgmma;
+  d.fp32_3xtf32 = ctx.fp32_3xtf32;
+  d.dot2_f16 = ctx.dot2_f16;
+  d.fp32_wgmma = ctx.switches.fp32_wgmma;
+  d.gemm_tma = ctx.switches.gemm_tma;
+  return d;
+}
+
+GemmProblem gemm_problem(const Tensor& a, const Tensor& b, const MatmulCall& c, bool geglu_pairs) {
+  GemmProblem p;
+  p.a_dtype = a.dtype;
+  p.b_dtype = b.dtype;
+  p.batch = c.batch;
+  p.M = c.M;
+  p.N = c.N;
+  p.K = c.K;
+  p.a_sb = c.la.sb;
+  p.a_sm = c.la.sm;
+  p.a_sk = c.la.sk;
+  p.b_sb = c.lb.sb;
+  p.b_sk = c.lb.sm;
+  p.b_sn = c.lb.sk;
+  p.a_aligned16 = a.data != nullptr && aligned16(a.data);
+  p.b_aligned16 = b.data != nullptr && aligned16(b.data);
+  p.geglu_pairs = geglu_pairs;
+  return p;
+}
+
+// ---- one launcher a route (GemmKernel) ----
+
+[[maybe_unused]] Status not_in_this_build(GemmKernel k) {
+  return Status::Internal(std::string("matmul: route ") + gemm_kernel_name(k) + " is not in this build");
+}
+
+#if HIPQ_VENDOR_NVIDIA
+// The plain K-major operands of the wgmma kernels.
+void rows_fills(const MatmulCall& c, dev::RowsFill& fa, dev::RowsFill& fb) {
+  const dev::PlainOperand pa = c.pa(), pb = c.pb();
+  fa = dev::RowsFill{};
+  fa.p = static_cast<const uint16_t*>(pa.p);
+  fa.sb = pa.sb;
+  fa.ld = pa.ld;
+  fa.rows = c.M;
+  fa.K = c.K;
+  fb = dev::RowsFill{};
+  fb.p = static_cast<const uint16_t*>(pb.p);
+  fb.sb = pb.sb;
+  fb.ld = pb.ld;
+  fb.rows = c.N;
+  fb.K = c.K;
+}
+#endif
+
+// kWgmma: the cp.async wgmma kernel (gemm/gemm_wgmma.h).
+Status launch_wgmma(HipContext& ctx, const MatmulCall& c) {
+#if HIPQ_VENDOR_NVIDIA
+  dev::RowsFill fa, fb;
+  rows_fills(c, fa, fb);
+  const hipError_t e = c.la.dt == dev::kDtF16
+                           ? dev::launch_gemm_wgmma<__half>(ctx.stream, c.batch, c.M, c.N, c.K, fa, fb, c.ep)
+                           : dev::launch_gemm_wgmma<__nv_bfloat16>(ctx.stream, c.batch, c.M, c.N, c.K, fa, fb, c.ep);
+  HIPQ_HIP_RETURN_IF_ERROR(e);
+  return Status::Ok();
+#else
+  (void)ctx;
+  (void)c;
+  return not_in_this_build(GemmKernel::kWgmma);
+#endif
+}
+
+// kTmaWgmma: the warp-specialised TMA kernel (gemm/gemm_tma.h) with the
+// compact epilogue where the case allows (MatEpilogue16), else the general
+// one; the cp.async kernel where the driver declines a tensor map.
+Status launch_tma_wgmma(HipContext& ctx, const MatmulCall& c) {
+#if HIPQ_VENDOR_NVIDIA
+  dev::RowsFill fa, fb;
+  rows_fills(c, fa, fb);
+  dev::GemmTmaPlan plan;
+  if (!dev::prepare_gemm_tma(plan, c.la.dt == dev::kDtBF16, fa, fb, c.batch, c.M, c.N, c.K, ctx.multiprocessors,
+                             c.route.tile_n))
+    return launch_wgmma(ctx, c);
+  const auto launch = [&](auto tc, const auto& epilogue) {
+    return dev::launch_gemm_tma<decltype(tc)>(ctx.stream, plan, c.batch, c.M, c.N, c.K, epilogue);
+  };
+  hipError_t e;
+  if (c.la.dt == dev::kDtF16) {
+    MatEpilogue16<dev::kDtF16> compact;
+    e = compact_epilogue(c.ep, compact) ? launch(__half{}, compact) : launch(__half{}, c.ep);
+  } else {
+    MatEpilogue16<dev::kDtBF16> compact;
+    e = compact_epilogue(c.ep, compact) ? launch(__nv_bfloat16{}, compact) : launch(__nv_bfloat16{}, c.ep);
+  }
+  HIPQ_HIP_RETURN_IF_ERROR(e);
+  return Status::Ok();
+#else
+  (void)ctx;
+  (void)c;
+  return not_in_this_build(GemmKernel::kTmaWgmma);
+#endif
+}
+
+#if HIPQ_VENDOR_NVIDIA
+// The fp32 operands as the 3xTF32 kernels take them: A (m, k), B (k, n).
+dev::F32Operand f32_operand(const MatLoader& l) {
+  return dev::F32Operand{static_cast<const float*>(l.p), l.sb, l.sm, l.sk};
+}
+#endif
+
+// kTf32Mma: 3xTF32 on mma.sync (gemm/gemm_3xtf32.h).
+Status launch_tf32_mma(HipContext& ctx, const MatmulCall& c) {
+#if HIPQ_VENDOR_NVIDIA
+  HIPQ_HIP_RETURN_IF_ERROR(
+      dev::launch_gemm_3xtf32(ctx.stream, c.batch, c.M, c.N, c.K, f32_operand(c.la), f32_operand(c.lb), c.ep));
+  return Status::Ok();
+#else
+  (void)ctx;
+  (void)c;
+  return not_in_this_build(GemmKernel::kTf32Mma);
+#endif
+}
+
+// kTf32Wgmma: 3xTF32 on wgmma over split copies (gemm/gemm_tma_3xtf32.h);
+// the mma.sync kernel where the pool cannot hold the copies or the driver
+// declines their tensor maps.
+Status launch_tf32_wgmma(HipContext& ctx, const MatmulCall& c) {
+#if HIPQ_VENDOR_NVIDIA
+  bool launched = false;
+  HIPQ_RETURN_IF_ERROR(
+      matmul_3xtf32_wgmma(ctx, f32_operand(c.la), f32_operand(c.lb), c.batch, c.M, c.N, c.K, c.ep, launched));
+  return launched ? Status::Ok() : launch_tf32_mma(ctx, c);
+#else
+  (void)ctx;
+  (void)c;
+  return not_in_this_build(GemmKernel::kTf32Wgmma);
+#endif
+}
+
+// kMma: f16/bf16 on mma.sync (gemm/gemm_mma.h).
+Status launch_mma(HipContext& ctx, const MatmulCall& c) {
+#if HIPQ_VENDOR_NVIDIA
+  if (c.la.dt == dev::kDtF16)
+    dev::launch_gemm_mma<__half>(ctx.stream, c.batch, c.M, c.N, c.K, c.la, c.route.a_k_fast, c.pa(), c.lb,
+                                 c.route.b_k_fast, c.pb(), c.ep);
+  else
+    dev::launch_gemm_mma<__nv_bfloat16>(ctx.stream, c.batch, c.M, c.N, c.K, c.la, c.route.a_k_fast, c.pa(), c.lb,
+                                        c.route.b_k_fast, c.pb(), c.ep);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+#else
+  (void)ctx;
+  (void)c;
+  return not_in_this_build(GemmKernel::kMma);
+#endif
+}
+
+// kDot2: f16 on the packed-half kernel (gemm/gemm_dot2.h).
+Status launch_dot2(HipContext& ctx, const MatmulCall& c) {
+  dev::launch_gemm_dot2(ctx.stream, ctx.multiprocessors, c.batch, c.M, c.N, c.K, c.la, c.route.a_k_fast, c.lb,
+                        c.route.b_k_fast, c.ep, c.pa(), c.pb());
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+}
+
+// kSimt: the fp32 SIMT core (gemm/gemm_tile.h), tile 128 or 64.
+Status launch_simt(HipContext& ctx, const MatmulCall& c) {
+  dev::launch_gemm_simt(ctx.stream, c.route.tile_n == 128, c.batch, c.M, c.N, c.K, c.la, c.route.a_k_fast, c.lb,
+                        c.route.b_k_fast, c.ep);
+  HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  return Status::Ok();
+}
+
+Status launch_route(HipContext& ctx, const MatmulCall& c) {
+  switch (c.route.kernel) {
+    case GemmKernel::kTmaWgmma: return launch_tma_wgmma(ctx, c);
+    case GemmKernel::kWgmma: return launch_wgmma(ctx, c);
+    case GemmKernel::kTf32Wgmma: return launch_tf32_wgmma(ctx, c);
+    case GemmKernel::kTf32Mma: return launch_tf32_mma(ctx, c);
+    case GemmKernel::kMma: return launch_mma(ctx, c);
+    case GemmKernel::kDot2: return launch_dot2(ctx, c);
+    case GemmKernel::kSimt: return launch_simt(ctx, c);
+  }
+  return not_in_this_build(c.route.kernel);
+}
+
+// The checks of a matmul call and its epilogue: fills everything of `c` but
+// the route. `lead`: out's batch dims.
+Status describe_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& o,
+                       std::vector<int64_t>& lead, MatmulCall& c) {
   HIPQ_RETURN_IF_ERROR(require_device_float(a, "matmul", "a"));
   HIPQ_RETURN_IF_ERROR(require_device_float(b, "matmul", "b"));
   HIPQ_RETURN_IF_ERROR(require_device_float(out, "matmul", "out"));
@@ -260,7 +466,7 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     return Status::InvalidArgument("matmul: out " + out.describe() + " must be [..., " + std::to_string(M) + ", " +
                                    std::to_string(out_n) + "] for a " + a.describe() + " and b " + b.describe() +
                                    (o.geglu_pairs ? " (geglu_pairs halves N)" : ""));
-  std::vector<int64_t> lead(out.shape.begin(), out.shape.begin() + out.ndim - 2);
+  lead.assign(out.shape.begin(), out.shape.begin() + out.ndim - 2);
   int64_t batch = 1;
   for (int64_t d : lead) batch *= d;
   int64_t a_sb = 0, b_sb = 0, r_sb = 0;
@@ -269,7 +475,8 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
   if (batch > 65535 || M > (int64_t{1} << 30) || N > (int64_t{1} << 30) || K > (int64_t{1} << 30))
     return Status::InvalidArgument("matmul: problem too large for one launch: out " + out.describe());
 
-  MatEpilogue ep{};
+  MatEpilogue& ep = c.ep;
+  ep = MatEpilogue{};
   ep.out = out.data;
   ep.dt = static_cast<int>(out.dtype);
   ep.ob = M * out_n;
@@ -296,121 +503,45 @@ Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out
     ep.rm = r.stride[r.ndim - 2];
     ep.rn = r.stride[r.ndim - 1];
   }
-  if (M == 0 || N == 0 || batch == 0) return Status::Ok();
 
-  MatLoader la{a.data, static_cast<int>(a.dtype), a_sb, 0, 0};
-  la.sm = o.trans_a ? a.stride[a.ndim - 1] : a.stride[a.ndim - 2];
-  la.sk = o.trans_a ? a.stride[a.ndim - 2] : a.stride[a.ndim - 1];
-  MatLoader lb{b.data, static_cast<int>(b.dtype), b_sb, 0, 0};
-  // For b the loader is called (batch, k, n): reuse sm as the k stride, sk as the n stride.
-  lb.sm = o.trans_b ? b.stride[b.ndim - 1] : b.stride[b.ndim - 2];
-  lb.sk = o.trans_b ? b.stride[b.ndim - 2] : b.stride[b.ndim - 1];
-  const bool a_k_fast = la.sk == 1;
-  const bool b_k_fast = lb.sm == 1 && lb.sk != 1;
-  const int mma_dtype = a.dtype == b.dtype && a.dtype != DType::kF32 ? static_cast<int>(a.dtype) : -1;
-  // Operands the matrix-unit kernel may copy directly (unit stride along their contiguous index).
-  dev::PlainOperand pa, pb;
-  if (mma_dtype >= 0) {
-    if (la.sk == 1)
-      pa = dev::plain_operand_16bit(la.p, la.sb, la.sm, K);
-    else if (la.sm == 1)
-      pa = dev::plain_operand_16bit(la.p, la.sb, la.sk, M);
-    if (b_k_fast)
-      pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sk, K);
-    else if (lb.sk == 1)
-      pb = dev::plain_operand_16bit(lb.p, lb.sb, lb.sm, N);
-  }
-  bool wgmma_path = false;
-#if HIPQ_VENDOR_NVIDIA
-  wgmma_path = ctx.wgmma && mma_dtype >= 0 && a_k_fast && b_k_fast && pa.p && pb.p &&
-               !(ctx.dot2_f16 && mma_dtype == dev::kDtF16);
-#endif
-  // HIPQ_GEMM_GEGLU=unfused (ctx.gemm_geglu_fused false) measures what the fused epilogue saves.
-  const bool fuse_geglu = wgmma_path && ctx.gemm_geglu_fused;
-  if (o.geglu_pairs && !fuse_geglu) {
+  c.batch = static_cast<int>(batch);
+  c.M = static_cast<int>(M);
+  c.N = static_cast<int>(N);
+  c.K = static_cast<int>(K);
+  c.la = MatLoader{a.data, static_cast<int>(a.dtype), a_sb, 0, 0};
+  c.la.sm = o.trans_a ? a.stride[a.ndim - 1] : a.stride[a.ndim - 2];
+  c.la.sk = o.trans_a ? a.stride[a.ndim - 2] : a.stride[a.ndim - 1];
+  c.lb = MatLoader{b.data, static_cast<int>(b.dtype), b_sb, 0, 0};
+  // For b the loader is called (batch, k, n): sm is the k stride, sk the n stride.
+  c.lb.sm = o.trans_b ? b.stride[b.ndim - 1] : b.stride[b.ndim - 2];
+  c.lb.sk = o.trans_b ? b.stride[b.ndim - 2] : b.stride[b.ndim - 1];
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) {
+  std::vector<int64_t> lead;
+  MatmulCall c;
+  HIPQ_RETURN_IF_ERROR(describe_matmul(a, b, out, o, lead, c));
+  if (c.M == 0 || c.N == 0 || c.batch == 0) return Status::Ok();
+  c.route = choose_gemm_route(gemm_problem(a, b, c, o.geglu_pairs), gemm_device(ctx));
+  if (o.geglu_pairs && !c.route.geglu_fused) {
     // Only the wgmma epilogues take the pairs (row8): elsewhere the product
     // goes through a scratch [..., M, N] in out's dtype, then the pairs kernel.
     std::vector<int64_t> full_shape = lead;
-    full_shape.push_back(M);
-    full_shape.push_back(N);
+    full_shape.push_back(c.M);
+    full_shape.push_back(c.N);
     Buffer hold;
-    HIPQ_ASSIGN_OR_RETURN(hold, ctx.backend->allocate(static_cast<size_t>(batch * M * N) * dtype_size(out.dtype)));
+    HIPQ_ASSIGN_OR_RETURN(
+        hold, ctx.backend->allocate(static_cast<size_t>(int64_t{c.batch} * c.M * c.N) * dtype_size(out.dtype)));
     Tensor full = Tensor::contiguous(hold.data(), out.dtype, full_shape, Location::kDevice);
     MatmulOptions plain = o;
     plain.geglu_pairs = false;
     HIPQ_RETURN_IF_ERROR(hip_matmul(ctx, a, b, full, plain));
     return hip_geglu_pairs(ctx, full, out);
   }
-#if HIPQ_VENDOR_NVIDIA
-  // Hopper: both operands K-major and plain -> warpgroup matrix instructions.
-  if (wgmma_path) {
-    dev::RowsFill fa{}, fb{};
-    fa.p = static_cast<const uint16_t*>(pa.p);
-    fa.sb = pa.sb;
-    fa.ld = pa.ld;
-    fa.rows = static_cast<int>(M);
-    fa.K = static_cast<int>(K);
-    fb.p = static_cast<const uint16_t*>(pb.p);
-    fb.sb = pb.sb;
-    fb.ld = pb.ld;
-    fb.rows = static_cast<int>(N);
-    fb.K = static_cast<int>(K);
-    // Preferably the warp-specialised TMA kernel; the cp.async one where TMA
-    // cannot describe an operand (or HIPQ_GEMM_TMA=0).
-    dev::GemmTmaPlan plan;
-    if (dev::prepare_gemm_tma(plan, mma_dtype == dev::kDtBF16, fa, fb, static_cast<int>(batch), static_cast<int>(M),
-                              static_cast<int>(N), static_cast<int>(K), ctx.multiprocessors, ctx.gemm_tma,
-                              ctx.gemm_tma_grid_tiles)) {
-      // The compact epilogue where the case allows (MatEpilogue16), else the general one.
-      const auto launch = [&](auto tc, const auto& epilogue) {
-        return dev::launch_gemm_tma<decltype(tc)>(ctx.stream, plan, static_cast<int>(batch), static_cast<int>(M),
-                                                  static_cast<int>(N), static_cast<int>(K), epilogue);
-      };
-      hipError_t e;
-      if (mma_dtype == dev::kDtF16) {
-        MatEpilogue16<dev::kDtF16> c;
-        e = compact_epilogue(ep, c) ? launch(__half{}, c) : launch(__half{}, ep);
-      } else {
-        MatEpilogue16<dev::kDtBF16> c;
-        e = compact_epilogue(ep, c) ? launch(__nv_bfloat16{}, c) : launch(__nv_bfloat16{}, ep);
-      }
-      HIPQ_HIP_RETURN_IF_ERROR(e);
-      return Status::Ok();
-    }
-    const hipError_t e =
-        mma_dtype == dev::kDtF16
-            ? dev::launch_gemm_wgmma<__half>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
-                                             static_cast<int>(N), static_cast<int>(K), fa, fb, ep)
-            : dev::launch_gemm_wgmma<__nv_bfloat16>(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
-                                                    static_cast<int>(N), static_cast<int>(K), fa, fb, ep);
-    HIPQ_HIP_RETURN_IF_ERROR(e);
-    return Status::Ok();
-  }
-#endif
-#if HIPQ_VENDOR_NVIDIA
-  // fp32 operands on the matrix units as 3xTF32, unless HIPQ_FP32_MATH=fma:
-  // on Hopper the wgmma kernel over split copies (gemm_tma_3xtf32.h; the
-  // mma.sync one where those copies do not fit or HIPQ_FP32_WGMMA=0), else
-  // gemm_3xtf32.h.
-  if (ctx.fp32_3xtf32 && a.dtype == DType::kF32 && b.dtype == DType::kF32) {
-    const dev::F32Operand fa{static_cast<const float*>(a.data), a_sb, la.sm, la.sk};  // (m, k)
-    const dev::F32Operand fb{static_cast<const float*>(b.data), b_sb, lb.sm, lb.sk};  // (k, n)
-    if (ctx.wgmma && ctx.fp32_wgmma) {
-      bool launched = false;
-      HIPQ_RETURN_IF_ERROR(matmul_3xtf32_wgmma(ctx, fa, fb, static_cast<int>(batch), static_cast<int>(M),
-                                               static_cast<int>(N), static_cast<int>(K), ep, launched));
-      if (launched) return Status::Ok();
-    }
-    HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_3xtf32(ctx.stream, static_cast<int>(batch), static_cast<int>(M),
-                                                     static_cast<int>(N), static_cast<int>(K), fa, fb, ep));
-    return Status::Ok();
-  }
-#endif
-  HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm(ctx.stream, ctx.multiprocessors, ctx.matrix_units, ctx.dot2_f16,
-                                            mma_dtype, static_cast<int>(batch),
-                                            static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), la,
-                                            a_k_fast, lb, b_k_fast, ep, pa, pb));
-  return Status::Ok();
+  return launch_route(ctx, c);
 }
 
 }  // namespace hipq::kernels

@@ -10,7 +10,7 @@
 // runs in CI to notice. It happened: clang 15 declined to unroll the SIMT
 // GEMM's epilogue loop, its accumulator array was indexed at run time and
 // lived in scratch memory for the whole kernel, one load and one store per
-// product (kernels/hip/micro_tile.h).
+// product (kernels/hip/gemm/micro_tile.h).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -35,13 +35,13 @@
 // parameters (so graph capture keeps them by value). prepare_gemm_tma says
 // whether a problem can take this path; when it cannot (no entry point, an
 // operand TMA cannot describe, HIPQ_GEMM_TMA=0) the caller uses
-// gemm_wgmma.h. HIPQ_GEMM_TMA=128 / 160 / 192 / 256 forces the tile width;
-// HIPQ_GEMM_TMA_GRID=tiles launches one block a tile instead of the
-// persistent grid (to measure what it saves). Both are read once into
-// HipContext.
+// gemm_wgmma.h. The tile width comes from gemm_tma_tile_n (gemm_route.h,
+// host code shared with the route choice) or HIPQ_GEMM_TMA=128 / 160 / 192 /
+// 256 (RouteSwitches).
 #pragma once
 
-#include "kernels/hip/gemm_wgmma.h"
+#include "kernels/hip/gemm/gemm_wgmma.h"
+#include "kernels/hip/gemm_route.h"
 
 #if HIPQ_VENDOR_NVIDIA
 #include <cuda.h>  // CUtensorMap and the driver's enums (types only)
@@ -544,57 +544,20 @@ struct GemmTmaPlan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
-// Block tile width: the one of 256, 192, 160 and 128 that finishes in the
-// fewest tile-widths of waves (one block a multiprocessor for each; a wave
-// of 160-wide tiles takes about 160 / 256 of a 256-wide one), the wider on a
-// tie. E.g. 2048 rows (16 row tiles) and N = 1280 on 132 SMs: 80 tiles of
-// 256 are one wave of 256 = 256 units, 160 tiles of 128 two waves = 256,
-// 128 tiles of 160 one wave = 160; N = 640 over 8192 rows: 256 -> 2 waves
-// (512), 128 -> 3 waves (384), 160 -> 2 waves (320).
-// `allowed(bn)` filters the widths (the conv route takes only those whose
-// tiles are whole output rows or pieces of one); 0 when none is allowed.
-template <class Allowed>
-int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors, Allowed allowed) {
-  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
-  const int64_t mt = (M + 127) / 128;
-  int best = 0;
-  int64_t best_cost = -1;
-  for (const int bn : {256, 192, 160, 128}) {
-    if (!allowed(bn)) continue;
-    const int64_t waves = (batch * mt * ((N + bn - 1) / bn) + sms - 1) / sms;
-    const int64_t cost = waves * bn;
-    if (best_cost < 0 || cost < best_cost) best = bn, best_cost = cost;
-  }
-  return best;
-}
-inline int gemm_tma_tile_n(int64_t batch, int M, int N, int multiprocessors) {
-  return gemm_tma_tile_n(batch, M, N, multiprocessors, [](int) { return true; });
-}
-
-// The persistent grid of 128 x bn tiles: min(tiles, multiprocessors) blocks
-// (every tile its own block with grid_tiles); false past 2^31 - 1 tiles.
-inline bool tma_grid_blocks(int batch, int M, int N, int bn, int multiprocessors, bool grid_tiles, int& blocks) {
-  const int64_t tiles = static_cast<int64_t>(batch) * ((M + 127) / 128) * ((N + bn - 1) / bn);
-  if (tiles > (int64_t{1} << 31) - 1) return false;
-  const int64_t sms = multiprocessors > 0 ? multiprocessors : 1;
-  blocks = static_cast<int>(grid_tiles ? tiles : std::min(tiles, sms));
-  return true;
-}
-
 // Whether a bn-pixel conv tile is whole output rows of width Wo or one piece
 // of a row (TmaConvLoad's boxes).
 inline bool conv_tile_fits(int bn, int Wo) { return bn >= Wo ? bn % Wo == 0 : Wo % bn == 0; }
 
 // Whether the TMA kernel takes C[batch] = A B^T for these RowsFill operands
 // (fa.rows == M, fb.rows == N, both of width K); fills `plan` when it does.
-// `tile`: HipContext::gemm_tma (0: never, 128 / 256: that tile width, -1:
-// gemm_tma_tile_n's); `grid_tiles`: one block a tile instead of the
-// persistent grid.
+// `tile`: the tile width (choose_gemm_route's tile_n, or
+// RouteSwitches::gemm_tma: 0 never, 128 / 160 / 192 / 256 that width, -1
+// gemm_tma_tile_n's, gemm_route.h).
 inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, const RowsFill& fb, int batch, int M,
-                             int N, int K, int multiprocessors, int tile, bool grid_tiles) {
+                             int N, int K, int multiprocessors, int tile) {
   if (tile == 0 || M <= 0 || N <= 0 || K <= 0 || batch <= 0 || batch > 65535) return false;
   plan.bn = tile > 0 ? tile : gemm_tma_tile_n(batch, M, N, multiprocessors);
-  return tma_grid_blocks(batch, M, N, plan.bn, multiprocessors, grid_tiles, plan.blocks) &&
+  return tma_grid_blocks(batch, M, N, plan.bn, multiprocessors, plan.blocks) &&
          encode_rows_map(plan.a, bf16, fa, batch, 128, plan.a_batch) &&
          encode_rows_map(plan.b, bf16, fb, batch, plan.bn, plan.b_batch);
 }
@@ -607,7 +570,7 @@ inline bool prepare_gemm_tma(GemmTmaPlan& plan, bool bf16, const RowsFill& fa, c
 // (TmaConvLoad); fills `plan` and `bl` when it can.
 inline bool prepare_conv_tma(GemmTmaPlan& plan, TmaConvLoad& bl, bool bf16, const RowsFill& fa, const uint16_t* x,
                              int images, int H, int W, int C, int Ho, int Wo, int KW, int pad, int multiprocessors,
-                             int tile, bool grid_tiles) {
+                             int tile) {
   const TensorMapEncodeTiled encode = tensor_map_encoder();
   if (!encode || tile == 0 || x == nullptr || images <= 0 || images > 65535 || C <= 0 || C % 64 != 0 || Ho <= 0 ||
       Wo <= 0 || (static_cast<int64_t>(Ho) * Wo) % 8 != 0 || fa.rows <= 0 || KW <= 0 || pad < 0 ||
@@ -616,7 +579,7 @@ inline bool prepare_conv_tma(GemmTmaPlan& plan, TmaConvLoad& bl, bool bf16, cons
   const int P = Ho * Wo;
   const auto fits = [Wo](int bn) { return conv_tile_fits(bn, Wo); };
   plan.bn = tile > 0 ? (fits(tile) ? tile : 0) : gemm_tma_tile_n(images, fa.rows, P, multiprocessors, fits);
-  if (plan.bn == 0 || !tma_grid_blocks(images, fa.rows, P, plan.bn, multiprocessors, grid_tiles, plan.blocks) ||
+  if (plan.bn == 0 || !tma_grid_blocks(images, fa.rows, P, plan.bn, multiprocessors, plan.blocks) ||
       !encode_rows_map(plan.a, bf16, fa, images, 128, plan.a_batch))
     return false;
   const int bw = std::min(plan.bn, Wo), bh = plan.bn / bw;

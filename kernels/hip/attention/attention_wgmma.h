@@ -34,8 +34,8 @@
 // Queries past Sq are zero-filled by the copy engine and never stored.
 #pragma once
 
-#include "kernels/hip/attention_mma.h"  // AttnMmaArgs, pack2
-#include "kernels/hip/gemm_tma.h"
+#include "kernels/hip/attention/attention_mma.h"  // AttnMmaArgs, pack2
+#include "kernels/hip/gemm/gemm_tma.h"
 
 #if HIPQ_VENDOR_NVIDIA
 #include <algorithm>

@@ -1,4 +1,6 @@
-// The shared-memory tiled GEMM core used by matmul.hip and conv2d.hip.
+// The shared-memory tiled GEMM core (fp32 SIMT) used by matmul.hip and
+// conv2d.hip, and launch_gemm: conv2d's choice among it, the packed-half
+// and the mma.sync kernels (matmul's is choose_gemm_route, gemm_route.h).
 //
 // C[batch](m, n) = sum_k A(batch, m, k) * B(batch, k, n), accumulated in fp32,
 // then handed to an epilogue functor (bias, activation, residual, store).
@@ -11,10 +13,10 @@
 // b_k_fast) so that global loads go along contiguous memory.
 #pragma once
 
-#include "kernels/hip/gemm_dot2.h"
-#include "kernels/hip/gemm_mma.h"
+#include "kernels/hip/gemm/gemm_dot2.h"
+#include "kernels/hip/gemm/gemm_mma.h"
+#include "kernels/hip/gemm/micro_tile.h"
 #include "kernels/hip/hip_common.h"
-#include "kernels/hip/micro_tile.h"
 
 namespace hipq::kernels::dev {
 
@@ -74,6 +76,21 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   store_micro_tile<TM, TN, kRowsT, kColsT>(acc, batch, m0 + tr, n0 + tc, M, N, ep);
 }
 
+// The fp32 SIMT core alone: the big (128x128, 8x8 per thread) tile when
+// `big` (choose_gemm_route: the problem's big tiles fill the device), else the
+// small one (64x64, 4x4). Check hipGetLastError() after it.
+template <class LoadA, class LoadB, class Epilogue>
+void launch_gemm_simt(hipStream_t stream, bool big, int batch, int M, int N, int K, const LoadA& la, bool a_k_fast,
+                      const LoadB& lb, bool b_k_fast, const Epilogue& ep) {
+  if (big) {
+    dim3 grid((N + 127) / 128, (M + 127) / 128, batch);
+    gemm_tiled_kernel<128, 128, 8, 8, 8><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
+  } else {
+    dim3 grid((N + 63) / 64, (M + 63) / 64, batch);
+    gemm_tiled_kernel<64, 64, 8, 4, 4><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
+  }
+}
+
 // Launches the GEMM: with both operands f16 and dot2_ok (HipContext::
 // dot2_f16, HIPQ_DOT2=1: meant for AMD GPUs), the packed-half kernel
 // (gemm_dot2.h); on NVIDIA with both operands in the same 16-bit type
@@ -113,13 +130,7 @@ hipError_t launch_gemm(hipStream_t stream, int multiprocessors, bool mma_ok, boo
   (void)pb;
 #endif
   const int64_t big_blocks = static_cast<int64_t>((M + 127) / 128) * ((N + 127) / 128) * batch;
-  if (big_blocks >= multiprocessors) {
-    dim3 grid((N + 127) / 128, (M + 127) / 128, batch);
-    gemm_tiled_kernel<128, 128, 8, 8, 8><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
-  } else {
-    dim3 grid((N + 63) / 64, (M + 63) / 64, batch);
-    gemm_tiled_kernel<64, 64, 8, 4, 4><<<grid, 256, 0, stream>>>(M, N, K, la, a_k_fast, lb, b_k_fast, ep);
-  }
+  launch_gemm_simt(stream, big_blocks >= multiprocessors, batch, M, N, K, la, a_k_fast, lb, b_k_fast, ep);
   return hipGetLastError();
 }
 

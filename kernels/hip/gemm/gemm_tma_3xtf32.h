@@ -26,7 +26,7 @@
 // big / small copies of the input.
 #pragma once
 
-#include "kernels/hip/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_tma.h"
 #include "kernels/hip/tf32_split.h"
 
 #if HIPQ_VENDOR_NVIDIA
@@ -255,7 +255,7 @@ struct GemmTf32Plan {
 
 inline bool set_tf32_grid(GemmTf32Plan& plan, int batch, int M, int N, int multiprocessors) {
   return batch > 0 && batch <= 65535 && M > 0 && N > 0 &&
-         tma_grid_blocks(batch, M, N, Tma3xTf32Shape::BN, multiprocessors, /*grid_tiles=*/false, plan.blocks);
+         tma_grid_blocks(batch, M, N, Tma3xTf32Shape::BN, multiprocessors, plan.blocks);
 }
 
 template <class BLoad, class Epilogue>

@@ -18,7 +18,7 @@
 // final store.
 #pragma once
 
-#include "kernels/hip/gemm_mma.h"  // cp.async helpers
+#include "kernels/hip/gemm/gemm_mma.h"  // cp.async helpers
 #include "kernels/hip/hip_common.h"
 
 namespace hipq::kernels::dev {

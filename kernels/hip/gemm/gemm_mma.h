@@ -1,6 +1,6 @@
 // Matrix-unit variant of the GEMM core for f16/bf16 operands on NVIDIA
-// (sm_80+: warp-level mma through the WMMA API), used by launch_gemm in
-// gemm_tile.h when both operands are stored in the same 16-bit type. Same
+// (sm_80+: warp-level mma through the WMMA API): matmul's kMma route
+// (gemm_route.h) when both operands are stored in the same 16-bit type. Same
 // loader/epilogue contract as gemm_tiled_kernel: products accumulate in fp32,
 // the epilogue sees fp32 sums.
 //
@@ -26,6 +26,7 @@
 // matrix units; CDNA would use rocWMMA-style intrinsics, not in ROCm 5.2.3).
 #pragma once
 
+#include "kernels/hip/gemm_route.h"  // gemm_plain
 #include "kernels/hip/hip_common.h"
 
 namespace hipq::kernels::dev {
@@ -44,8 +45,7 @@ struct PlainOperand {
 // elements) has unit stride: empty unless every row piece of `vec` elements
 // (16 bytes) is a 16-byte aligned copy.
 inline PlainOperand plain_operand_vec(const void* p, int64_t sb, int64_t ld, int64_t contiguous, int64_t vec) {
-  const bool ok = p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0 && sb % vec == 0 && ld % vec == 0 &&
-                  ld >= 0 && sb >= 0 && contiguous % vec == 0;
+  const bool ok = gemm_plain(p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0, sb, ld, contiguous, vec);
   return ok ? PlainOperand{p, sb, ld} : PlainOperand{};
 }
 // 16-bit data: 8-element pieces.
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(256, FillA::kCompact && FillB::kCompact ? 2 : 
     }
   }
 #else
-  __trap();  // launch_gemm only selects this kernel on sm_80+
+  __trap();  // choose_gemm_route only selects this kernel on sm_80+
 #endif
 }
 

@@ -28,7 +28,7 @@
 // a SIMD on RDNA2 (1024 VGPRs a lane).
 #pragma once
 
-#include "kernels/hip/attention_mma.h"  // AttnMmaArgs
+#include "kernels/hip/attention/attention_mma.h"  // AttnMmaArgs
 #include "kernels/hip/dot2.h"
 #include "kernels/hip/hip_common.h"
 

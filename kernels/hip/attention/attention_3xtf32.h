@@ -31,8 +31,8 @@
 // banks apart), V rows D + 4 (rows 2t and 2t + 1 of column g: 8t and 8t + 4).
 #pragma once
 
-#include "kernels/hip/attention_mma.h"  // AttnMmaArgs
-#include "kernels/hip/gemm_3xtf32.h"    // mma_m16n8k8_tf32
+#include "kernels/hip/attention/attention_mma.h"  // AttnMmaArgs
+#include "kernels/hip/gemm/gemm_3xtf32.h"         // mma_m16n8k8_tf32
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/tf32_split.h"
 

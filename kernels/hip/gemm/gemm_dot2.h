@@ -1,10 +1,9 @@
 // Packed-half GEMM core for f16 operands on GPUs without matrix units (AMD
 // RDNA2, gfx1030: no WMMA/MFMA, but v_dot2_f32_f16: two f16 products added
 // into an fp32 accumulator, one instruction a lane a cycle, twice the fp32
-// FMA rate). Used by launch_gemm (gemm_tile.h) for f16 x f16 products where
-// HipContext::dot2_f16 holds (matmul through its loaders or plain operands,
-// as it reaches the fp32 SIMT core), and by conv2d's NHWC route
-// (Dot2NhwcConvFill).
+// FMA rate). Used for f16 x f16 products where HipContext::dot2_f16 holds:
+// matmul's kDot2 route (gemm_route.h; through its loaders or plain
+// operands) and conv2d's NHWC route (Dot2NhwcConvFill).
 //
 // Same blocking as gemm_tiled_kernel (a BM x BN tile a block, a TM x TN
 // register micro-tile a thread, its rows / columns BM / TM resp. BN / TN
@@ -27,9 +26,9 @@
 #pragma once
 
 #include "kernels/hip/dot2.h"
-#include "kernels/hip/gemm_mma.h"  // PlainOperand
+#include "kernels/hip/gemm/gemm_mma.h"  // PlainOperand
+#include "kernels/hip/gemm/micro_tile.h"
 #include "kernels/hip/hip_common.h"
-#include "kernels/hip/micro_tile.h"
 
 namespace hipq::kernels::dev {
 
@@ -209,7 +208,7 @@ void launch_gemm_dot2(hipStream_t stream, int multiprocessors, int batch, int M,
   }
 }
 
-// The loader-based entry (gemm_tile.h's launch_gemm): plain operands (pa /
+// The loader-based entry (matmul's kDot2 route): plain operands (pa /
 // pb set, as for the matrix-unit kernel) with 16-byte loads, others through
 // their loaders (Dot2OperandFill).
 template <class LoadA, class LoadB, class Epilogue>

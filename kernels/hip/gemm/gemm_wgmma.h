@@ -21,7 +21,7 @@
 // says at run time whether the device and the build have it.
 #pragma once
 
-#include "kernels/hip/gemm_mma.h"
+#include "kernels/hip/gemm/gemm_mma.h"
 
 #if HIPQ_VENDOR_NVIDIA
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -32,7 +32,7 @@
 // (128 a row) pad to 132 (rows 2t and 2t + 1 land 8t and 8t + 4 banks apart).
 #pragma once
 
-#include "kernels/hip/gemm_mma.h"
+#include "kernels/hip/gemm/gemm_mma.h"
 #include "kernels/hip/tf32_split.h"
 
 #if HIPQ_VENDOR_NVIDIA
