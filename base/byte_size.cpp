@@ -15,15 +15,20 @@ struct Unit {
   std::string_view name;
   int shift;
 };
-constexpr std::array<Unit, 10> kUnits{{{"", 0},
+// "GB" as cards are sold: a "8 GB" card has 8 GiB.
+constexpr std::array<Unit, 14> kUnits{{{"", 0},
                                        {"b", 0},
                                        {"k", 10},
+                                       {"kb", 10},
                                        {"kib", 10},
                                        {"m", 20},
+                                       {"mb", 20},
                                        {"mib", 20},
                                        {"g", 30},
+                                       {"gb", 30},
                                        {"gib", 30},
                                        {"t", 40},
+                                       {"tb", 40},
                                        {"tib", 40}}};
 
 Status bad_size(std::string_view text, std::string_view why) {

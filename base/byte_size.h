@@ -1,7 +1,7 @@
 // Sizes of memory as people write them: "8GiB", "6 GiB", "512MiB", "7.5G",
-// "1073741824". Binary units (KiB, MiB, GiB, TiB, and the short K, M, G, T,
-// which device memory is always counted in) and plain bytes (B or no unit);
-// case-insensitive. Used for --device-memory-limit and
+// "8GB", "1073741824". Binary units (KiB, MiB, GiB, TiB; K, M, G, T and KB,
+// MB, GB, TB mean the same, as device memory is sold: an "8 GB" card holds
+// 8 GiB) and plain bytes (B or no unit); case-insensitive. Used for --device-memory-limit and
 // HIPQ_DEVICE_MEMORY_LIMIT.
 // Thread safety: pure functions.
 #pragma once

@@ -66,6 +66,7 @@ Status write_timings(const GenerationJob& job, const GenerationRun& r, const Out
   timed.steps = r.output.steps;
   timed.peak_memory_bytes = r.output.peak_memory_bytes;
   timed.warm = r.output.warm;
+  timed.memory_plan = r.output.memory_plan;
   nlohmann::json timings = timings_json(timed, job.settings, info);
   if (r.parity) {
     timings["parity"] = r.parity->to_json();

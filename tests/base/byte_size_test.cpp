@@ -16,10 +16,12 @@ TEST(ByteSizeTest, BinaryUnitsAndPlainBytesParse) {
   EXPECT_EQ(*parse_byte_size("1073741824"), int64_t{1} << 30);
   EXPECT_EQ(*parse_byte_size(" 100 B "), 100);
   EXPECT_EQ(*parse_byte_size("1T"), int64_t{1} << 40);
+  EXPECT_EQ(*parse_byte_size("8GB"), int64_t{8} << 30) << "an 8 GB card holds 8 GiB";
+  EXPECT_EQ(*parse_byte_size("512 mb"), int64_t{512} << 20);
 }
 
 TEST(ByteSizeTest, WhatIsNotASizeIsRefusedWithTheForms) {
-  for (const char* bad : {"", "GiB", "-1G", "8 GB", "8XB", "1.2.3G", ".", "2e9", "9999999999999999999T"}) {
+  for (const char* bad : {"", "GiB", "-1G", "8 GiBs", "8XB", "1.2.3G", ".", "2e9", "9999999999999999999T"}) {
     auto r = parse_byte_size(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;

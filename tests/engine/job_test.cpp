@@ -145,6 +145,10 @@ TEST_F(JobTest, WithoutAGoldenWritesEveryOutputAndJudgesNoGolden) {
   EXPECT_EQ(t["parity"]["verdict"], "NO_GOLDEN");
   EXPECT_TRUE(t["parity"]["golden"].is_null());
   EXPECT_EQ(t["steps"].size(), 2u);
+  // And the placement it ran in, with its plan (engine/memory_plan.h).
+  EXPECT_EQ(t["memory_plan"]["placement"], "standard");
+  EXPECT_GT(t["memory_plan"]["peak_bytes"].get<int64_t>(), 0);
+  EXPECT_GE(t["memory_plan"]["peak_bytes"].get<int64_t>(), t["peak_memory_bytes"].get<int64_t>());
 }
 
 TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {
