@@ -206,7 +206,8 @@ int run_generate(const GenerateArgs& a) {
 
   fmt::print("wrote {}\n      {}\n      {}\n", latent_path.string(), image_path.string(), timings_path.string());
   for (const auto& p : r.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
-  fmt::print("  peak device memory {:.1f} MiB, warm {}\n", out.peak_memory_bytes / 1048576.0, out.warm);
+  fmt::print("  peak device memory {:.1f} MiB, warm {}; placement {} (plan: {})\n", out.peak_memory_bytes / 1048576.0,
+             out.warm, engine::placement_name(out.memory_plan.placement), out.memory_plan.describe());
   if (parity) {
     fmt::print("parity: {}", engine::verdict_name(parity->verdict));
     if (parity->metrics) {
