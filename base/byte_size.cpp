@@ -32,9 +32,10 @@ constexpr std::array<Unit, 14> kUnits{{{"", 0},
                                        {"tib", 40}}};
 
 Status bad_size(std::string_view text, std::string_view why) {
-  return Status::InvalidArgument("'" + std::string(text.substr(0, 64)) + "' is not a memory size (" +
-                                 std::string(why) +
-                                 "): write a number of bytes or one with a binary unit, e.g. 8GiB, 6144MiB, 7.5G");
+  std::string m;
+  m.append("'").append(text.substr(0, 64)).append("' is not a memory size (").append(why);
+  m.append("): write a number of bytes or one with a binary unit, e.g. 8GiB, 6144MiB, 7.5G");
+  return Status::InvalidArgument(m);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ DType vae_dtype_for(const std::string& family, const VaeConfig& vae, DType preci
 }
 
 int64_t low_placement_vae_tile(const VaeConfig& vae) {
-  return std::max<int64_t>(256, vae.sample_size / 2 / 8 * 8);
+  return std::max<int64_t>(256, vae.sample_size * 3 / 4 / 8 * 8);
 }
 
 int64_t MemoryPlan::peak() const { return std::max({text_encode, denoise, decode}); }

@@ -6,9 +6,9 @@
 //   low       the text encoders are on the device only while the prompt is
 //             encoded (released after, loaded again for the next job); the
 //             VAE decodes the image whole when that fits (the same pixels as
-//             standard), else, as a last resort, in tiles (low_placement_vae_tile)
-//             overlapping by half, blended as diffusers' tiled decode blends
-//             them: the latent is the same bits, the image near the whole
+//             standard), else in tiles (low_placement_vae_tile) overlapping
+//             by a quarter, blended as diffusers' tiled decode blends them
+//             (its tiled_decode): the latent is the same bits, the image near the whole
 //             decode but not equal (each tile's group norms see only the
 //             tile; docs/memory.md gives the measured PSNR).
 //   auto      standard when its plan fits the device, else low.
@@ -58,9 +58,9 @@ struct ModelShapes {
 kernels::DType vae_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
 
 // The tile a low placement decodes in when the whole image does not fit:
-// half the VAE's sample_size (SDXL: 512 px, a quarter of the pixels of its
-// native 1024), at least 256 px (smaller tiles stray too far from the whole
-// decode).
+// three quarters of the VAE's sample_size (SDXL: 768 px: a 1024 px image in
+// 2 x 2 tiles, 1.4 times the whole decode's work, 0.56 of its memory), at
+// least 256 px (smaller tiles stray too far from the whole decode).
 int64_t low_placement_vae_tile(const VaeConfig& vae);
 
 struct MemoryPlan {

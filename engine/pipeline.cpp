@@ -112,10 +112,6 @@ Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, 
   const int64_t threshold = options.vae_tile_above_latent_pixels;
   tiling.enabled = tile > 0 || threshold == 0 || (threshold > 0 && lh * lw > threshold);
   tiling.tile_sample_size = tile;
-  // Half-overlapping tiles: each pixel is blended from tiles that saw more of
-  // its surroundings than diffusers' quarter overlap gives (closer to the
-  // whole decode; memory_plan.h).
-  if (tile > 0) tiling.overlap = 0.5f;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
   return to_host_f32(be, image.t);
 }
@@ -167,12 +163,24 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   unet.emplace(std::move(u));
   enc1.pad_with_eos = family != "sd2";
   enc2.pad_with_eos = false;
-  if (options.placement != Placement::kLow) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  if (options.placement == Placement::kStandard) {
+    HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  } else if (options.placement == Placement::kAuto) {
+    // A card too small for every weight at once may still run the low
+    // placement, which loads the text encoders per prompt: generate() decides.
+    if (Status st = load_text_encoders(); !st.ok()) {
+      if (st.code() != StatusCode::kResourceExhausted) return st;
+      release_text_encoders();
+    }
+  }
   HIPQ_ASSIGN_OR_RETURN(VaeDecoder v,
                         VaeDecoder::load(shapes.vae, *vae_weights, be, vae_dtype_for(family, shapes.vae, dtype)));
   vae.emplace(std::move(v));
 
   HIPQ_RETURN_IF_ERROR(be.synchronize());
+  // The uploads' temporaries (f32 staging of cast weights) are cached blocks
+  // nothing after the load asks for again.
+  HIPQ_RETURN_IF_ERROR(be.trim_cache());
   HIPQ_RETURN_IF_ERROR(timer.end());
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
   load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();

@@ -9,10 +9,9 @@
 //   HIPQ_DOT2=1 on NVIDIA: f16 on the packed-half kernels in place of the
 //     tensor cores (not faster there: it runs their parity cases on a GPU at
 //     hand). HIPQ_DOT2=0: off everywhere.
-// The packed-half kernels are not AMD's default yet: no AMD GPU has run them,
-// and their parity cases have not yet run on NVIDIA either
-// (kernels/dev/README.md). Once they pass there, kDot2DefaultOnAmd becomes
-// true.
+// The packed-half kernels are AMD's default: their light and SDXL-shape
+// parity cases (matmul, conv2d, attention in f16) all passed on an H200 with
+// HIPQ_DOT2=1 (2026-12-05, docs/benchmarks.md); no AMD GPU has run them yet.
 // bf16 products take the tensor cores on NVIDIA and the fp32 SIMT core on
 // AMD (RDNA2 has no bf16 dot instruction). Plain C++, always built, so
 // `hipq version` can name the mode without a device.
@@ -24,7 +23,7 @@
 namespace hipq::kernels {
 
 inline constexpr const char* kDot2Env = "HIPQ_DOT2";
-inline constexpr bool kDot2DefaultOnAmd = false;
+inline constexpr bool kDot2DefaultOnAmd = true;
 
 // Whether f16 products take the packed-half kernels on a hip backend of the
 // given vendor, for HIPQ_DOT2 = `value`: "1" yes, "0" no, anything else
