@@ -6,6 +6,7 @@
 
 #include "base/byte_size.h"
 #include "engine/models/weight_binder.h"
+#include "engine/tokenizer.h"
 
 namespace hipq::engine {
 namespace {
@@ -55,16 +56,16 @@ ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const k
   return b;
 }
 
+std::string gib(int64_t bytes) { return format_byte_size(bytes); }
+
+}  // namespace
+
 Result<DType> precision_dtype(const std::string& precision) {
   if (precision == "fp32") return DType::kF32;
   if (precision == "fp16") return DType::kF16;
   if (precision == "bf16") return DType::kBF16;
   return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16");
 }
-
-std::string gib(int64_t bytes) { return format_byte_size(bytes); }
-
-}  // namespace
 
 Result<Placement> parse_placement(std::string_view name) {
   for (size_t i = 0; i < kPlacementNames.size(); ++i)
@@ -131,10 +132,11 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   int64_t fixed = 4 * unit;
   for (const ParamSpec& p : unet_specs)
     if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
-      fixed += 2 * batch * 77 * p.shape[0] * dsize(dtype);
+      fixed += 2 * batch * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
   int64_t text_act = 0;
   for (const ClipTextConfig& c : shapes.text_encoders)
-    text_act = std::max(text_act, kTextActivationRows * batch * 77 * std::max(c.intermediate_size, c.hidden_size) * 4);
+    text_act = std::max(text_act, kTextActivationRows * batch * ClipTokenizer::kMaxLength *
+                                      std::max(c.intermediate_size, c.hidden_size) * 4);
 
   // The VAE's widest moments at full resolution: the first resnet of the last
   // up block (input, its norm and conv1's output: 2 * c1 + c0 channels), its

@@ -52,6 +52,10 @@ struct ModelShapes {
   VaeConfig vae;
 };
 
+// The dtype of a precision name: fp32 | fp16 | bf16; InvalidArgument naming
+// the known ones otherwise.
+Result<kernels::DType> precision_dtype(const std::string& precision);
+
 // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has
 // fp32's range and decodes in bf16, as diffusers does).

@@ -25,13 +25,6 @@ using kernels::DType;
 
 namespace {
 
-Result<DType> precision_dtype(const std::string& precision) {
-  if (precision == "fp32") return DType::kF32;
-  if (precision == "fp16") return DType::kF16;
-  if (precision == "bf16") return DType::kBF16;
-  return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16");
-}
-
 const nlohmann::json* find_config(const ModelComponents& m, const std::string& key) {
   auto it = m.configs.find(key);
   if (it == m.configs.end() || it->second.is_null()) return nullptr;
@@ -44,6 +37,9 @@ Result<std::shared_ptr<WeightSource>> component(const ModelComponents& m, const 
     return Status::NotFound("model " + m.spec + " has no " + key + " weights");
   return it->second;
 }
+
+// The model folder's components of text encoders 1 and 2 (SDXL has both).
+constexpr const char* kTextEncoderKeys[2] = {"text_encoder", "text_encoder_2"};
 
 // The encoder stack of one family: which token padding each encoder expects
 // (diffusers' tokenizer configs: CLIP-L pads with <|endoftext|>, OpenCLIP
@@ -138,9 +134,8 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   } else {
     HIPQ_ASSIGN_OR_RETURN(sh.unet, UNetConfig::from_weights(*unet_weights));
   }
-  const std::vector<std::string> encoder_keys =
-      family == "sdxl" ? std::vector<std::string>{"text_encoder", "text_encoder_2"} : std::vector<std::string>{"text_encoder"};
-  for (const std::string& key : encoder_keys) {
+  for (size_t i = 0; i < (family == "sdxl" ? 2u : 1u); ++i) {
+    const std::string key = kTextEncoderKeys[i];
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, key));
     ClipTextConfig ccfg;
     if (const auto* j = find_config(components, key)) {
@@ -191,10 +186,9 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
 
 Status Pipeline::Impl::load_text_encoders() {
   TextEncoderSlot* slots[2] = {&enc1, &enc2};
-  const char* keys[2] = {"text_encoder", "text_encoder_2"};
   for (size_t i = 0; i < shapes.text_encoders.size() && i < 2; ++i) {
     if (slots[i]->model) continue;
-    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, keys[i]));
+    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
     HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(shapes.text_encoders[i], *w, *backend, loaded_dtype));
     slots[i]->model.emplace(std::move(m));
   }
