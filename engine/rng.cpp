@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 
 namespace hipq::engine {
@@ -156,10 +157,10 @@ namespace {
 // (`fill16`), and when numel is not a multiple of 16 the last 16 values
 // (overlapping finished ones) are redrawn from fresh uniforms.
 template <class Store, class Uniform, class Fill16>
-std::vector<float> torch_normal_fill(uint64_t seed, int64_t numel, Store store, Uniform uniform, Fill16 fill16) {
+std::vector<float> torch_normal_fill(TorchCpuGenerator& gen, int64_t numel, Store store, Uniform uniform,
+                                     Fill16 fill16) {
   std::vector<float> out(static_cast<size_t>(std::max<int64_t>(numel, 0)));
   if (numel <= 0) return out;
-  TorchCpuGenerator gen(seed);
   if (numel < 16) {
     for (auto& v : out) v = store(gen.normal_double());
     return out;
@@ -174,17 +175,13 @@ std::vector<float> torch_normal_fill(uint64_t seed, int64_t numel, Store store, 
   return out;
 }
 
-}  // namespace
-
-std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel) {
+std::vector<float> randn_cpu_f32(TorchCpuGenerator& gen, int64_t numel) {
   return torch_normal_fill(
-      seed, numel, [](double v) { return static_cast<float>(v); },
+      gen, numel, [](double v) { return static_cast<float>(v); },
       [](TorchCpuGenerator& g) { return g.uniform_float(); }, normal_fill_16);
 }
 
 // ---- torch.randn in float16 / bfloat16 on the CPU generator -----------------
-
-namespace {
 
 // c10::Half / c10::BFloat16 as torch's normal_fill_16<scalar_t> uses them:
 // storage rounded to nearest even; arithmetic between two of them (or with an
@@ -218,18 +215,18 @@ void normal_fill_16_reduced(const Reduced& t, float* data) {
   }
 }
 
-}  // namespace
-
-std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel, kernels::DType dtype) {
-  if (dtype != kernels::DType::kF16 && dtype != kernels::DType::kBF16) return torch_randn_cpu(seed, numel);
+std::vector<float> randn_cpu(TorchCpuGenerator& gen, int64_t numel, kernels::DType dtype) {
+  if (dtype != kernels::DType::kF16 && dtype != kernels::DType::kBF16) return randn_cpu_f32(gen, numel);
   const Reduced t{dtype};
   const uint32_t mask = (1u << t.digits()) - 1;
   const float scale = 1.0f / static_cast<float>(1u << t.digits());
   return torch_normal_fill(
-      seed, numel, [&](double v) { return t(static_cast<float>(v)); },  // to T through float
+      gen, numel, [&](double v) { return t(static_cast<float>(v)); },  // to T through float
       [&](TorchCpuGenerator& g) { return static_cast<float>(g.random() & mask) * scale; },  // exact in T
       [&](float* block) { normal_fill_16_reduced(t, block); });
 }
+
+}  // namespace
 
 // ---- torch's CUDA generator (Philox4x32-10, as curand) ----------------------
 
@@ -267,7 +264,8 @@ void box_muller(uint32_t x, uint32_t y, float* first, float* second) {
 
 }  // namespace
 
-std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiprocessors, int max_threads_per_sm) {
+std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiprocessors, int max_threads_per_sm,
+                                    uint64_t philox_offset) {
   std::vector<float> out(static_cast<size_t>(std::max<int64_t>(numel, 0)));
   if (numel <= 0) return out;
   // torch's calc_execution_policy + distribution_elementwise_grid_stride_kernel
@@ -283,10 +281,13 @@ std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiproce
   const uint64_t rounded = ((n - 1) / stride + 1) * stride;
   const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (uint64_t idx = 0; idx < threads; ++idx) {
-    // curand_init(seed, subsequence = idx, offset = 0): counter (call, 0, idx_lo, idx_hi).
-    uint32_t call = 0;
+    // curand_init(seed, subsequence = idx, offset): counter (call_lo, call_hi, idx_lo, idx_hi).
+    // torch passes the generator's offset (a multiple of 4 values) to
+    // curand_init: the counter's first word starts at offset / 4.
+    uint64_t call = philox_offset / 4;
     for (uint64_t linear = idx; linear < rounded; linear += stride, ++call) {
-      const Philox4 r = philox4x32_10(Philox4{{call, 0, static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32)}},
+      const Philox4 r = philox4x32_10(Philox4{{static_cast<uint32_t>(call), static_cast<uint32_t>(call >> 32),
+                                               static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32)}},
                                       k0, k1);
       float vals[4];
       box_muller(r.v[0], r.v[1], &vals[0], &vals[1]);
@@ -300,8 +301,51 @@ std::vector<float> torch_randn_cuda(uint64_t seed, int64_t numel, int multiproce
   return out;
 }
 
+uint64_t torch_cuda_offset_increment(int64_t numel, int multiprocessors, int max_threads_per_sm) {
+  if (numel <= 0) return 0;
+  // calc_execution_policy's counter_offset: rounds of the grid-stride loop
+  // times curand4_engine_calls (4), which philox_cuda_state rounds up to a
+  // multiple of 4 (already one).
+  constexpr uint64_t kBlock = 256;
+  constexpr uint64_t kUnroll = 4;
+  const uint64_t n = static_cast<uint64_t>(numel);
+  const uint64_t blocks_per_sm = static_cast<uint64_t>(max_threads_per_sm) / kBlock;
+  const uint64_t grid = std::min<uint64_t>(static_cast<uint64_t>(multiprocessors) * blocks_per_sm,
+                                           (n + kBlock - 1) / kBlock);
+  return ((n - 1) / (kBlock * grid * kUnroll) + 1) * 4;
+}
+
+struct TorchGenerator::Cpu {
+  explicit Cpu(uint64_t seed) : gen(seed) {}
+  TorchCpuGenerator gen;
+};
+
+TorchGenerator::TorchGenerator(RngKind kind, uint64_t seed) : kind_(kind), seed_(seed) {
+  if (kind == RngKind::kTorchCpu) cpu_ = std::make_unique<Cpu>(seed);
+}
+TorchGenerator::~TorchGenerator() = default;
+TorchGenerator::TorchGenerator(TorchGenerator&&) noexcept = default;
+TorchGenerator& TorchGenerator::operator=(TorchGenerator&&) noexcept = default;
+
+std::vector<float> TorchGenerator::randn(int64_t numel, kernels::DType dtype) {
+  if (kind_ == RngKind::kTorchCpu) return randn_cpu(cpu_->gen, numel, dtype);
+  std::vector<float> out = torch_randn_cuda(seed_, numel, 132, 2048, philox_offset_);
+  philox_offset_ += torch_cuda_offset_increment(numel);
+  return out;
+}
+
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel) {
+  TorchCpuGenerator gen(seed);
+  return randn_cpu_f32(gen, numel);
+}
+
+std::vector<float> torch_randn_cpu(uint64_t seed, int64_t numel, kernels::DType dtype) {
+  TorchCpuGenerator gen(seed);
+  return randn_cpu(gen, numel, dtype);
+}
+
 std::vector<float> randn(RngKind kind, uint64_t seed, int64_t numel, kernels::DType dtype) {
-  return kind == RngKind::kTorchCpu ? torch_randn_cpu(seed, numel, dtype) : torch_randn_cuda(seed, numel);
+  return TorchGenerator(kind, seed).randn(numel, dtype);
 }
 
 }  // namespace hipq::engine
