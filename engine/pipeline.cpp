@@ -366,7 +366,11 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   // the prompt embeddings), and torch's CPU generator gives a different
   // sequence per dtype: same seed, same draw.
   HIPQ_ASSIGN_OR_RETURN(DType noise_dtype, precision_dtype(s.precision));
-  const std::vector<float> noise = randn(rng_kind, s.seed, latent_numel, noise_dtype);
+  // One generator for the job: the initial noise first, then (stochastic
+  // samplers) each step's noise, as diffusers passes one torch.Generator to
+  // prepare_latents and to the scheduler's step().
+  TorchGenerator generator(rng_kind, s.seed);
+  const std::vector<float> noise = generator.randn(latent_numel, noise_dtype);
   // The latents live on the device for the whole loop (engine/sampler.h).
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor latents,
                         DeviceTensor::from_host(be, noise.data(), {1, lc, lh, lw}, DType::kF32));
@@ -432,7 +436,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
   last_seen = std::chrono::steady_clock::now();
-  Status sampled = sample(be, schedule, im.scheduler, latents.t, denoise);
+  Status sampled = sample(be, schedule, im.scheduler, latents.t, denoise, StepNoiseSource{&generator, noise_dtype});
   if (sampled.ok() && !step_done.empty()) sampled = report_finished(static_cast<int>(step_done.size()) - 1);
   unet_step.reset();
   HIPQ_RETURN_IF_ERROR(sampled);

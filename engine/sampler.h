@@ -27,6 +27,7 @@
 #include <functional>
 
 #include "base/status.h"
+#include "engine/rng.h"
 #include "engine/scheduler.h"
 #include "kernels/backend.h"
 
@@ -42,6 +43,17 @@ struct DenoiseStep {
 using Denoiser = std::function<Status(const kernels::Tensor& model_input, const DenoiseStep& step,
                                       kernels::Tensor& model_output)>;
 
+// Where a stochastic sampler (Euler a, DPM++ 2M SDE, ...) draws each step's
+// noise: the job's generator after the initial noise (diffusers passes the
+// same torch.Generator to prepare_latents and to every step()), and the dtype
+// diffusers' model output has (the pipeline's precision), in which the
+// ancestral steps draw. Deterministic samplers ignore it; a stochastic one
+// without a generator is InvalidArgument.
+struct StepNoiseSource {
+  TorchGenerator* generator = nullptr;
+  kernels::DType model_dtype = kernels::DType::kF32;
+};
+
 // Each takes the initial noise (unit variance, e.g. torch_randn_cpu) in `x`,
 // a contiguous fp32 tensor of `backend`, multiplies it by
 // schedule.init_noise_sigma and leaves the final latents in it.
@@ -52,11 +64,17 @@ Status sample_euler(kernels::Backend& backend, const Schedule& schedule, const S
 // diffusers/schedulers/scheduling_ddim.py (DDIMScheduler.step, eta = 0)
 Status sample_ddim(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
                    kernels::Tensor& x, const Denoiser& denoise);
-// diffusers/schedulers/scheduling_dpmsolver_multistep.py (dpmsolver++, order 2, midpoint)
+// diffusers/schedulers/scheduling_dpmsolver_multistep.py (dpmsolver++, order 2, midpoint);
+// with `noise`, sde-dpmsolver++ (DPM++ 2M SDE), which draws f32 noise every step.
 Status sample_dpmpp_2m(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
-                       kernels::Tensor& x, const Denoiser& denoise);
+                       kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource* noise = nullptr);
+// diffusers/schedulers/scheduling_euler_ancestral_discrete.py (EulerAncestralDiscreteScheduler.step)
+Status sample_euler_ancestral(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                              kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource& noise);
 // Dispatches on schedule.kind.
 Status sample(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg, kernels::Tensor& x,
-              const Denoiser& denoise);
+              const Denoiser& denoise, const StepNoiseSource& noise = {});
+// Whether the sampler of `kind` draws noise every step (needs a generator).
+bool draws_step_noise(SamplerKind kind);
 
 }  // namespace hipq::engine

@@ -340,6 +340,19 @@ Result<Schedule> make_schedule(const SchedulerConfig& cfg, int steps, SamplerKin
     case SamplerKind::kDdim: return ddim_schedule(cfg, steps, std::move(ac));
     case SamplerKind::kDpmpp2m: return dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac));
     case SamplerKind::kDpmpp2mKarras: return dpm_schedule(cfg, steps, true, std::move(ac));
+    case SamplerKind::kEulerAncestral: {  // the Euler table (EulerAncestral has no Karras option)
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, euler_schedule(cfg, steps, false, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kDpmpp2mSde:
+    case SamplerKind::kDpmpp2mSdeKarras: {
+      HIPQ_ASSIGN_OR_RETURN(
+          Schedule s, dpm_schedule(cfg, steps, kind == SamplerKind::kDpmpp2mSdeKarras || cfg.use_karras_sigmas,
+                                   std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
   }
   return Status::Internal("make_schedule: unknown sampler kind");
 }

@@ -25,9 +25,12 @@ const std::vector<SamplerName>& sampler_names() {
   static const std::vector<SamplerName> k = {
       {"euler", "Euler", false, SamplerKind::kEuler},
       {"euler_karras", "Euler", true, SamplerKind::kEulerKarras},
+      {"euler_ancestral", "Euler a", false, SamplerKind::kEulerAncestral},
       {"ddim", "DDIM", false, SamplerKind::kDdim},
       {"dpmpp_2m", "DPM++ 2M", false, SamplerKind::kDpmpp2m},
       {"dpmpp_2m_karras", "DPM++ 2M", true, SamplerKind::kDpmpp2mKarras},
+      {"dpmpp_2m_sde", "DPM++ 2M SDE", false, SamplerKind::kDpmpp2mSde},
+      {"dpmpp_2m_sde_karras", "DPM++ 2M SDE", true, SamplerKind::kDpmpp2mSdeKarras},
   };
   return k;
 }

@@ -52,7 +52,16 @@ struct GenerationSettings {
 };
 
 // The samplers hipq implements (engine/sampler.cpp switches on it).
-enum class SamplerKind { kEuler, kEulerKarras, kDdim, kDpmpp2m, kDpmpp2mKarras };
+enum class SamplerKind {
+  kEuler,
+  kEulerKarras,
+  kEulerAncestral,
+  kDdim,
+  kDpmpp2m,
+  kDpmpp2mKarras,
+  kDpmpp2mSde,
+  kDpmpp2mSdeKarras,
+};
 
 // One sampler hipq implements: its name in settings, the name AUTOMATIC1111's
 // web UI gives it (PNG "parameters" text), whether its schedule is Karras',

@@ -82,8 +82,20 @@ from enum import Enum
 import torch
 class KarrasDiffusionSchedulers(Enum):
     DDIMScheduler = 1
+    DDPMScheduler = 2
+    PNDMScheduler = 3
+    LMSDiscreteScheduler = 4
     EulerDiscreteScheduler = 5
+    HeunDiscreteScheduler = 6
+    EulerAncestralDiscreteScheduler = 7
     DPMSolverMultistepScheduler = 8
+    DPMSolverSinglestepScheduler = 9
+    KDPM2DiscreteScheduler = 10
+    KDPM2AncestralDiscreteScheduler = 11
+    DEISMultistepScheduler = 12
+    UniPCMultistepScheduler = 13
+    DPMSolverSDEScheduler = 14
+    EDMEulerScheduler = 15
 class SchedulerMixin:
     pass
 @dataclass
@@ -92,12 +104,13 @@ class SchedulerOutput:
 '''
 
 
-def load_schedulers(src):
+def load_scheduler_classes(src, wanted):
+    """{module name: class name} -> ({module name: class}, how they were loaded)."""
     sys.path.insert(0, src)
     try:
         import diffusers  # noqa: F401
-        from diffusers import DDIMScheduler, DPMSolverMultistepScheduler, EulerDiscreteScheduler
-        return EulerDiscreteScheduler, DDIMScheduler, DPMSolverMultistepScheduler, "diffusers package"
+        out = {m: getattr(importlib.import_module("diffusers.schedulers." + m), c) for m, c in wanted.items()}
+        return out, "diffusers package"
     except Exception:
         sys.path.pop(0)
         for k in [k for k in sys.modules if k == "diffusers" or k.startswith("diffusers.")]:
@@ -117,15 +130,23 @@ def load_schedulers(src):
     for name, text in files.items():
         with open(os.path.join(pkg, name), "w") as f:
             f.write(text)
-    for mod in ["scheduling_euler_discrete", "scheduling_ddim", "scheduling_dpmsolver_multistep"]:
+    for mod in wanted:
         os.symlink(os.path.join(src, "diffusers", "schedulers", mod + ".py"),
                    os.path.join(pkg, "schedulers", mod + ".py"))
     sys.path.insert(0, scratch)
     importlib.invalidate_caches()
-    e = importlib.import_module("diffusers.schedulers.scheduling_euler_discrete").EulerDiscreteScheduler
-    d = importlib.import_module("diffusers.schedulers.scheduling_ddim").DDIMScheduler
-    p = importlib.import_module("diffusers.schedulers.scheduling_dpmsolver_multistep").DPMSolverMultistepScheduler
-    return e, d, p, "scheduler modules with stand-in config/utils imports"
+    out = {m: getattr(importlib.import_module("diffusers.schedulers." + m), c) for m, c in wanted.items()}
+    return out, "scheduler modules with stand-in config/utils imports"
+
+
+def load_schedulers(src):
+    classes, how = load_scheduler_classes(src, {
+        "scheduling_euler_discrete": "EulerDiscreteScheduler",
+        "scheduling_ddim": "DDIMScheduler",
+        "scheduling_dpmsolver_multistep": "DPMSolverMultistepScheduler",
+    })
+    return (classes["scheduling_euler_discrete"], classes["scheduling_ddim"],
+            classes["scheduling_dpmsolver_multistep"], how)
 
 
 # SDXL base 1.0 scheduler/scheduler_config.json

@@ -1,0 +1,60 @@
+// StepOps: the elementwise arithmetic of one sampler's step on the backend.
+//
+// Every arithmetic operation of a diffusers step() is one op here, in the
+// same order, so each result is rounded where PyTorch rounds it: `scale` for
+// a product with a per-step constant (computed on the host in fp32 as
+// diffusers computes its 0-d CPU tensors), `add`/`sub` for tensor sums, and
+// `div` for a division by a per-step constant, which must stay a division:
+// the constants divided by go up once, before the first step, as a small
+// device table (`divisors`, `per_step` of them per step).
+//
+// Also holds `temps` scratch tensors shaped like the latents. check_inputs is
+// the one validation of a sampler's arguments.
+// Thread safety: the backend's thread.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "engine/models/device_tensor.h"
+#include "engine/scheduler.h"
+#include "kernels/backend.h"
+
+namespace hipq::engine::samplers {
+
+// InvalidArgument for a schedule without steps (or with sigmas not one longer
+// than its timesteps) and for latents that are not a contiguous f32 tensor.
+Status check_inputs(const Schedule& s, const kernels::Tensor& x, std::string_view who);
+
+class StepOps {
+ public:
+  static Result<StepOps> make(kernels::Backend& be, const kernels::Tensor& like, int temps,
+                              const std::vector<float>& divisors, int per_step);
+
+  kernels::Backend& backend() { return *be_; }
+  kernels::Tensor& tmp(int i) { return temps_[static_cast<size_t>(i)].t; }
+
+  Status scale(const kernels::Tensor& a, float factor, kernels::Tensor& y) { return be_->scale(a, y, factor, 0.0f); }
+  Status add(const kernels::Tensor& a, const kernels::Tensor& b, kernels::Tensor& y) {
+    return be_->binary(kernels::BinaryOp::kAdd, a, b, y);
+  }
+  Status sub(const kernels::Tensor& a, const kernels::Tensor& b, kernels::Tensor& y) {
+    return be_->binary(kernels::BinaryOp::kSub, a, b, y);
+  }
+  Status mul(const kernels::Tensor& a, const kernels::Tensor& b, kernels::Tensor& y) {
+    return be_->binary(kernels::BinaryOp::kMul, a, b, y);
+  }
+  // y = a / divisors[step * per_step + which].
+  Status div(const kernels::Tensor& a, int step, int which, kernels::Tensor& y);
+  Status copy(const kernels::Tensor& a, kernels::Tensor& y) { return be_->copy(a, y); }
+
+ private:
+  kernels::Backend* be_ = nullptr;
+  int per_step_ = 0;
+  std::vector<DeviceTensor> temps_;
+  DeviceTensor table_;
+};
+
+}  // namespace hipq::engine::samplers
