@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/did_you_mean.h"
 #include "base/fs.h"
+#include "base/did_you_mean.h"
 #include "cli/commands.h"
 #include "cli/memory_options.h"
 #include "engine/job.h"
@@ -90,13 +92,18 @@ Status check_flags(const GenerateArgs& a) {
   auto one_of = [](const char* flag, const std::string& value, const std::vector<std::string>& known) -> Status {
     for (const auto& k : known)
       if (k == value) return Status::Ok();
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    return Status::InvalidArgument(fmt::format("{} {}: unknown; known: {}", flag, value, list));
+    return Status::InvalidArgument(fmt::format("{} {}: unknown{}; known: {}", flag, value, did_you_mean(value, known),
+                                               spec::join_names(known)));
   };
-  HIPQ_RETURN_IF_ERROR(one_of("--sampler", s.sampler, spec::known_samplers()));
+  if (!spec::find_sampler(s.sampler))
+    return Status::InvalidArgument(fmt::format("--sampler {}: unknown{}; known: {}", s.sampler,
+                                               spec::suggest_sampler(s.sampler), spec::join_names(spec::known_samplers())));
   HIPQ_RETURN_IF_ERROR(one_of("--precision", s.precision, spec::known_precisions()));
   HIPQ_RETURN_IF_ERROR(one_of("--rng", s.rng, spec::known_rngs()));
+  if (!s.timestep_spacing.empty())
+    HIPQ_RETURN_IF_ERROR(one_of("--timestep-spacing", s.timestep_spacing, spec::known_timestep_spacings()));
+  if (!(s.guidance_rescale >= 0.0f && s.guidance_rescale <= 1.0f))
+    return Status::InvalidArgument(fmt::format("--guidance-rescale {}: must be in 0..1", s.guidance_rescale));
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -206,6 +213,8 @@ int run_generate(const GenerateArgs& a) {
 
   fmt::print("wrote {}\n      {}\n      {}\n", latent_path.string(), image_path.string(), timings_path.string());
   for (const auto& p : r.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
+  fmt::print("  denoise: {} UNet calls at batch {} ({})\n", out.model_calls, out.unet_batch,
+             out.unet_batch == 1 ? "guidance off: the conditional pass only" : "classifier-free guidance");
   fmt::print("  peak device memory {:.1f} MiB, warm {}; placement {} (plan: {})\n", out.peak_memory_bytes / 1048576.0,
              out.warm, engine::placement_name(out.memory_plan.placement), out.memory_plan.describe());
   if (parity) {
@@ -242,6 +251,12 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--precision", args->settings.precision, spec::join_names(spec::known_precisions(), " | "))
       ->capture_default_str();
   cmd->add_option("--rng", args->settings.rng, "Initial noise: " + spec::join_names(spec::known_rngs(), " | "))
+      ->capture_default_str();
+  cmd->add_option("--timestep-spacing", args->settings.timestep_spacing,
+                  spec::join_names(spec::known_timestep_spacings(), " | ") +
+                      " (default: the model's scheduler config; few-step Lightning/Turbo models: trailing)");
+  cmd->add_option("--guidance-rescale", args->settings.guidance_rescale,
+                  "diffusers' guidance_rescale, 0..1 (0: off; with --guidance > 1)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu | hip | auto (hip when a GPU is there)")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU index for --backend hip")->capture_default_str();

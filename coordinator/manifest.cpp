@@ -13,6 +13,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/did_you_mean.h"
 #include "base/fs.h"
 #include "base/utf8.h"
 #include "coordinator/yaml_guard.h"
@@ -31,8 +32,9 @@ constexpr int kMaxSameKindProblems = 5;
 
 const std::vector<std::string> kTopKeys = {"batch",  "description", "priority", "max_attempts", "model",
                                            "defaults", "parity",    "outputs",  "prompts",      "prompts_file"};
-const std::vector<std::string> kDefaultsKeys = {"width",   "height", "steps",   "guidance",       "sampler",
-                                                "precision", "rng",  "seeds",   "repeats",        "negative_prompt"};
+const std::vector<std::string> kDefaultsKeys = {"width",     "height",  "steps",           "guidance",
+                                                "sampler",   "precision", "rng",           "seeds",
+                                                "repeats",   "negative_prompt", "timestep_spacing", "guidance_rescale"};
 const std::vector<std::string> kParityKeys = {"golden", "gate", "allow_unpinned"};
 const std::vector<std::string> kOutputsKeys = {"directory", "save", "layout"};
 const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds"};
@@ -42,40 +44,7 @@ const std::vector<std::string> kSeedRangeKeys = {"from", "count"};
 const std::vector<std::string> kSaveKinds = {"latent", "png", "timings"};
 const std::vector<std::string> kLayoutFields = {"batch", "batch_id", "prompt", "seed", "repeat", "job"};
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string join(const std::vector<std::string>& list) { return spec::join_names(list); }
-
-// "; did you mean 'seeds'?" or "" when nothing is close.
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const auto& k : known) {
-    size_t d = edit_distance(word, k);
-    if (d < best_d) best_d = d, best = k;
-  }
-  size_t limit = std::max<size_t>(2, word.size() / 3);
-  if (best_d <= limit) return "; did you mean '" + best + "'?";
-  // "cosine" for "cosine_min": a known key that starts with the word.
-  if (word.size() >= 3) {
-    for (const auto& k : known) {
-      if (k.rfind(std::string(word), 0) == 0) return "; did you mean '" + k + "'?";
-    }
-  }
-  return "";
-}
 
 // Every problem found, formatted "<file>:<line>:<column>: <field>: <message>".
 class Problems {
@@ -240,12 +209,15 @@ std::optional<bool> get_bool(const YAML::Node& n, std::string_view field, Proble
   return v;
 }
 
+// `suggest`: the did-you-mean of an unknown value (default: the closest name).
 std::optional<std::string> get_choice(const YAML::Node& n, std::string_view field,
-                                      const std::vector<std::string>& allowed, Problems& p) {
+                                      const std::vector<std::string>& allowed, Problems& p,
+                                      std::string (*suggest)(std::string_view) = nullptr) {
   auto s = get_string(n, field, p);
   if (!s) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), *s) == allowed.end()) {
-    p.at(n, field, "unknown value '" + *s + "'" + did_you_mean(*s, allowed) + " (known: " + join(allowed) + ")");
+    const std::string hint = suggest ? suggest(*s) : did_you_mean(*s, allowed);
+    p.at(n, field, "unknown value '" + *s + "'" + hint + " (known: " + join(allowed) + ")");
     return std::nullopt;
   }
   return s;
@@ -544,13 +516,23 @@ class Parser {
       if (auto x = get_number(d["guidance"].value, "defaults.guidance", 0.0, 100.0, p_)) out.guidance = *x;
     }
     if (d.count("sampler")) {
-      if (auto x = get_choice(d["sampler"].value, "defaults.sampler", spec::known_samplers(), p_)) out.sampler = *x;
+      if (auto x = get_choice(d["sampler"].value, "defaults.sampler", spec::known_samplers(), p_,
+                              spec::suggest_sampler)) out.sampler = *x;
     }
     if (d.count("precision")) {
       if (auto x = get_choice(d["precision"].value, "defaults.precision", spec::known_precisions(), p_)) out.precision = *x;
     }
     if (d.count("rng")) {
       if (auto x = get_choice(d["rng"].value, "defaults.rng", spec::known_rngs(), p_)) out.rng = *x;
+    }
+    if (d.count("timestep_spacing")) {
+      if (auto x = get_choice(d["timestep_spacing"].value, "defaults.timestep_spacing",
+                              spec::known_timestep_spacings(), p_))
+        out.timestep_spacing = *x;
+    }
+    if (d.count("guidance_rescale")) {
+      if (auto x = get_number(d["guidance_rescale"].value, "defaults.guidance_rescale", 0.0, 1.0, p_))
+        out.guidance_rescale = *x;
     }
     if (d.count("seeds")) {
       if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_)) out.seeds = *x;
@@ -909,6 +891,7 @@ std::vector<ManifestJob> Manifest::expand_jobs() const {
   std::vector<ManifestJob> jobs;
   jobs.reserve(static_cast<size_t>(job_count()));
   double guidance = canonical_guidance(defaults.guidance);
+  const double guidance_rescale = canonical_guidance(defaults.guidance_rescale);
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
     const PromptSpec& p = prompts[pi];
     const std::vector<uint64_t>& seeds = p.seeds ? *p.seeds : defaults.seeds;
@@ -932,6 +915,8 @@ std::vector<ManifestJob> Manifest::expand_jobs() const {
         j.settings.sampler = defaults.sampler;
         j.settings.precision = defaults.precision;
         j.settings.rng = defaults.rng;
+        j.settings.timestep_spacing = defaults.timestep_spacing;
+        j.settings.guidance_rescale = static_cast<float>(guidance_rescale);
         j.output_dir = render_layout(parts, batch_name, j);
         jobs.push_back(std::move(j));
       }
@@ -953,6 +938,7 @@ db::NewBatch Manifest::to_new_batch() const {
   b.manifest_path = path.string();
   b.manifest_text = text;
   double guidance = canonical_guidance(defaults.guidance);
+  const double guidance_rescale = canonical_guidance(defaults.guidance_rescale);
   for (ManifestJob& j : expand_jobs()) {
     db::NewJob n;
     n.ordinal = j.ordinal;
@@ -969,6 +955,8 @@ db::NewBatch Manifest::to_new_batch() const {
     n.sampler = defaults.sampler;
     n.precision = defaults.precision;
     n.rng = defaults.rng;
+    n.timestep_spacing = defaults.timestep_spacing;
+    n.guidance_rescale = guidance_rescale;
     n.output_dir = std::move(j.output_dir);
     b.jobs.push_back(std::move(n));
   }

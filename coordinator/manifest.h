@@ -6,7 +6,8 @@
 //   max_attempts: 3
 //   model: synthetic:tiny-sdxl   # or a path (relative to this file)
 //   defaults: {width, height, steps, guidance, sampler, precision, rng,
-//              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt}
+//              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt,
+//              timestep_spacing: leading | trailing | linspace, guidance_rescale: 0..1}
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
 //   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
@@ -71,6 +72,8 @@ struct ManifestDefaults {
   std::string sampler = spec::GenerationSettings{}.sampler;
   std::string precision = spec::GenerationSettings{}.precision;
   std::string rng = spec::GenerationSettings{}.rng;
+  std::string timestep_spacing;  // "" = the model's scheduler config
+  double guidance_rescale = 0;
   std::vector<uint64_t> seeds{0};
   int repeats = 1;
   std::string negative_prompt;

@@ -189,8 +189,8 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
   if (!job_id && !batch_id) return Status::InvalidArgument("promotable_jobs: name a job or a batch");
   static constexpr char kSelect[] =
       "SELECT j.id, j.batch_id, j.model, b.output_root, j.output_dir, r.outputs, r.verdict, r.worker_id, "
-      "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng "
-      "FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng, "
+      "j.timestep_spacing, j.guidance_rescale FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
       "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
   Statement s = db_.prepare(kSelect);
   s.bind_optional_int64(0, job_id);
@@ -220,6 +220,8 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
     p.settings.sampler = s.column_text(15);
     p.settings.precision = s.column_text(16);
     p.settings.rng = s.column_text(17);
+    p.settings.timestep_spacing = s.column_text(18);
+    p.settings.guidance_rescale = static_cast<float>(s.column_double(19));
     out.push_back(std::move(p));
   }
   return out;

@@ -107,6 +107,8 @@ Result<JobRecord> read_job(const Statement& s) {
   j.verdict = s.column_optional_text(23);
   j.created_at = s.column_double(24);
   j.updated_at = s.column_double(25);
+  j.timestep_spacing = s.column_text(26);
+  j.guidance_rescale = s.column_double(27);
   return j;
 }
 

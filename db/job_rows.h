@@ -25,7 +25,7 @@ class Statement;
 inline constexpr char kJobColumns[] =
     "id, batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, steps, "
     "guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, lease_worker, "
-    "lease_deadline, verdict, created_at, updated_at";
+    "lease_deadline, verdict, created_at, updated_at, timestep_spacing, guidance_rescale";
 inline constexpr char kBatchColumns[] =
     "id, manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, parity_gate, "
     "allow_unpinned, job_count, created_at, finished_at";

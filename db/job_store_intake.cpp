@@ -92,7 +92,8 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   static constexpr char kInsertJob[] =
       "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
       "steps, guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, created_at, "
-      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
+      "updated_at, timestep_spacing, guidance_rescale) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)";
   Statement s = db_.prepare_cached(kInsertJob);
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     const NewJob& job = batch.jobs[i];
@@ -117,6 +118,8 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     s.bind_int(17, batch.priority);
     s.bind_double(18, now);
     s.bind_double(19, now);
+    s.bind_text(20, job.timestep_spacing);
+    s.bind_double(21, job.guidance_rescale);
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   HIPQ_RETURN_IF_ERROR(txn.commit());

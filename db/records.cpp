@@ -68,6 +68,8 @@ spec::GenerationSettings JobRecord::generation_settings() const {
   s.sampler = sampler;
   s.precision = precision;
   s.rng = rng;
+  s.timestep_spacing = timestep_spacing;
+  s.guidance_rescale = static_cast<float>(guidance_rescale);
   return s;
 }
 

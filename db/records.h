@@ -58,6 +58,8 @@ struct NewJob {
   std::string sampler;
   std::string precision;
   std::string rng = "torch-cpu";
+  std::string timestep_spacing;     // "" = the model's scheduler config
+  double guidance_rescale = 0;
   std::optional<std::string> golden_key;  // when the submitter knows it
   std::string output_dir;           // relative to the batch's output_root
 };
@@ -121,6 +123,8 @@ struct JobRecord {
   std::string sampler;
   std::string precision;
   std::string rng = "torch-cpu";
+  std::string timestep_spacing;
+  double guidance_rescale = 0;
   std::optional<std::string> golden_key;
   std::string output_dir;
   int priority = 0;
@@ -133,7 +137,7 @@ struct JobRecord {
   double updated_at = 0;
 
   // prompt, negative_prompt, seed, width, height, steps, guidance, sampler,
-  // precision, rng as one value (what the wire carries to the worker).
+  // precision, rng, timestep_spacing, guidance_rescale as one value (what the wire carries to the worker).
   spec::GenerationSettings generation_settings() const;
 };
 

@@ -14,7 +14,8 @@ namespace {
 // bind index i is ?(i+1).
 constexpr char kSelectRuns[] = R"sql(
 SELECT j.id, j.batch_id, b.name, m.sha256, m.path, j.ordinal, j.model, j.prompt, j.tags, j.seed,
-       j.repeat_index, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.state,
+       j.repeat_index, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.timestep_spacing,
+       j.guidance_rescale, j.state,
        j.verdict, j.attempts, b.output_root, j.output_dir, j.created_at,
        a.id, a.attempt, a.worker_id, a.started_at, a.finished_at, a.error,
        w.host, w.device_name, w.arch, w.build_sha, w.backend, w.runtime_version, w.driver_version,
@@ -124,6 +125,8 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
     r.guidance = s.column_double(c++);
     r.sampler = s.column_text(c++);
     r.precision = s.column_text(c++);
+    r.timestep_spacing = s.column_text(c++);
+    r.guidance_rescale = s.column_double(c++);
     r.state = s.column_text(c++);
     r.verdict = s.column_optional_text(c++);
     r.attempts = s.column_int(c++);

@@ -76,6 +76,8 @@ struct RunRow {
   int width = 0, height = 0, steps = 0;
   double guidance = 0;
   std::string sampler, precision;
+  std::string timestep_spacing;  // "" = the model's scheduler config
+  double guidance_rescale = 0;
   std::string state;
   std::optional<std::string> verdict;
   int attempts = 0;

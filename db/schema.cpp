@@ -175,6 +175,14 @@ constexpr char kSchemaV4[] = R"sql(
 ALTER TABLE workers ADD COLUMN curve_key TEXT;
 )sql";
 
+// Version 5: the schedule settings of a job (protocol 4): its timestep
+// spacing ("" = the model's scheduler config) and guidance_rescale (0 = off).
+// Jobs written before ran with both at those defaults.
+constexpr char kSchemaV5[] = R"sql(
+ALTER TABLE jobs ADD COLUMN timestep_spacing TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN guidance_rescale REAL NOT NULL DEFAULT 0;
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -186,6 +194,7 @@ constexpr Migration kMigrations[] = {
     {2, "jobs.priority and dispatch indexes", kSchemaV2},
     {3, "settings stored once: jobs.rng, jobs.settings dropped", kSchemaV3},
     {4, "workers.curve_key", kSchemaV4},
+    {5, "jobs.timestep_spacing and jobs.guidance_rescale", kSchemaV5},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

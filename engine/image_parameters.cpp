@@ -60,6 +60,9 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
   char cfg[32];
   std::snprintf(cfg, sizeof cfg, "%g", static_cast<double>(s.guidance));
   f.push_back(std::string("CFG scale: ") + cfg);
+  // The CFG-rescale extension's field; the spacing has no web-UI field of its own.
+  if (s.guidance_rescale != 0.0f) f.push_back("CFG Rescale phi: " + spec::format_guidance(s.guidance_rescale));
+  if (!s.timestep_spacing.empty()) f.push_back("Timestep spacing: " + s.timestep_spacing);
   f.push_back("Seed: " + std::to_string(s.seed));
   f.push_back("Size: " + std::to_string(s.width) + "x" + std::to_string(s.height));
   if (!p.weights_sha256.empty()) f.push_back("Model hash: " + p.weights_sha256.substr(0, 10));

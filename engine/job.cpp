@@ -67,6 +67,8 @@ Status write_timings(const GenerationJob& job, const GenerationRun& r, const Out
   timed.peak_memory_bytes = r.output.peak_memory_bytes;
   timed.warm = r.output.warm;
   timed.memory_plan = r.output.memory_plan;
+  timed.unet_batch = r.output.unet_batch;
+  timed.model_calls = r.output.model_calls;
   nlohmann::json timings = timings_json(timed, job.settings, info);
   if (r.parity) {
     timings["parity"] = r.parity->to_json();

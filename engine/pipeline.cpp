@@ -13,6 +13,7 @@
 #include "engine/models/vae.h"
 #include "engine/rng.h"
 #include "engine/safetensors.h"
+#include "engine/guidance.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/tokenizer.h"
@@ -361,7 +362,10 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   if (low) im.release_text_encoders();
   HIPQ_RETURN_IF_ERROR(timer.end());
 
-  HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(im.scheduler, s.steps, kind));
+  // The model's scheduler config, with the job's timestep spacing when it names one.
+  SchedulerConfig scheduler_cfg = im.scheduler;
+  if (!s.timestep_spacing.empty()) scheduler_cfg.timestep_spacing = s.timestep_spacing;
+  HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(scheduler_cfg, s.steps, kind));
   // diffusers draws the noise in the pipeline's dtype (prepare_latents: dtype of
   // the prompt embeddings), and torch's CPU generator gives a different
   // sequence per dtype: same seed, same draw.
@@ -378,6 +382,14 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;
   const int batch = text.batch;
+  out.unet_batch = batch;
+  out.model_calls = static_cast<int>(schedule.timesteps.size());
+  // diffusers applies guidance_rescale only with classifier-free guidance.
+  const bool rescale = cfg && s.guidance_rescale > 0.0f;
+  DeviceTensor rescale_tmp;
+  if (rescale) {
+    HIPQ_ASSIGN_OR_RETURN(rescale_tmp, DeviceTensor::make(be, DType::kF32, {1, lc, lh, lw}));
+  }
   // The UNet call of every step on fixed buffers: eager first, then a graph replay (engine/unet_step.h).
   // Destroyed right after the loop, so its graph's reserved memory is free for the decode.
   std::optional<UNetStep> unet_step;
@@ -416,11 +428,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
     const kernels::Tensor uncond = pred->slice(0, 0, 1);
     if (cfg) {
-      // diffusers: noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)
       const kernels::Tensor text_pred = pred->slice(0, 1, 1);
-      HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kSub, text_pred, uncond, model_output));
-      HIPQ_RETURN_IF_ERROR(be.scale(model_output, model_output, guidance, 0.0f));
-      HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, uncond, model_output, model_output));
+      HIPQ_RETURN_IF_ERROR(combine_guidance(be, uncond, text_pred, guidance, model_output));
+      if (rescale) HIPQ_RETURN_IF_ERROR(rescale_guidance(be, text_pred, s.guidance_rescale, model_output, rescale_tmp.t));
     } else {
       HIPQ_RETURN_IF_ERROR(be.copy(uncond, model_output));
     }
@@ -436,7 +446,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
   last_seen = std::chrono::steady_clock::now();
-  Status sampled = sample(be, schedule, im.scheduler, latents.t, denoise, StepNoiseSource{&generator, noise_dtype});
+  Status sampled = sample(be, schedule, scheduler_cfg, latents.t, denoise, StepNoiseSource{&generator, noise_dtype});
   if (sampled.ok() && !step_done.empty()) sampled = report_finished(static_cast<int>(step_done.size()) - 1);
   unet_step.reset();
   HIPQ_RETURN_IF_ERROR(sampled);
@@ -556,6 +566,9 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
   j["steps"] = list(out.steps);
   j["peak_memory_bytes"] = out.peak_memory_bytes;
   j["warm"] = out.warm;
+  j["denoise"] = {{"unet_batch", out.unet_batch},
+                  {"model_calls", out.model_calls},
+                  {"guidance", out.unet_batch == 1 ? "off" : "classifier-free"}};
   j["memory_plan"] = {{"placement", std::string(placement_name(out.memory_plan.placement))},
                       {"vae_tile", out.memory_plan.vae_tile},
                       {"peak_bytes", out.memory_plan.peak()},

@@ -85,6 +85,12 @@ struct GenerationOutput {
   bool warm = false;                     // models were already loaded
   // The placement it ran in and its plan (engine/memory_plan.h).
   MemoryPlan memory_plan;
+  // The UNet's batch each step: 2 with classifier-free guidance (unconditional
+  // and conditional), 1 with guidance <= 1 (the conditional pass only, as
+  // diffusers does: half the work); and how many times it ran (the steps, or
+  // more for samplers that evaluate the model twice a step).
+  int unet_batch = 0;
+  int model_calls = 0;
 };
 
 // Called after each denoise step with (steps done, total steps).

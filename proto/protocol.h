@@ -11,7 +11,9 @@ namespace hipq::proto {
 // "Versions"). 2: JobAssignment carries typed GenerationSettings (field 15)
 // instead of the settings_json string (field 5). 3: it carries a typed
 // ParityGate (field 16) instead of the parity_gate_json string (field 10).
-inline constexpr uint32_t kProtocolVersion = 3;
+// 4: GenerationSettings carries timestep_spacing and guidance_rescale, which
+// an older worker would ignore and so draw another image than asked for.
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).

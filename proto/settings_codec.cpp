@@ -14,6 +14,8 @@ GenerationSettings to_proto(const spec::GenerationSettings& s) {
   p.set_sampler(s.sampler);
   p.set_precision(s.precision);
   p.set_rng(s.rng);
+  p.set_timestep_spacing(s.timestep_spacing);
+  p.set_guidance_rescale(s.guidance_rescale);
   return p;
 }
 
@@ -29,6 +31,8 @@ spec::GenerationSettings from_proto(const GenerationSettings& p) {
   s.sampler = p.sampler();
   s.precision = p.precision();
   s.rng = p.rng();
+  s.timestep_spacing = p.timestep_spacing();
+  s.guidance_rescale = p.guidance_rescale();
   return s;
 }
 

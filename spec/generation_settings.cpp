@@ -1,7 +1,10 @@
 #include "spec/generation_settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+
+#include "base/did_you_mean.h"
 
 namespace hipq::spec {
 namespace {
@@ -41,6 +44,19 @@ const SamplerName* find_sampler(std::string_view name) {
   return nullptr;
 }
 
+std::string suggest_sampler(std::string_view name) {
+  // The web UI's name ("Euler a", "DPM++ 2M SDE"; '_' read as ' ') names the
+  // sampler without a Karras schedule.
+  auto fold = [](std::string_view s) {
+    std::string out;
+    for (char c : s) out += c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (const SamplerName& s : sampler_names())
+    if (!s.karras && !s.a1111.empty() && fold(s.a1111) == fold(name)) return "; did you mean '" + s.name + "'?";
+  return did_you_mean(name, known_samplers());
+}
+
 const std::vector<std::string>& known_samplers() {
   static const std::vector<std::string> k = [] {
     std::vector<std::string> names;
@@ -55,6 +71,10 @@ const std::vector<std::string>& known_precisions() {
 }
 const std::vector<std::string>& known_rngs() {
   static const std::vector<std::string> k = {"torch-cpu", "torch-cuda"};
+  return k;
+}
+const std::vector<std::string>& known_timestep_spacings() {
+  static const std::vector<std::string> k = {"leading", "trailing", "linspace"};
   return k;
 }
 
@@ -86,6 +106,8 @@ nlohmann::json GenerationSettings::to_json() const {
   j["sampler"] = sampler;
   j["precision"] = precision;
   j["rng"] = rng;
+  if (!timestep_spacing.empty()) j["timestep_spacing"] = timestep_spacing;
+  if (guidance_rescale != 0.0f) j["guidance_rescale"] = std::stod(format_guidance(guidance_rescale));
   return j;
 }
 
@@ -131,6 +153,12 @@ Result<GenerationSettings> GenerationSettings::from_json(const nlohmann::json& j
   HIPQ_RETURN_IF_ERROR(str("sampler", s.sampler));
   HIPQ_RETURN_IF_ERROR(str("precision", s.precision));
   HIPQ_RETURN_IF_ERROR(str("rng", s.rng));
+  HIPQ_RETURN_IF_ERROR(str("timestep_spacing", s.timestep_spacing));
+  if (j.contains("guidance_rescale")) {
+    const auto& v = j.at("guidance_rescale");
+    if (!v.is_number()) return wrong_type("guidance_rescale", "a number", v);
+    s.guidance_rescale = v.get<float>();
+  }
   return s;
 }
 
@@ -144,11 +172,17 @@ Status GenerationSettings::validate() const {
   if (!(guidance >= 0.0f && guidance < 1e4f))
     return Status::InvalidArgument("guidance " + format_guidance(guidance) + " must be a finite number >= 0");
   if (!contains(known_samplers(), sampler))
-    return Status::InvalidArgument("unknown sampler \"" + sampler + "\"; known: " + join(known_samplers()));
+    return Status::InvalidArgument("unknown sampler \"" + sampler + "\"" + suggest_sampler(sampler) +
+                                   "; known: " + join(known_samplers()));
   if (!contains(known_precisions(), precision))
     return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: " + join(known_precisions()));
   if (!contains(known_rngs(), rng))
     return Status::InvalidArgument("unknown rng \"" + rng + "\"; known: " + join(known_rngs()));
+  if (!timestep_spacing.empty() && !contains(known_timestep_spacings(), timestep_spacing))
+    return Status::InvalidArgument("unknown timestep_spacing \"" + timestep_spacing +
+                                   "\"; known: " + join(known_timestep_spacings()) + " (or none: the model's own)");
+  if (!(guidance_rescale >= 0.0f && guidance_rescale <= 1.0f))
+    return Status::InvalidArgument("guidance_rescale " + format_guidance(guidance_rescale) + " must be in 0..1");
   return Status::Ok();
 }
 

@@ -37,9 +37,16 @@ struct GenerationSettings {
   int height = 1024;
   int steps = 30;
   float guidance = 5.0f;
-  std::string sampler = "euler";     // euler | euler_karras | ddim | dpmpp_2m | dpmpp_2m_karras
+  std::string sampler = "euler";     // a name of sampler_names()
   std::string precision = "fp32";    // fp32 | fp16 | bf16
   std::string rng = "torch-cpu";     // torch-cpu | torch-cuda
+  // The schedule's timestep spacing: "" = the model's scheduler config
+  // (SDXL: leading), or leading | trailing | linspace (few-step models such as
+  // SDXL-Lightning and SDXL-Turbo: trailing).
+  std::string timestep_spacing;
+  // diffusers' guidance_rescale (phi of "Common Diffusion Noise Schedules and
+  // Sample Steps are Flawed"): 0 (off) .. 1; only with guidance > 1.
+  float guidance_rescale = 0.0f;
 
   nlohmann::json to_json() const;
   // Absent fields keep their defaults; InvalidArgument for a field of the
@@ -78,10 +85,16 @@ const std::vector<SamplerName>& sampler_names();
 // nullptr for a name not in sampler_names().
 const SamplerName* find_sampler(std::string_view name);
 
+// "; did you mean 'euler_ancestral'?" for "Euler a", "euler_a" or "eulr": the
+// sampler whose web-UI name this is, else the closest name; "" when none is close.
+std::string suggest_sampler(std::string_view name);
+
 // Names accepted by validate(), for help texts and manifest checks.
 const std::vector<std::string>& known_samplers();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_rngs();
+// "leading", "trailing", "linspace" (the empty default is the model's own).
+const std::vector<std::string>& known_timestep_spacings();
 
 // `guidance` as it appears in golden keys and file metadata: "%.6g" of the
 // float ("5", "7.5"), so C++ and Python print the same text.

@@ -102,6 +102,10 @@ std::string golden_key_material(std::string_view weights_sha256, const Generatio
   // seed is another image at fp16/bf16: those precisions are in the key. fp32
   // keys stay as they were (no "precision" member).
   if (s.precision != "fp32") j["precision"] = s.precision;
+  // The schedule options change the image too; keys of jobs without them stay
+  // as they were.
+  if (!s.timestep_spacing.empty()) j["timestep_spacing"] = s.timestep_spacing;
+  if (s.guidance_rescale != 0.0f) j["guidance_rescale"] = format_guidance(s.guidance_rescale);
   return dump_canonical(j);
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "base/did_you_mean.h"
 #include "coordinator/statistics/descriptive.h"
 #include "coordinator/statistics/outliers.h"
 #include "db/database.h"
@@ -22,8 +23,8 @@ using namespace statistics;  // descriptive statistics, outliers, bootstrap
 const std::vector<std::string>& known_phases() { return spec::statistics_phases(); }
 
 const std::vector<std::string>& known_dimensions() {
-  static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler",
-                                          "gpu",   "host",       "build", "batch",     "day"};
+  static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler", "spacing",
+                                          "guidance", "gpu", "host", "build", "batch", "day"};
   return k;
 }
 
@@ -170,8 +171,8 @@ Result<StatsOptions> parse_stats_options(const json& args) {
     }
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
       return Status::InvalidArgument("group_by: unknown dimension \"" + d +
-                                     "\"; known: model, resolution, steps, precision, sampler, gpu, host, build, "
-                                     "batch, day, tag:NAME");
+                                     "\"" + did_you_mean(d, dims) + "; known: " + spec::join_names(dims) +
+                                     ", tag:NAME");
     }
   }
   if (o.clock != "host" && o.clock != "gpu") {
@@ -219,6 +220,8 @@ json run_to_json(const db::RunRow& r) {
               {"steps", r.steps},
               {"guidance", r.guidance},
               {"sampler", r.sampler},
+              {"timestep_spacing", r.timestep_spacing},
+              {"guidance_rescale", r.guidance_rescale},
               {"precision", r.precision},
               {"state", r.state},
               {"verdict", opt(r.verdict)},
@@ -347,6 +350,10 @@ std::string dimension_value(const db::RunRow& r, const std::string& d) {
   if (d == "steps") return std::to_string(r.steps);
   if (d == "precision") return r.precision;
   if (d == "sampler") return r.sampler;
+  // "model" when the job kept the model's own spacing.
+  if (d == "spacing") return r.timestep_spacing.empty() ? std::string("model") : r.timestep_spacing;
+  // "off" for guidance <= 1 (one UNet pass a step), else the scale.
+  if (d == "guidance") return r.guidance <= 1.0 ? std::string("off") : spec::format_guidance(static_cast<float>(r.guidance));
   if (d == "gpu") return r.gpu.empty() ? "?" : r.gpu;
   if (d == "host") return r.host.empty() ? "?" : r.host;
   if (d == "build") return r.build_sha.empty() ? "?" : r.build_sha;
@@ -480,10 +487,13 @@ Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOpt
 }
 
 json parity_table(const std::vector<db::RunRow>& rows) {
-  using Key = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double>;
+  using Key =
+      std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string, double>;
   std::map<Key, std::vector<const db::RunRow*>> groups;
   for (const auto& r : rows) {
-    groups[{r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance}].push_back(&r);
+    groups[{r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance, r.timestep_spacing,
+            r.guidance_rescale}]
+        .push_back(&r);
   }
   json out = json::array();
   for (const auto& [k, members] : groups) {
@@ -496,6 +506,8 @@ json parity_table(const std::vector<db::RunRow>& rows) {
     p["sampler"] = std::get<5>(k);
     p["precision"] = std::get<6>(k);
     p["guidance"] = std::get<7>(k);
+    if (!std::get<8>(k).empty()) p["timestep_spacing"] = std::get<8>(k);
+    if (std::get<9>(k) != 0) p["guidance_rescale"] = std::get<9>(k);
     out.push_back(std::move(p));
   }
   return out;

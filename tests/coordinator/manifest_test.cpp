@@ -103,14 +103,43 @@ TEST(ManifestTest, EverySharedSamplerIsAcceptedAndAnUnknownOneListsThem) {
     ASSERT_TRUE(m.ok()) << sampler << ": " << m.status().ToString();
     EXPECT_EQ(m->expand_jobs().front().settings.sampler, sampler);
   }
-  auto bad = parse_manifest(dir.write("heun.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  sampler: heun\n"
-                                                   "prompts:\n  - a cat\n"));
+  auto bad = parse_manifest(dir.write("dpm_fast.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  sampler: dpm_fast\n"
+                                                       "prompts:\n  - a cat\n"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("heun.yaml:3:12: defaults.sampler: unknown value 'heun'"), std::string::npos)
+  EXPECT_NE(bad.status().message().find("dpm_fast.yaml:3:12: defaults.sampler: unknown value 'dpm_fast'"),
+            std::string::npos)
       << bad.status().message();
   EXPECT_NE(bad.status().message().find("(known: " + spec::join_names(spec::known_samplers()) + ")"),
             std::string::npos)
       << bad.status().message();
+}
+
+// SDXL-Turbo-shaped settings: the schedule options reach every job, the
+// database row and the wire's settings; bad values are found at check time.
+TEST(ManifestTest, ScheduleOptionsReachEveryJobAndBadOnesAreNamed) {
+  ManifestDir dir;
+  auto m = parse_manifest(dir.write("turbo.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  sampler: euler_ancestral\n"
+                                                  "  steps: 1\n  guidance: 0\n  timestep_spacing: trailing\n"
+                                                  "  guidance_rescale: 0.7\nprompts:\n  - a cat\n  - a dog\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  for (const auto& j : m->expand_jobs()) {
+    EXPECT_EQ(j.settings.timestep_spacing, "trailing");
+    EXPECT_FLOAT_EQ(j.settings.guidance_rescale, 0.7f);
+    EXPECT_TRUE(j.settings.validate().ok());
+  }
+  const db::NewBatch b = m->to_new_batch();
+  ASSERT_EQ(b.jobs.size(), 2u);
+  EXPECT_EQ(b.jobs[0].timestep_spacing, "trailing");
+  EXPECT_DOUBLE_EQ(b.jobs[0].guidance_rescale, 0.7);  // the float's 6-digit text, as guidance
+
+  auto bad = parse_manifest(dir.write("bad.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  timestep_spacing: trail\n"
+                                                  "  guidance_rescale: 2\nprompts:\n  - a cat\n"));
+  ASSERT_FALSE(bad.ok());
+  const std::string msg = bad.status().message();
+  EXPECT_NE(msg.find("bad.yaml:3:21: defaults.timestep_spacing: unknown value 'trail'; did you mean 'trailing'?"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("bad.yaml:4:21: defaults.guidance_rescale"), std::string::npos) << msg;
 }
 
 TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {

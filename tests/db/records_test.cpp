@@ -50,6 +50,8 @@ TEST(RecordsTest, AJobsColumnsAreItsGenerationSettings) {
   j.sampler = want.sampler;
   j.precision = want.precision;
   j.rng = want.rng;
+  j.timestep_spacing = want.timestep_spacing;
+  j.guidance_rescale = want.guidance_rescale;
   EXPECT_EQ(j.generation_settings(), want);
   EXPECT_TRUE(j.generation_settings().validate().ok());
 }

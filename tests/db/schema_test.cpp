@@ -239,6 +239,53 @@ TEST(SchemaTest, VersionThreeWorkersAreUnboundAfterMigrationToFourAndTheFirstKey
   EXPECT_DOUBLE_EQ((*after)[0].first_seen, 10);
 }
 
+// A database written by a version-4 hipq (no schedule columns) migrates to
+// version 5: its jobs read back with the model's spacing and no rescale (what
+// they ran with), and a new job keeps both settings.
+TEST(SchemaTest, VersionFourJobsKeepTheModelsScheduleAfterMigrationToFive) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v4.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 4).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, priority, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'sweep', 0, 'active', 3, '/out', 1, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, negative_prompt, seed, width, height, steps, guidance,
+                        sampler, precision, rng, output_dir, priority, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', '', 7, 64, 64, 4, 5.0, 'euler', 'fp32', 'torch-cpu', 'o/0', 0, 'queued', 10, 10);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(*schema_version(**db), 4);
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+  JobStore store(**db);
+  auto jobs = store.list_jobs(1);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  const spec::GenerationSettings old = (*jobs)[0].generation_settings();
+  EXPECT_EQ(old.timestep_spacing, "");
+  EXPECT_EQ(old.guidance_rescale, 0.0f);
+  EXPECT_EQ(old.prompt, "a cat");
+
+  NewBatch b = testing::make_batch(1);
+  b.jobs[0].sampler = "euler_ancestral";
+  b.jobs[0].timestep_spacing = "trailing";
+  b.jobs[0].guidance_rescale = 0.7;
+  auto id = store.insert_batch(b, 20);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto added = store.list_jobs(*id);
+  ASSERT_TRUE(added.ok());
+  const spec::GenerationSettings s = (*added)[0].generation_settings();
+  EXPECT_EQ(s.sampler, "euler_ancestral");
+  EXPECT_EQ(s.timestep_spacing, "trailing");
+  EXPECT_FLOAT_EQ(s.guidance_rescale, 0.7f);
+}
+
 // The gate's stored form (its JSON in batches.parity_gate) is the one every
 // version wrote: gates stored by a version-1 hipq read back typed after the
 // migrations, "{}" as the default gate, and the next batch stores its own.

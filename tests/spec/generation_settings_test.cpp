@@ -23,6 +23,23 @@ TEST(GenerationSettingsTest, AbsentFieldsKeepDefaults) {
   EXPECT_EQ(s->steps, 30);
   EXPECT_EQ(s->sampler, "euler");
   EXPECT_EQ(s->rng, "torch-cpu");
+  EXPECT_EQ(s->timestep_spacing, "");
+  EXPECT_EQ(s->guidance_rescale, 0.0f);
+}
+
+// The schedule options appear in the JSON only when set, so every file written
+// for a job without them (latents, goldens, timings) reads as before.
+TEST(GenerationSettingsTest, ScheduleOptionsAreWrittenOnlyWhenSet) {
+  GenerationSettings s;
+  EXPECT_FALSE(s.to_json().contains("timestep_spacing"));
+  EXPECT_FALSE(s.to_json().contains("guidance_rescale"));
+  s.timestep_spacing = "trailing";
+  s.guidance_rescale = 0.7f;
+  EXPECT_EQ(s.to_json()["timestep_spacing"], "trailing");
+  EXPECT_EQ(s.to_json()["guidance_rescale"].dump(), "0.7");
+  auto bad = GenerationSettings::from_json(nlohmann::json{{"guidance_rescale", "high"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("settings.guidance_rescale"), std::string::npos);
 }
 
 TEST(GenerationSettingsTest, WrongTypeNamesTheField) {
@@ -50,10 +67,24 @@ TEST(GenerationSettingsTest, ValidateRejectsImpossibleSettings) {
   s.steps = 0;
   EXPECT_NE(msg(s).find("steps 0"), std::string::npos);
   s = ok;
-  s.sampler = "heun";
-  EXPECT_NE(msg(s).find("unknown sampler \"heun\"; known: euler, euler_karras, ddim, dpmpp_2m, dpmpp_2m_karras"),
+  s.sampler = "not_a_sampler";
+  EXPECT_NE(msg(s).find("unknown sampler \"not_a_sampler\"; known: euler, euler_karras, euler_ancestral, ddim"),
             std::string::npos)
       << msg(s);
+  s.sampler = "euler_a";  // the web UI's "Euler a"
+  EXPECT_NE(msg(s).find("did you mean 'euler_ancestral'?"), std::string::npos) << msg(s);
+  s.sampler = "DPM++ 2M SDE";
+  EXPECT_NE(msg(s).find("did you mean 'dpmpp_2m_sde'?"), std::string::npos) << msg(s);
+  s.sampler = "eulr";
+  EXPECT_NE(msg(s).find("did you mean 'euler'?"), std::string::npos) << msg(s);
+  s = ok;
+  s.timestep_spacing = "trialing";
+  EXPECT_NE(msg(s).find("unknown timestep_spacing \"trialing\"; known: leading, trailing, linspace"),
+            std::string::npos)
+      << msg(s);
+  s = ok;
+  s.guidance_rescale = 1.5f;
+  EXPECT_NE(msg(s).find("guidance_rescale 1.5 must be in 0..1"), std::string::npos) << msg(s);
   s = ok;
   s.precision = "int8";
   EXPECT_NE(msg(s).find("unknown precision"), std::string::npos);
@@ -74,7 +105,7 @@ TEST(GenerationSettingsTest, SamplerTableIsTheListOfKnownSamplers) {
     EXPECT_FALSE(found->a1111.empty()) << found->name;
     EXPECT_EQ(found->karras, found->name.find("karras") != std::string::npos) << found->name;
   }
-  EXPECT_EQ(find_sampler("heun"), nullptr);
+  EXPECT_EQ(find_sampler("not_a_sampler"), nullptr);
   EXPECT_EQ(join_names({"a", "b", "c"}), "a, b, c");
   EXPECT_EQ(join_names({}), "");
 }

@@ -102,6 +102,12 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
   u.sampler = "dpmpp_2m_karras";
   u.rng = "torch-cuda";
   cases.push_back(u);
+  GenerationSettings few = sample_settings();  // an SDXL-Turbo-shaped job
+  few.sampler = "euler_ancestral";
+  few.timestep_spacing = "trailing";
+  few.guidance = 0.0f;
+  few.guidance_rescale = 0.7f;
+  cases.push_back(few);
   for (size_t i = 0; i < cases.size(); ++i) {
     auto settings_path = dir / ("s" + std::to_string(i) + ".json");
     auto out_path = dir / ("k" + std::to_string(i) + ".txt");

@@ -32,6 +32,8 @@ inline GenerationSettings every_field_set() {
   s.sampler = "dpmpp_2m_karras";
   s.precision = "bf16";
   s.rng = "torch-cuda";
+  s.timestep_spacing = "trailing";
+  s.guidance_rescale = 0.7f;
   return s;
 }
 

@@ -36,6 +36,8 @@ DEFAULTS = {
     "sampler": "euler",
     "precision": "fp32",
     "rng": "torch-cpu",
+    "timestep_spacing": "",
+    "guidance_rescale": 0.0,
 }
 
 
@@ -75,6 +77,11 @@ def key_material(weights_sha256, settings):
     # have no "precision" member, as before).
     if str(s["precision"]) != "fp32":
         obj["precision"] = str(s["precision"])
+    # The schedule options: only when set (keys of jobs without them unchanged).
+    if str(s["timestep_spacing"]):
+        obj["timestep_spacing"] = str(s["timestep_spacing"])
+    if as_float32(s["guidance_rescale"]) != 0.0:
+        obj["guidance_rescale"] = format_guidance(s["guidance_rescale"])
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -102,6 +109,10 @@ def settings_json(settings):
     # have no "precision" member, as before).
     if str(s["precision"]) != "fp32":
         obj["precision"] = str(s["precision"])
+    if str(s["timestep_spacing"]):
+        obj["timestep_spacing"] = str(s["timestep_spacing"])
+    if as_float32(s["guidance_rescale"]) != 0.0:
+        obj["guidance_rescale"] = float(format_guidance(s["guidance_rescale"]))
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

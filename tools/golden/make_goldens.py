@@ -33,7 +33,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import golden_key  # noqa: E402
+from make_sampler_trajectories import SAMPLERS as SAMPLER_ROWS  # noqa: E402
 
 GOLDEN_FORMAT = "hipq-golden/1"
 # hipq decodes tiled above this many latent pixels (engine/pipeline.h,
@@ -98,7 +100,8 @@ def diffusers_commit(diffusers_module):
 def load_jobs(args):
     """Settings dicts (GenerationSettings fields) for every job."""
     common = {}
-    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
+                  "timestep_spacing", "guidance_rescale"):
         v = getattr(args, field)
         if v is not None:
             common[field] = v
@@ -170,7 +173,8 @@ def jobs_from_manifest(path, common):
     base_dir = os.path.dirname(os.path.abspath(path))
     d = dict(common)
     defaults = m.get("defaults", {}) or {}
-    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+    for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
+                  "timestep_spacing", "guidance_rescale"):
         if field in defaults:
             d[field] = defaults[field]
     seeds = _seed_list(defaults.get("seeds", [0]))
@@ -188,7 +192,8 @@ def jobs_from_manifest(path, common):
         s["prompt"] = e.get("text", e.get("prompt", ""))
         if "negative" in e:
             s["negative_prompt"] = e["negative"]
-        for k in ("width", "height", "steps", "guidance", "sampler", "precision", "rng"):
+        for k in ("width", "height", "steps", "guidance", "sampler", "precision", "rng", "timestep_spacing",
+                  "guidance_rescale"):
             if k in e:
                 s[k] = e[k]
         for seed in (_seed_list(e["seeds"]) if "seeds" in e else seeds):
@@ -196,9 +201,15 @@ def jobs_from_manifest(path, common):
     return jobs
 
 
-def make_scheduler(cfg, sampler):
-    """The scheduler a hipq sampler name means, from the folder's scheduler config."""
+def make_scheduler(cfg, sampler, timestep_spacing=""):
+    """The scheduler a hipq sampler name means, from the folder's scheduler config
+    (with the job's timestep spacing when it names one)."""
     import diffusers
+    if timestep_spacing:
+        cfg = dict(cfg, timestep_spacing=timestep_spacing)
+    if sampler in SAMPLER_ROWS:  # the samplers beyond the first five: docs/samplers.md
+        _, cls, overrides = SAMPLER_ROWS[sampler]
+        return getattr(diffusers, cls).from_config(cfg, **overrides)
     if sampler == "euler":
         return diffusers.EulerDiscreteScheduler.from_config(cfg)
     if sampler == "euler_karras":
@@ -246,6 +257,8 @@ def main():
     ap.add_argument("--sampler")
     ap.add_argument("--precision", help="fp32 | fp16 | bf16 (what the reference computes in)")
     ap.add_argument("--rng", help="torch-cpu | torch-cuda")
+    ap.add_argument("--timestep-spacing", dest="timestep_spacing", help="leading | trailing | linspace")
+    ap.add_argument("--guidance-rescale", dest="guidance_rescale", type=float)
     ap.add_argument("--compute-precision", choices=("fp32", "fp16", "bf16"),
                     help="compute the reference in this precision whatever the job's precision, from the "
                          "initial noise the job's precision draws (torch.randn in its dtype): with fp32, "
@@ -294,7 +307,7 @@ def main():
             base_scheduler_config[precision] = pipes[precision].scheduler.config
         pipe = pipes[precision]
         # Always from the folder's config, never from the previous job's scheduler.
-        pipe.scheduler = make_scheduler(base_scheduler_config[precision], s["sampler"])
+        pipe.scheduler = make_scheduler(base_scheduler_config[precision], s["sampler"], s["timestep_spacing"])
         gen_device = "cpu" if s["rng"] == "torch-cpu" else "cuda"
         generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
         h, w = int(s["height"]), int(s["width"])
@@ -311,6 +324,7 @@ def main():
                            negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
                            height=h, width=w, num_inference_steps=int(s["steps"]),
                            guidance_scale=float(golden_key.as_float32(s["guidance"])),
+                           guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
                            generator=generator, output_type="latent").images
             image_u8 = None
             if not args.no_image:
