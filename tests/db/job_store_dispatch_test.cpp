@@ -49,6 +49,27 @@ TEST_F(JobStoreTest, LeaseNextIsFifoAndStartsAttemptOne) {
   EXPECT_FALSE(none->has_value());
 }
 
+// One batch whose jobs differ in sampler and schedule options: each lease
+// carries its own job's settings, as the worker must run them.
+TEST_F(JobStoreTest, MixedSamplersInOneBatchLeaseWithTheirOwnSettings) {
+  NewBatch b = make_batch(4);
+  const char* samplers[] = {"euler_ancestral", "dpmpp_2m_sde_karras", "ddim", "euler"};
+  const char* spacings[] = {"trailing", "", "linspace", "leading"};
+  for (size_t i = 0; i < 4; ++i) {
+    b.jobs[i].sampler = samplers[i];
+    b.jobs[i].timestep_spacing = spacings[i];
+    b.jobs[i].guidance_rescale = i == 1 ? 0.7 : 0.0;
+  }
+  insert(b);
+  for (size_t i = 0; i < 4; ++i) {
+    const spec::GenerationSettings s = lease("w" + std::to_string(i)).job.generation_settings();
+    EXPECT_EQ(s.sampler, samplers[i]);
+    EXPECT_EQ(s.timestep_spacing, spacings[i]);
+    EXPECT_FLOAT_EQ(s.guidance_rescale, i == 1 ? 0.7f : 0.0f);
+    EXPECT_TRUE(s.validate().ok()) << s.validate().ToString();
+  }
+}
+
 TEST_F(JobStoreTest, HigherPriorityBatchFirstEvenIfNewer) {
   insert(make_batch(2, 0, 3, "low"));
   int64_t high = insert(make_batch(2, 5, 3, "high"));
