@@ -49,6 +49,9 @@ struct SchedulerConfig {
   bool lower_order_final = true;              // DPM++
   bool euler_at_final = false;                // DPM++
   std::string final_sigmas_type = "zero";     // DPM++: "zero" | "sigma_min"
+  std::string variance_type = "fixed_small";  // DDPM: "fixed_small" | "fixed_large" (others refused)
+  int original_inference_steps = 50;          // LCM: the distillation's timestep grid
+  double timestep_scaling = 10.0;             // LCM: boundary-condition scalings
 
   // SDXL's / SD 1.x's / SD 2.x's published scheduler config ("sd2" = the
   // 512-base epsilon variant).
