@@ -196,21 +196,43 @@ def jobs_from_manifest(path, common):
     return jobs
 
 
+# hipq sampler name -> (diffusers scheduler class, config overrides): the scheduler
+# a user picks for it (docs/samplers.md; the same rows as
+# tools/reference/make_sampler_trajectories.py's SAMPLERS).
+SCHEDULERS = {
+    "euler": ("EulerDiscreteScheduler", {}),
+    "euler_karras": ("EulerDiscreteScheduler", {"use_karras_sigmas": True}),
+    "euler_ancestral": ("EulerAncestralDiscreteScheduler", {}),
+    "ddim": ("DDIMScheduler", {}),
+    "dpmpp_2m": ("DPMSolverMultistepScheduler", {"algorithm_type": "dpmsolver++", "solver_order": 2}),
+    "dpmpp_2m_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "dpmsolver++", "solver_order": 2,
+                                                        "use_karras_sigmas": True}),
+    "dpmpp_2m_sde": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 2}),
+    "dpmpp_2m_sde_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 2,
+                                                            "use_karras_sigmas": True}),
+    "dpmpp_3m_sde": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 3}),
+    "dpmpp_3m_sde_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 3,
+                                                            "use_karras_sigmas": True}),
+    "heun": ("HeunDiscreteScheduler", {}),
+    "dpm2": ("KDPM2DiscreteScheduler", {}),
+    "dpm2_karras": ("KDPM2DiscreteScheduler", {"use_karras_sigmas": True}),
+    "dpm2_ancestral": ("KDPM2AncestralDiscreteScheduler", {}),
+    "lms": ("LMSDiscreteScheduler", {}),
+    "lms_karras": ("LMSDiscreteScheduler", {"use_karras_sigmas": True}),
+    "unipc": ("UniPCMultistepScheduler", {}),
+    "deis": ("DEISMultistepScheduler", {}),
+    "ddpm": ("DDPMScheduler", {}),
+    "lcm": ("LCMScheduler", {}),
+}
+
+
 def make_scheduler(cfg, sampler):
     """The scheduler a hipq sampler name means, from the folder's scheduler config."""
     import diffusers
-    if sampler == "euler":
-        return diffusers.EulerDiscreteScheduler.from_config(cfg)
-    if sampler == "euler_karras":
-        return diffusers.EulerDiscreteScheduler.from_config(cfg, use_karras_sigmas=True)
-    if sampler == "ddim":
-        return diffusers.DDIMScheduler.from_config(cfg)
-    if sampler == "dpmpp_2m":
-        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2)
-    if sampler == "dpmpp_2m_karras":
-        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2,
-                                                                 use_karras_sigmas=True)
-    sys.exit("make_goldens: unknown sampler %r" % sampler)
+    if sampler not in SCHEDULERS:
+        sys.exit("make_goldens: unknown sampler %r (known: %s)" % (sampler, ", ".join(SCHEDULERS)))
+    cls, overrides = SCHEDULERS[sampler]
+    return getattr(diffusers, cls).from_config(cfg, **overrides)
 
 
 def jsonable(config):
