@@ -11,6 +11,7 @@ bool draws_step_noise(SamplerKind kind) {
     case SamplerKind::kDpmpp2mSde:
     case SamplerKind::kDpmpp2mSdeKarras:
     case SamplerKind::kDpm2Ancestral:
+    case SamplerKind::kDpm2AncestralKarras:
     case SamplerKind::kDdpm:
     case SamplerKind::kLcm:
     case SamplerKind::kDpmpp3mSde:
@@ -30,10 +31,12 @@ Status sample(Backend& backend, const Schedule& schedule, const SchedulerConfig&
     case SamplerKind::kDpmpp2mSde:
     case SamplerKind::kDpmpp2mSdeKarras: return sample_dpmpp_2m(backend, schedule, cfg, x, denoise, &noise);
     case SamplerKind::kEulerAncestral: return sample_euler_ancestral(backend, schedule, cfg, x, denoise, noise);
-    case SamplerKind::kHeun: return sample_heun(backend, schedule, cfg, x, denoise);
+    case SamplerKind::kHeun:
+    case SamplerKind::kHeunKarras: return sample_heun(backend, schedule, cfg, x, denoise);
     case SamplerKind::kDpm2:
     case SamplerKind::kDpm2Karras: return sample_dpm2(backend, schedule, cfg, x, denoise);
-    case SamplerKind::kDpm2Ancestral: return sample_dpm2(backend, schedule, cfg, x, denoise, &noise);
+    case SamplerKind::kDpm2Ancestral:
+    case SamplerKind::kDpm2AncestralKarras: return sample_dpm2(backend, schedule, cfg, x, denoise, &noise);
     case SamplerKind::kLms:
     case SamplerKind::kLmsKarras: return sample_lms(backend, schedule, cfg, x, denoise);
     case SamplerKind::kUnipc: return sample_unipc(backend, schedule, cfg, x, denoise);

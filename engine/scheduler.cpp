@@ -264,7 +264,7 @@ float lerp_half(float a, float b) { return b - (b - a) * 0.5f; }
 // timestep of i_k'.
 Result<Schedule> kdpm2_schedule(const SchedulerConfig& cfg, int steps, bool karras, bool ancestral,
                                 std::vector<float> ac) {
-  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac, /*round_karras_t=*/!ancestral));
+  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac, /*round_karras_t=*/true));
   const size_t n = k.sig.size();
   std::vector<float> log_sigmas(k.full.size());
   for (size_t i = 0; i < k.full.size(); ++i) log_sigmas[i] = static_cast<float>(std::log(k.full[i]));
@@ -527,17 +527,21 @@ Result<Schedule> make_schedule(const SchedulerConfig& cfg, int steps, SamplerKin
       s.kind = kind;
       return s;
     }
-    case SamplerKind::kHeun: {
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, heun_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac)));
+    case SamplerKind::kHeun:
+    case SamplerKind::kHeunKarras: {
+      const bool karras = kind == SamplerKind::kHeunKarras || cfg.use_karras_sigmas;
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, heun_schedule(cfg, steps, karras, std::move(ac)));
       s.kind = kind;
       return s;
     }
     case SamplerKind::kDpm2:
     case SamplerKind::kDpm2Karras:
-    case SamplerKind::kDpm2Ancestral: {
-      const bool karras = kind == SamplerKind::kDpm2Karras || cfg.use_karras_sigmas;
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, kdpm2_schedule(cfg, steps, karras, kind == SamplerKind::kDpm2Ancestral,
-                                                       std::move(ac)));
+    case SamplerKind::kDpm2Ancestral:
+    case SamplerKind::kDpm2AncestralKarras: {
+      const bool karras =
+          kind == SamplerKind::kDpm2Karras || kind == SamplerKind::kDpm2AncestralKarras || cfg.use_karras_sigmas;
+      const bool ancestral = kind == SamplerKind::kDpm2Ancestral || kind == SamplerKind::kDpm2AncestralKarras;
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, kdpm2_schedule(cfg, steps, karras, ancestral, std::move(ac)));
       s.kind = kind;
       return s;
     }

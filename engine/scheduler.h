@@ -28,9 +28,9 @@ namespace hipq::engine {
 //   kDdim                      DDIMScheduler, eta = 0
 //   kDpmpp2m / kDpmpp2mKarras  DPMSolverMultistepScheduler, dpmsolver++, order 2
 //   kDpmpp2mSde(Karras), kDpmpp3mSde(Karras)  same, sde-dpmsolver++, order 2 / 3
-//   kHeun                      HeunDiscreteScheduler (two model calls per step)
+//   kHeun / kHeunKarras        HeunDiscreteScheduler (two model calls per step)
 //   kDpm2 / kDpm2Karras        KDPM2DiscreteScheduler (two model calls per step)
-//   kDpm2Ancestral             KDPM2AncestralDiscreteScheduler (two model calls per step)
+//   kDpm2Ancestral(Karras)     KDPM2AncestralDiscreteScheduler (two model calls per step)
 //   kLms / kLmsKarras          LMSDiscreteScheduler, order 4
 //   kUnipc                     UniPCMultistepScheduler, bh2, order 2
 //   kDeis                      DEISMultistepScheduler, order 2

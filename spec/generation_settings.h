@@ -73,6 +73,8 @@ enum class SamplerKind {
   kLcm,
   kDpmpp3mSde,
   kDpmpp3mSdeKarras,
+  kHeunKarras,
+  kDpm2AncestralKarras,
 };
 
 // One sampler hipq implements: its name in settings, the name AUTOMATIC1111's

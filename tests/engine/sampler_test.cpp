@@ -116,8 +116,8 @@ TEST(Sampler, DpmppLandsOnThePointMass) {
 // UniPC solve the probability-flow ODE to sigma 0: with the exact denoiser of a
 // point mass they land on it.
 TEST(Sampler, HeunDpm2LmsUnipcLandOnThePointMass) {
-  for (auto kind : {SamplerKind::kHeun, SamplerKind::kDpm2, SamplerKind::kDpm2Karras, SamplerKind::kLms,
-                    SamplerKind::kLmsKarras, SamplerKind::kUnipc}) {
+  for (auto kind : {SamplerKind::kHeun, SamplerKind::kHeunKarras, SamplerKind::kDpm2, SamplerKind::kDpm2Karras,
+                    SamplerKind::kLms, SamplerKind::kLmsKarras, SamplerKind::kUnipc}) {
     for (int steps : {1, 2, 7, 20}) {
       SchedulerConfig cfg;
       auto s = make_schedule(cfg, steps, kind);
@@ -386,7 +386,7 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
   EXPECT_GE(checked, 40);
   std::printf("new-sampler trajectories checked: %d, max abs error vs diffusers: %.3g\n", checked, worst);
   for (const auto& [name, err] : worst_of)
-    std::printf("  %-20s %2d trajectories, max abs error %.3g\n", name.c_str(), per_sampler[name], err);
+    std::printf("  %-22s %2d trajectories, max abs error %.3g\n", name.c_str(), per_sampler[name], err);
 }
 
 // A stochastic sampler's noise is part of the result: another seed for the
