@@ -221,8 +221,8 @@ SCHEDULERS = {
     "dpm2_ancestral_karras": ("KDPM2AncestralDiscreteScheduler", {"use_karras_sigmas": True}),
     "lms": ("LMSDiscreteScheduler", {}),
     "lms_karras": ("LMSDiscreteScheduler", {"use_karras_sigmas": True}),
-    "unipc": ("UniPCMultistepScheduler", {}),
-    "deis": ("DEISMultistepScheduler", {}),
+    "unipc": ("UniPCMultistepScheduler", {"solver_order": 2, "solver_type": "bh2", "predict_x0": True}),
+    "deis": ("DEISMultistepScheduler", {"solver_order": 2}),
     "ddpm": ("DDPMScheduler", {}),
     "lcm": ("LCMScheduler", {}),
 }
