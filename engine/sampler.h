@@ -34,8 +34,8 @@
 namespace hipq::engine {
 
 struct DenoiseStep {
-  int index = 0;        // 0-based step
-  int count = 0;        // total steps
+  int index = 0;        // 0-based model call (one per step except Heun / DPM2: two per step but the last)
+  int count = 0;        // total model calls (schedule.timesteps.size())
   float timestep = 0;   // what the UNet receives
   float sigma = 0;      // the step's sigma (DDIM: equivalent sigma)
 };
@@ -71,6 +71,38 @@ Status sample_dpmpp_2m(kernels::Backend& backend, const Schedule& schedule, cons
 // diffusers/schedulers/scheduling_euler_ancestral_discrete.py (EulerAncestralDiscreteScheduler.step)
 Status sample_euler_ancestral(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
                               kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource& noise);
+// diffusers/schedulers/scheduling_heun_discrete.py (HeunDiscreteScheduler.step):
+// two model calls per step but the last (Schedule.timesteps has one per call).
+Status sample_heun(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                   kernels::Tensor& x, const Denoiser& denoise);
+// diffusers/schedulers/scheduling_k_dpm_2_discrete.py (KDPM2DiscreteScheduler.step); with
+// `noise`, scheduling_k_dpm_2_ancestral_discrete.py (KDPM2AncestralDiscreteScheduler.step),
+// which draws noise in the model's dtype on each second call. Two model calls per
+// step but the last; the schedule must be make_schedule's for kDpm2* (call-ordered sigmas).
+Status sample_dpm2(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                   kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource* noise = nullptr);
+// diffusers/schedulers/scheduling_lms_discrete.py (LMSDiscreteScheduler.step, order 4)
+Status sample_lms(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                  kernels::Tensor& x, const Denoiser& denoise);
+// diffusers/schedulers/scheduling_unipc_multistep.py (UniPCMultistepScheduler.step: bh2, order 2,
+// predict_x0, the UniC corrector on every step but the first)
+Status sample_unipc(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                    kernels::Tensor& x, const Denoiser& denoise);
+// diffusers/schedulers/scheduling_deis_multistep.py (DEISMultistepScheduler.step: order 2, log-rho)
+Status sample_deis(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                   kernels::Tensor& x, const Denoiser& denoise);
+// diffusers/schedulers/scheduling_ddpm.py (DDPMScheduler.step): draws noise in the model's
+// dtype on every step whose timestep is above 0.
+Status sample_ddpm(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                   kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource& noise);
+// diffusers/schedulers/scheduling_lcm.py (LCMScheduler.step): draws noise in the model's dtype
+// on every step but the last.
+Status sample_lcm(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                  kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource& noise);
+// diffusers/schedulers/scheduling_dpmsolver_multistep.py (sde-dpmsolver++, solver_order 3):
+// DPM++ 3M SDE, which draws f32 noise every step.
+Status sample_dpmpp_3m_sde(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg,
+                           kernels::Tensor& x, const Denoiser& denoise, const StepNoiseSource& noise);
 // Dispatches on schedule.kind.
 Status sample(kernels::Backend& backend, const Schedule& schedule, const SchedulerConfig& cfg, kernels::Tensor& x,
               const Denoiser& denoise, const StepNoiseSource& noise = {});

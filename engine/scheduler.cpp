@@ -127,12 +127,22 @@ Result<std::vector<int64_t>> integer_timesteps(const SchedulerConfig& cfg, int s
 
 float max_of(const std::vector<float>& v) { return *std::max_element(v.begin(), v.end()); }
 
-Result<Schedule> euler_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
-  if (cfg.interpolation_type != "linear")
-    return Status::Unimplemented("scheduler config: interpolation_type '" + cfg.interpolation_type +
-                                 "' (only \"linear\" is supported)");
-  const int64_t n = cfg.num_train_timesteps;
+// The timesteps and sigmas of diffusers' k-diffusion style schedulers (Euler,
+// Heun, LMS, KDPM2, their Karras variants) before the final sigma: timesteps
+// by timestep_spacing, sigmas interpolated on the training sigmas, or Karras'
+// sigmas with their fractional timesteps (rounded to integers where the
+// scheduler rounds them: `round_karras_t`).
+struct KTable {
   std::vector<double> ts;
+  std::vector<double> sig;
+  std::vector<float> full;  // the training sigmas
+};
+
+Result<KTable> k_table(const SchedulerConfig& cfg, int steps, bool karras, const std::vector<float>& ac,
+                       bool round_karras_t = false) {
+  const int64_t n = cfg.num_train_timesteps;
+  KTable out;
+  std::vector<double>& ts = out.ts;
   if (cfg.timestep_spacing == "linspace") {
     const auto lin = np_linspace(0.0, static_cast<double>(n - 1), steps);
     for (auto it = lin.rbegin(); it != lin.rend(); ++it) ts.push_back(static_cast<float>(*it));
@@ -146,25 +156,144 @@ Result<Schedule> euler_schedule(const SchedulerConfig& cfg, int steps, bool karr
     return Status::InvalidArgument("scheduler config: timestep_spacing '" + cfg.timestep_spacing +
                                    "' is not one of leading, trailing, linspace");
   }
-  const auto full = train_sigmas(ac);
-  std::vector<double> sig;
-  for (double t : ts) sig.push_back(interp(t, full));
+  out.full = train_sigmas(ac);
+  for (double t : ts) out.sig.push_back(interp(t, out.full));
   if (karras) {
-    std::vector<float> log_sigmas(full.size());
-    for (size_t i = 0; i < full.size(); ++i) log_sigmas[i] = std::log(full[i]);
-    sig = karras_sigmas(sig.back(), sig.front(), steps);
+    std::vector<float> log_sigmas(out.full.size());
+    for (size_t i = 0; i < out.full.size(); ++i) log_sigmas[i] = std::log(out.full[i]);
+    out.sig = karras_sigmas(out.sig.back(), out.sig.front(), steps);
     ts.clear();
-    for (double s : sig) ts.push_back(sigma_to_t(s, log_sigmas));
+    for (double s : out.sig) {
+      const double t = sigma_to_t(s, log_sigmas);
+      ts.push_back(round_karras_t ? std::nearbyint(t) : t);
+    }
   }
+  return out;
+}
+
+// init_noise_sigma of the k-diffusion style schedulers: max sigma, or
+// sqrt(max^2 + 1) for "leading" spacing.
+float k_init_noise_sigma(const SchedulerConfig& cfg, const std::vector<float>& sigmas) {
+  const float max_sigma = max_of(sigmas);
+  return (cfg.timestep_spacing == "linspace" || cfg.timestep_spacing == "trailing")
+             ? max_sigma
+             : std::sqrt(max_sigma * max_sigma + 1.0f);
+}
+
+Result<Schedule> euler_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
+  if (cfg.interpolation_type != "linear")
+    return Status::Unimplemented("scheduler config: interpolation_type '" + cfg.interpolation_type +
+                                 "' (only \"linear\" is supported)");
+  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac));
   Schedule out;
   out.kind = karras ? SamplerKind::kEulerKarras : SamplerKind::kEuler;
-  for (double t : ts) out.timesteps.push_back(static_cast<float>(t));
-  for (double s : sig) out.sigmas.push_back(static_cast<float>(s));
-  out.sigmas.push_back(cfg.final_sigmas_type == "sigma_min" ? full.front() : 0.0f);
-  const float max_sigma = max_of(out.sigmas);
-  out.init_noise_sigma = (cfg.timestep_spacing == "linspace" || cfg.timestep_spacing == "trailing")
-                             ? max_sigma
-                             : std::sqrt(max_sigma * max_sigma + 1.0f);
+  for (double t : k.ts) out.timesteps.push_back(static_cast<float>(t));
+  for (double s : k.sig) out.sigmas.push_back(static_cast<float>(s));
+  out.sigmas.push_back(cfg.final_sigmas_type == "sigma_min" ? k.full.front() : 0.0f);
+  out.init_noise_sigma = k_init_noise_sigma(cfg, out.sigmas);
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+// HeunDiscreteScheduler: the Euler table with every sigma but the first and
+// the last repeated (each step but the last calls the model twice), and every
+// timestep but the first repeated. Always ends at sigma 0.
+Result<Schedule> heun_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
+  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac));
+  Schedule out;
+  for (size_t i = 0; i < k.ts.size(); ++i) {
+    const float t = static_cast<float>(k.ts[i]);
+    const float s = static_cast<float>(k.sig[i]);
+    out.timesteps.push_back(t);
+    out.sigmas.push_back(s);
+    if (i > 0) {
+      out.timesteps.push_back(t);
+      out.sigmas.push_back(s);
+    }
+  }
+  out.sigmas.push_back(0.0f);
+  out.init_noise_sigma = k_init_noise_sigma(cfg, out.sigmas);
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+// LMSDiscreteScheduler: the Euler table ending at sigma 0.
+Result<Schedule> lms_schedule(const SchedulerConfig& cfg, int steps, bool karras, std::vector<float> ac) {
+  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac));
+  Schedule out;
+  for (double t : k.ts) out.timesteps.push_back(static_cast<float>(t));
+  for (double s : k.sig) out.sigmas.push_back(static_cast<float>(s));
+  out.sigmas.push_back(0.0f);
+  out.init_noise_sigma = k_init_noise_sigma(cfg, out.sigmas);
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+// diffusers' _sigma_to_t where KDPM2 calls it with an fp32 torch sigma and the
+// fp32 torch log-sigma table: log in double, everything after in fp32.
+float sigma_to_t_f32(float sigma, const std::vector<float>& log_sigmas) {
+  const float log_sigma = static_cast<float>(std::log(std::max(static_cast<double>(sigma), 1e-10)));
+  const int64_t n = static_cast<int64_t>(log_sigmas.size());
+  int64_t count = 0, best = 0, low = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (log_sigma - log_sigmas[static_cast<size_t>(i)] >= 0.0f) ++count;
+    if (count > best) {
+      best = count;
+      low = i;
+    }
+  }
+  low = std::min(low, n - 2);
+  const int64_t high = low + 1;
+  const float lo = log_sigmas[static_cast<size_t>(low)];
+  const float hi = log_sigmas[static_cast<size_t>(high)];
+  float w = (lo - log_sigma) / (lo - hi);
+  w = std::clamp(w, 0.0f, 1.0f);
+  return (1.0f - w) * static_cast<float>(low) + w * static_cast<float>(high);
+}
+
+// torch.lerp(a, b, 0.5) in fp32 (weight >= 0.5: b - (b - a) * (1 - w)).
+float lerp_half(float a, float b) { return b - (b - a) * 0.5f; }
+
+// KDPM2DiscreteScheduler / KDPM2AncestralDiscreteScheduler. Each step but the
+// last calls the model at sigma s_k and at an interpolated sigma between s_k
+// and the next (KDPM2: the geometric mean of s_k and s_{k+1}; ancestral: of
+// s_k and sigma_down_k). Schedule.sigmas holds the sigma of each model call in
+// call order, then 0: [s_0, i_0', s_1, i_1', ..., s_{n-1}, 0], where i_k' is
+// the interpolated sigma of step k; the samplers read the step's sigmas from
+// it (engine/samplers/dpm2.cpp). Timesteps likewise: t_k and the fractional
+// timestep of i_k'.
+Result<Schedule> kdpm2_schedule(const SchedulerConfig& cfg, int steps, bool karras, bool ancestral,
+                                std::vector<float> ac) {
+  HIPQ_ASSIGN_OR_RETURN(KTable k, k_table(cfg, steps, karras, ac, /*round_karras_t=*/true));
+  const size_t n = k.sig.size();
+  std::vector<float> log_sigmas(k.full.size());
+  for (size_t i = 0; i < k.full.size(); ++i) log_sigmas[i] = static_cast<float>(std::log(k.full[i]));
+  std::vector<float> s(n + 1, 0.0f);
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<float>(k.sig[i]);
+  // interpol[i] for the step from s[i] (ancestral) or into s[i] (KDPM2).
+  std::vector<float> interpol(n + 1, 0.0f);
+  if (ancestral) {
+    for (size_t i = 0; i + 2 <= n; ++i) {
+      const float sn2 = s[i + 1] * s[i + 1], s2 = s[i] * s[i];
+      const float up = std::sqrt(sn2 * (s2 - sn2) / s2);
+      const float down = std::sqrt(sn2 - up * up);
+      interpol[i] = std::exp(lerp_half(std::log(s[i]), std::log(down)));
+    }
+  } else {
+    for (size_t i = 1; i < n; ++i) interpol[i] = std::exp(lerp_half(std::log(s[i]), std::log(s[i - 1])));
+  }
+  Schedule out;
+  for (size_t i = 0; i < n; ++i) {
+    out.timesteps.push_back(static_cast<float>(k.ts[i]));
+    out.sigmas.push_back(s[i]);
+    if (i + 1 < n) {
+      const float si = ancestral ? interpol[i] : interpol[i + 1];
+      out.timesteps.push_back(sigma_to_t_f32(si, log_sigmas));
+      out.sigmas.push_back(si);
+    }
+  }
+  out.sigmas.push_back(0.0f);
+  out.init_noise_sigma = k_init_noise_sigma(cfg, s);
   out.alphas_cumprod = std::move(ac);
   return out;
 }
@@ -210,6 +339,35 @@ Result<Schedule> dpm_schedule(const SchedulerConfig& cfg, int steps, bool karras
   for (double t : ts) out.timesteps.push_back(static_cast<float>(static_cast<int64_t>(t)));
   for (double s : sig) out.sigmas.push_back(static_cast<float>(s));
   out.sigmas.push_back(cfg.final_sigmas_type == "sigma_min" ? full.front() : 0.0f);
+  out.init_noise_sigma = 1.0f;
+  out.alphas_cumprod = std::move(ac);
+  return out;
+}
+
+// LCMScheduler: `steps` timesteps picked evenly (floor of linspace, no
+// endpoint) from the distillation's grid k-1, 2k-1, ..., N-1 (k = N //
+// original_inference_steps), counted down. Sigmas are the equivalent sigmas
+// of the timesteps (informational).
+Result<Schedule> lcm_schedule(const SchedulerConfig& cfg, int steps, std::vector<float> ac) {
+  const int64_t original = cfg.original_inference_steps;
+  const int64_t k = cfg.num_train_timesteps / original;
+  std::vector<int64_t> origin;  // descending
+  for (int64_t i = original; i >= 1; --i) origin.push_back(i * k - 1);
+  if (steps > original)
+    return Status::InvalidArgument("lcm: steps " + std::to_string(steps) +
+                                   " is more than the scheduler's original_inference_steps " +
+                                   std::to_string(original));
+  const auto full = train_sigmas(ac);
+  Schedule out;
+  const double count = static_cast<double>(origin.size());
+  for (int i = 0; i < steps; ++i) {
+    // np.linspace(0, len, num=steps, endpoint=False) then floor
+    const double v = static_cast<double>(i) * (count / static_cast<double>(steps));
+    const int64_t t = origin[static_cast<size_t>(std::floor(v))];
+    out.timesteps.push_back(static_cast<float>(t));
+    out.sigmas.push_back(full[static_cast<size_t>(t)]);
+  }
+  out.sigmas.push_back(0.0f);
   out.init_noise_sigma = 1.0f;
   out.alphas_cumprod = std::move(ac);
   return out;
@@ -299,6 +457,14 @@ Result<SchedulerConfig> SchedulerConfig::from_json(const nlohmann::json& j, cons
   HIPQ_RETURN_IF_ERROR(read_bool("lower_order_final", c.lower_order_final));
   HIPQ_RETURN_IF_ERROR(read_bool("euler_at_final", c.euler_at_final));
   HIPQ_RETURN_IF_ERROR(read_string("final_sigmas_type", c.final_sigmas_type, {"zero", "sigma_min"}));
+  HIPQ_RETURN_IF_ERROR(read_string("variance_type", c.variance_type,
+                                   {"fixed_small", "fixed_small_log", "fixed_large", "fixed_large_log", "learned",
+                                    "learned_range"}));
+  HIPQ_RETURN_IF_ERROR(read_int("original_inference_steps", c.original_inference_steps));
+  HIPQ_RETURN_IF_ERROR(read_double("timestep_scaling", c.timestep_scaling));
+  if (c.original_inference_steps < 1 || c.original_inference_steps > c.num_train_timesteps)
+    return bad("original_inference_steps", j.value("original_inference_steps", nlohmann::json()),
+               "1..num_train_timesteps");
   if (j.contains("trained_betas") && !j["trained_betas"].is_null())
     return Status::Unimplemented("scheduler config: \"trained_betas\" is not supported");
   if (c.num_train_timesteps < 2 || c.num_train_timesteps > 100000)
@@ -350,6 +516,62 @@ Result<Schedule> make_schedule(const SchedulerConfig& cfg, int steps, SamplerKin
       HIPQ_ASSIGN_OR_RETURN(
           Schedule s, dpm_schedule(cfg, steps, kind == SamplerKind::kDpmpp2mSdeKarras || cfg.use_karras_sigmas,
                                    std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kDpmpp3mSde:
+    case SamplerKind::kDpmpp3mSdeKarras: {
+      HIPQ_ASSIGN_OR_RETURN(
+          Schedule s, dpm_schedule(cfg, steps, kind == SamplerKind::kDpmpp3mSdeKarras || cfg.use_karras_sigmas,
+                                   std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kHeun:
+    case SamplerKind::kHeunKarras: {
+      const bool karras = kind == SamplerKind::kHeunKarras || cfg.use_karras_sigmas;
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, heun_schedule(cfg, steps, karras, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kDpm2:
+    case SamplerKind::kDpm2Karras:
+    case SamplerKind::kDpm2Ancestral:
+    case SamplerKind::kDpm2AncestralKarras: {
+      const bool karras =
+          kind == SamplerKind::kDpm2Karras || kind == SamplerKind::kDpm2AncestralKarras || cfg.use_karras_sigmas;
+      const bool ancestral = kind == SamplerKind::kDpm2Ancestral || kind == SamplerKind::kDpm2AncestralKarras;
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, kdpm2_schedule(cfg, steps, karras, ancestral, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kUnipc: {  // DPM-Solver's table (UniPCMultistepScheduler.set_timesteps is the same)
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kDeis: {
+      // DPM-Solver's table ending at sigma_min (the first training sigma), or
+      // at the last Karras sigma repeated.
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac)));
+      s.sigmas.back() = cfg.use_karras_sigmas ? s.sigmas[s.sigmas.size() - 2] : train_sigmas(s.alphas_cumprod).front();
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kDdpm: {  // DDIM's table (DDPMScheduler.set_timesteps is the same)
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, ddim_schedule(cfg, steps, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kLcm: {
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, lcm_schedule(cfg, steps, std::move(ac)));
+      s.kind = kind;
+      return s;
+    }
+    case SamplerKind::kLms:
+    case SamplerKind::kLmsKarras: {
+      const bool karras = kind == SamplerKind::kLmsKarras || cfg.use_karras_sigmas;
+      HIPQ_ASSIGN_OR_RETURN(Schedule s, lms_schedule(cfg, steps, karras, std::move(ac)));
       s.kind = kind;
       return s;
     }

@@ -1,9 +1,8 @@
 // Noise schedules as diffusers computes them (timesteps and sigmas for a
 // number of inference steps), configured like the model's scheduler/config.json.
 //
-// Matches diffusers' EulerDiscreteScheduler, DDIMScheduler and
-// DPMSolverMultistepScheduler (solver_order 2, "dpmsolver++", midpoint) in
-// their table computation: betas (linear / scaled_linear) in fp32,
+// Matches the table computation of the diffusers scheduler of each sampler
+// (the list below): betas (linear / scaled_linear) in fp32,
 // alphas_cumprod in fp32, timestep_spacing leading / trailing / linspace,
 // steps_offset, optional Karras sigmas. Tables: docs/samplers.md.
 // Errors: InvalidArgument naming the config field and the value.
@@ -22,12 +21,21 @@
 namespace hipq::engine {
 
 // Which sampler (hence which scheduler table) a generation uses; the names
-// and kinds are spec::sampler_names():
-//   kEuler          EulerDiscreteScheduler
-//   kEulerKarras    EulerDiscreteScheduler, use_karras_sigmas=True
-//   kDdim           DDIMScheduler, eta = 0
-//   kDpmpp2m        DPMSolverMultistepScheduler, dpmsolver++, order 2
-//   kDpmpp2mKarras  same with use_karras_sigmas=True
+// and kinds are spec::sampler_names(), each kind's diffusers class and config
+// docs/samplers.md:
+//   kEuler / kEulerKarras      EulerDiscreteScheduler (use_karras_sigmas)
+//   kEulerAncestral            EulerAncestralDiscreteScheduler
+//   kDdim                      DDIMScheduler, eta = 0
+//   kDpmpp2m / kDpmpp2mKarras  DPMSolverMultistepScheduler, dpmsolver++, order 2
+//   kDpmpp2mSde(Karras), kDpmpp3mSde(Karras)  same, sde-dpmsolver++, order 2 / 3
+//   kHeun / kHeunKarras        HeunDiscreteScheduler (two model calls per step)
+//   kDpm2 / kDpm2Karras        KDPM2DiscreteScheduler (two model calls per step)
+//   kDpm2Ancestral(Karras)     KDPM2AncestralDiscreteScheduler (two model calls per step)
+//   kLms / kLmsKarras          LMSDiscreteScheduler, order 4
+//   kUnipc                     UniPCMultistepScheduler, bh2, order 2
+//   kDeis                      DEISMultistepScheduler, order 2
+//   kDdpm                      DDPMScheduler
+//   kLcm                       LCMScheduler
 using SamplerKind = spec::SamplerKind;
 // The kind of a name of spec::sampler_names(); InvalidArgument listing them otherwise.
 Result<SamplerKind> parse_sampler_kind(std::string_view name);
@@ -49,6 +57,9 @@ struct SchedulerConfig {
   bool lower_order_final = true;              // DPM++
   bool euler_at_final = false;                // DPM++
   std::string final_sigmas_type = "zero";     // DPM++: "zero" | "sigma_min"
+  std::string variance_type = "fixed_small";  // DDPM: "fixed_small" | "fixed_large" (others refused)
+  int original_inference_steps = 50;          // LCM: the distillation's timestep grid
+  double timestep_scaling = 10.0;             // LCM: boundary-condition scalings
 
   // SDXL's / SD 1.x's / SD 2.x's published scheduler config ("sd2" = the
   // 512-base epsilon variant).
@@ -61,11 +72,15 @@ struct SchedulerConfig {
 
 struct Schedule {
   SamplerKind kind = SamplerKind::kEuler;
-  // Model timesteps, one per step (float: Euler interpolates nothing but
-  // diffusers keeps them as float32; DDIM/DPM are integers stored as float).
+  // Model timesteps, one per model call in call order (float: diffusers keeps
+  // Euler's as float32, fractional with Karras; DDIM/DPM are integers stored
+  // as float). One per step, except Heun and KDPM2: two per step but the last
+  // (diffusers' own interleaved scheduler.timesteps).
   std::vector<float> timesteps;
-  // steps + 1 values; the last is the final sigma (0 for "zero"). For DDIM these
-  // are the equivalent sigmas sqrt((1-a)/a) of each timestep (informational).
+  // timesteps.size() + 1 values: the sigma each model call's input is scaled
+  // by (KDPM2: its interpolated sigma on the second call of a step), then the
+  // final sigma (0 for "zero"). For DDIM, DDPM and LCM these are the
+  // equivalent sigmas sqrt((1-a)/a) of each timestep (informational).
   std::vector<float> sigmas;
   // alphas_cumprod (num_train_timesteps values, fp32), needed by DDIM.
   std::vector<float> alphas_cumprod;

@@ -34,6 +34,20 @@ const std::vector<SamplerName>& sampler_names() {
       {"dpmpp_2m_karras", "DPM++ 2M", true, SamplerKind::kDpmpp2mKarras},
       {"dpmpp_2m_sde", "DPM++ 2M SDE", false, SamplerKind::kDpmpp2mSde},
       {"dpmpp_2m_sde_karras", "DPM++ 2M SDE", true, SamplerKind::kDpmpp2mSdeKarras},
+      {"heun", "Heun", false, SamplerKind::kHeun},
+      {"heun_karras", "Heun", true, SamplerKind::kHeunKarras},
+      {"dpm2", "DPM2", false, SamplerKind::kDpm2},
+      {"dpm2_karras", "DPM2", true, SamplerKind::kDpm2Karras},
+      {"dpm2_ancestral", "DPM2 a", false, SamplerKind::kDpm2Ancestral},
+      {"dpm2_ancestral_karras", "DPM2 a", true, SamplerKind::kDpm2AncestralKarras},
+      {"lms", "LMS", false, SamplerKind::kLms},
+      {"lms_karras", "LMS", true, SamplerKind::kLmsKarras},
+      {"unipc", "UniPC", false, SamplerKind::kUnipc},
+      {"deis", "DEIS", false, SamplerKind::kDeis},
+      {"ddpm", "DDPM", false, SamplerKind::kDdpm},
+      {"lcm", "LCM", false, SamplerKind::kLcm},
+      {"dpmpp_3m_sde", "DPM++ 3M SDE", false, SamplerKind::kDpmpp3mSde},
+      {"dpmpp_3m_sde_karras", "DPM++ 3M SDE", true, SamplerKind::kDpmpp3mSdeKarras},
   };
   return k;
 }

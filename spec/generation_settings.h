@@ -68,6 +68,20 @@ enum class SamplerKind {
   kDpmpp2mKarras,
   kDpmpp2mSde,
   kDpmpp2mSdeKarras,
+  kHeun,
+  kDpm2,
+  kDpm2Karras,
+  kDpm2Ancestral,
+  kLms,
+  kLmsKarras,
+  kUnipc,
+  kDeis,
+  kDdpm,
+  kLcm,
+  kDpmpp3mSde,
+  kDpmpp3mSdeKarras,
+  kHeunKarras,
+  kDpm2AncestralKarras,
 };
 
 // One sampler hipq implements: its name in settings, the name AUTOMATIC1111's

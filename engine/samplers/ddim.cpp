@@ -71,11 +71,7 @@ Status sample_ddim(Backend& be, const Schedule& schedule, const SchedulerConfig&
       HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
       HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 1, eps_buf));
     }
-    if (cfg.clip_sample) {  // on the host: the backend has no clamp (see the header)
-      HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, to_host_f32(be, *x0));
-      for (float& v : host) v = std::clamp(v, -clip, clip);
-      HIPQ_RETURN_IF_ERROR(be.copy_to_device(host.data(), x0->data, x0->nbytes()));
-    }
+    if (cfg.clip_sample) HIPQ_RETURN_IF_ERROR(samplers::clamp_on_host(be, *x0, clip));
     // x = sqrt_a_prev * x0 + dir_scale * eps
     HIPQ_RETURN_IF_ERROR(ops.scale(*x0, c.sqrt_a_prev, t1));
     HIPQ_RETURN_IF_ERROR(ops.scale(*eps, c.dir_scale, t2));

@@ -1,5 +1,7 @@
 #include "engine/samplers/step_ops.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -37,6 +39,31 @@ Result<StepOps> StepOps::make(kernels::Backend& be, const Tensor& like, int temp
 
 Status StepOps::div(const Tensor& a, int step, int which, Tensor& y) {
   return be_->binary(kernels::BinaryOp::kDiv, a, table_.t.slice(0, int64_t{step} * per_step_ + which, 1), y);
+}
+
+Result<const Tensor*> k_pred_original(StepOps& ops, std::string_view who, const std::string& prediction,
+                                      const Tensor& x, const Tensor& out, float sigma, int step, int which,
+                                      Tensor& pred, Tensor& tmp) {
+  if (prediction == "epsilon") {
+    HIPQ_RETURN_IF_ERROR(ops.scale(out, sigma, tmp));
+    HIPQ_RETURN_IF_ERROR(ops.sub(x, tmp, pred));
+    return &pred;
+  }
+  if (prediction == "v_prediction") {
+    HIPQ_RETURN_IF_ERROR(ops.scale(out, -sigma / std::sqrt(sigma * sigma + 1.0f), tmp));
+    HIPQ_RETURN_IF_ERROR(ops.div(x, step, which, pred));
+    HIPQ_RETURN_IF_ERROR(ops.add(tmp, pred, pred));
+    return &pred;
+  }
+  if (prediction == "sample") return &out;
+  return Status::InvalidArgument(std::string(who) + ": prediction_type \"" + prediction +
+                                 "\" is not one of epsilon, v_prediction, sample");
+}
+
+Status clamp_on_host(kernels::Backend& be, Tensor& x0, float range) {
+  HIPQ_ASSIGN_OR_RETURN(std::vector<float> host, to_host_f32(be, x0));
+  for (float& v : host) v = std::clamp(v, -range, range);
+  return be.copy_to_device(host.data(), x0.data, x0.nbytes());
 }
 
 }  // namespace hipq::engine::samplers

@@ -13,6 +13,7 @@
 // Thread safety: the backend's thread.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,5 +57,22 @@ class StepOps {
   std::vector<DeviceTensor> temps_;
   DeviceTensor table_;
 };
+
+// pred_original_sample of the k-diffusion style schedulers (Euler, Heun, LMS,
+// KDPM2) at `sigma`, in diffusers' operation order:
+//   epsilon:      x - sigma * out
+//   v_prediction: out * (-sigma / sqrt(sigma^2 + 1)) + x / (sigma^2 + 1), the
+//                 divisor sigma^2 + 1 at divisors[step * per_step + which]
+//   sample:       out
+// Writes `pred` (and `tmp`) and returns the tensor that holds the result
+// (`out` itself for "sample"). InvalidArgument naming `who` for another type.
+Result<const kernels::Tensor*> k_pred_original(StepOps& ops, std::string_view who, const std::string& prediction,
+                                               const kernels::Tensor& x, const kernels::Tensor& out, float sigma,
+                                               int step, int which, kernels::Tensor& pred, kernels::Tensor& tmp);
+
+// x0.clamp(-range, range) for a scheduler's clip_sample (DDIM, DDPM, LCM), on
+// the host: the backend has no clamp, and no model family hipq knows turns
+// clip_sample on, so this is the one host round trip a step may make.
+Status clamp_on_host(kernels::Backend& be, kernels::Tensor& x0, float range);
 
 }  // namespace hipq::engine::samplers

@@ -156,7 +156,7 @@ TEST(GenerateCommandTest, ImpossibleSettingsAreUsageErrorsNamingTheFlag) {
       {"--width 100", "--width 100"},
       {"--height 0", "--height 0"},
       {"--steps 0", "--steps 0"},
-      {"--sampler heun", "--sampler heun"},
+      {"--sampler dpmpp_sde", "--sampler dpmpp_sde"},
       {"--precision int8", "--precision int8"},
   };
   for (const auto& c : cases) {

@@ -89,7 +89,9 @@ TEST(ImageParametersTest, SamplerNamesAreTheWebUis) {
   EXPECT_EQ(a1111_sampler_name("euler_karras"), "Euler");
   EXPECT_EQ(a1111_sampler_name("ddim"), "DDIM");
   EXPECT_EQ(a1111_sampler_name("dpmpp_2m"), "DPM++ 2M");
-  EXPECT_EQ(a1111_sampler_name("lms"), "");
+  EXPECT_EQ(a1111_sampler_name("dpm2_ancestral"), "DPM2 a");
+  EXPECT_EQ(a1111_sampler_name("dpmpp_3m_sde_karras"), "DPM++ 3M SDE");
+  EXPECT_EQ(a1111_sampler_name("dpmpp_sde"), "");
   for (const auto& s : spec::known_samplers()) EXPECT_FALSE(a1111_sampler_name(s).empty()) << s;
 }
 

@@ -65,7 +65,8 @@ class PointMass {
         if (kind_ == SamplerKind::kDdim) {
           const float a = s_.alphas_cumprod[static_cast<size_t>(step.timestep)];
           out[k] = (in[k] - std::sqrt(a) * c_[k]) / std::sqrt(1 - a);
-        } else if (kind_ == SamplerKind::kDpmpp2m || kind_ == SamplerKind::kDpmpp2mKarras) {
+        } else if (kind_ == SamplerKind::kDpmpp2m || kind_ == SamplerKind::kDpmpp2mKarras ||
+                   kind_ == SamplerKind::kUnipc || kind_ == SamplerKind::kDeis) {
           const double alpha = 1 / std::sqrt(double(step.sigma) * step.sigma + 1);
           out[k] = static_cast<float>((in[k] - alpha * c_[k]) / (step.sigma * alpha));
         } else {
@@ -109,6 +110,107 @@ TEST(Sampler, DpmppLandsOnThePointMass) {
     ASSERT_TRUE(x.ok()) << x.status().ToString();
     for (size_t k = 0; k < x->size(); ++k) EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind);
   }
+}
+
+// The k-diffusion samplers of diffusers' second wave (Heun, DPM2, LMS) and
+// UniPC solve the probability-flow ODE to sigma 0: with the exact denoiser of a
+// point mass they land on it.
+TEST(Sampler, HeunDpm2LmsUnipcLandOnThePointMass) {
+  for (auto kind : {SamplerKind::kHeun, SamplerKind::kHeunKarras, SamplerKind::kDpm2, SamplerKind::kDpm2Karras,
+                    SamplerKind::kLms, SamplerKind::kLmsKarras, SamplerKind::kUnipc}) {
+    for (int steps : {1, 2, 7, 20}) {
+      SchedulerConfig cfg;
+      auto s = make_schedule(cfg, steps, kind);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      PointMass pm(target(), *s, kind);
+      auto x = run(*s, cfg, torch_randn_cpu(6, 6), pm.denoiser());
+      ASSERT_TRUE(x.ok()) << sampler_kind_name(kind) << ": " << x.status().ToString();
+      EXPECT_EQ(pm.calls, static_cast<int>(s->timesteps.size()));
+      for (size_t k = 0; k < x->size(); ++k)
+        EXPECT_NEAR((*x)[k], target()[k], 1e-4) << sampler_kind_name(kind) << " " << steps << " steps";
+    }
+  }
+}
+
+// DEIS ends at sigma_min, not 0: with the point mass's exact epsilon e (constant
+// along the ODE's solution) it lands on alpha_f c + sigma_f e.
+TEST(Sampler, DeisFollowsTheClosedFormToSigmaMin) {
+  for (int steps : {1, 3, 20}) {
+    SchedulerConfig cfg;
+    auto s = make_schedule(cfg, steps, SamplerKind::kDeis);
+    ASSERT_TRUE(s.ok());
+    PointMass pm(target(), *s, SamplerKind::kDeis);
+    const auto noise = torch_randn_cpu(7, 6);
+    auto x = run(*s, cfg, noise, pm.denoiser());
+    ASSERT_TRUE(x.ok()) << x.status().ToString();
+    auto alpha_sigma = [](double sig) { return std::pair{1 / std::sqrt(sig * sig + 1), sig / std::sqrt(sig * sig + 1)}; };
+    const auto [a_T, s_T] = alpha_sigma(s->sigmas.front());
+    const auto [a_f, s_f] = alpha_sigma(s->sigmas.back());
+    EXPECT_GT(s->sigmas.back(), 0.01f);
+    for (size_t k = 0; k < 6; ++k) {
+      const double e = (noise[k] - a_T * target()[k]) / s_T;
+      EXPECT_NEAR((*x)[k], a_f * target()[k] + s_f * e, 1e-4) << steps << " steps";
+    }
+  }
+}
+
+// Heun and DPM2 call the model twice per step but the last: the denoiser sees
+// one call per entry of schedule.timesteps, indexed in order, with the sigma
+// the input was scaled by.
+TEST(Sampler, TwoCallSamplersReportEveryModelCall) {
+  for (auto kind : {SamplerKind::kHeun, SamplerKind::kDpm2, SamplerKind::kDpm2Ancestral}) {
+    SchedulerConfig cfg;
+    auto s = make_schedule(cfg, 5, kind);
+    ASSERT_TRUE(s.ok());
+    ASSERT_EQ(s->timesteps.size(), 9u) << sampler_kind_name(kind);
+    ASSERT_EQ(s->sigmas.size(), 10u);
+    std::vector<DenoiseStep> seen;
+    HostDenoiser d = [&](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+      seen.push_back(st);
+      for (size_t k = 0; k < in.size(); ++k) out[k] = 0.1f * in[k];
+      return Status::Ok();
+    };
+    TorchGenerator gen(RngKind::kTorchCpu, 9);
+    auto x = run(cpu(), *s, cfg, {1.0f, -2.0f}, d, {&gen});
+    ASSERT_TRUE(x.ok()) << x.status().ToString();
+    ASSERT_EQ(seen.size(), 9u);
+    for (size_t j = 0; j < seen.size(); ++j) {
+      EXPECT_EQ(seen[j].index, static_cast<int>(j));
+      EXPECT_EQ(seen[j].count, 9);
+      EXPECT_EQ(seen[j].timestep, s->timesteps[j]);
+      EXPECT_EQ(seen[j].sigma, s->sigmas[j]);
+    }
+    // The second call of a step is at a lower noise level than the first.
+    for (size_t j = 1; j < seen.size(); j += 2) EXPECT_LT(seen[j].sigma, seen[j - 1].sigma) << sampler_kind_name(kind);
+  }
+}
+
+// LMS integrates the Lagrange basis polynomials of the last four sigmas over
+// each step: a polynomial trajectory of degree <= 3 in sigma (x = p(sigma),
+// derivative p'(sigma)) is followed exactly once four derivatives are known.
+TEST(Sampler, LmsIsExactForCubicsInSigma) {
+  SchedulerConfig cfg;
+  cfg.prediction_type = "sample";
+  auto s = make_schedule(cfg, 12, SamplerKind::kLms);
+  ASSERT_TRUE(s.ok());
+  // x(sigma) = 0.5 + 0.25 sigma - 0.02 sigma^2 + 0.001 sigma^3; the "sample"
+  // model returns x0 = x - sigma * x'(sigma) so that (x - x0) / sigma = x'(sigma).
+  auto p = [](double sg) { return 0.5 + 0.25 * sg - 0.02 * sg * sg + 0.001 * sg * sg * sg; };
+  auto dp = [](double sg) { return 0.25 - 0.04 * sg + 0.003 * sg * sg; };
+  std::vector<double> path;
+  HostDenoiser d = [&](const std::vector<float>& in, const DenoiseStep& st, std::vector<float>& out) {
+    const double x = in[0] * std::sqrt(double(st.sigma) * st.sigma + 1);  // undo scale_model_input
+    path.push_back(x);
+    out[0] = static_cast<float>(x - st.sigma * dp(st.sigma));
+    return Status::Ok();
+  };
+  const float x_T = static_cast<float>(p(s->sigmas[0]) / s->init_noise_sigma);
+  auto x = run(*s, cfg, {x_T}, d);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  // The first three steps are lower order (not exact); the error they leave is carried, not grown.
+  const double carried = path[3] - p(s->sigmas[3]);
+  EXPECT_NEAR((*x)[0] - p(0.0), carried, 2e-4);
+  EXPECT_GT(std::abs(path[1] - p(s->sigmas[1])), 1e-4);  // the first-order step alone is not exact
 }
 
 TEST(Sampler, DdimFollowsItsClosedForm) {
@@ -214,6 +316,7 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
   int checked = 0;
   double worst = 0;
   std::map<std::string, int> per_sampler;
+  std::map<std::string, double> worst_of;
   for (const auto& c : j["cases"]) {
     const std::string sampler = c["sampler"];
     const std::string where = sampler + "/" + c["variant"].get<std::string>() + "/" + std::to_string(c["steps"].get<int>());
@@ -229,7 +332,18 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
     ASSERT_TRUE(s.ok()) << where << ": " << s.status().ToString();
     const auto want_t = c["timesteps"].get<std::vector<double>>();
     ASSERT_EQ(s->timesteps.size(), want_t.size()) << where;
-    for (size_t k = 0; k < want_t.size(); ++k) EXPECT_EQ(s->timesteps[k], static_cast<float>(want_t[k])) << where;
+    // Timesteps of sigmas mapped back by _sigma_to_t (Karras sigmas, KDPM2's
+    // interpolated ones) go through numpy's fp32 log table, which is not
+    // correctly rounded (hipq's is): as in scheduler_test, they may differ in
+    // the last bits. Every other timestep is exact.
+    const bool via_sigma_to_t = spec::find_sampler(sampler)->karras || sampler.rfind("dpm2", 0) == 0;
+    for (size_t k = 0; k < want_t.size(); ++k) {
+      if (!via_sigma_to_t) {
+        EXPECT_EQ(s->timesteps[k], static_cast<float>(want_t[k])) << where << " timestep " << k;
+      } else {
+        EXPECT_NEAR(s->timesteps[k], want_t[k], 2e-3) << where << " timestep " << k;
+      }
+    }
     if (c.contains("sigmas")) {
       const auto want_s = c["sigmas"].get<std::vector<double>>();
       ASSERT_EQ(s->sigmas.size(), want_s.size()) << where;
@@ -256,6 +370,7 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
     for (size_t k = 0; k < want.size(); ++k) {
       const double err = std::abs((*x)[k] - want[k]);
       worst = std::max(worst, err);
+      worst_of[sampler] = std::max(worst_of[sampler], err);
       EXPECT_LE(err, 2e-5 * (1 + std::abs(want[k]))) << where << " index " << k;
     }
     ++checked;
@@ -270,12 +385,15 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
   }
   EXPECT_GE(checked, 40);
   std::printf("new-sampler trajectories checked: %d, max abs error vs diffusers: %.3g\n", checked, worst);
+  for (const auto& [name, err] : worst_of)
+    std::printf("  %-22s %2d trajectories, max abs error %.3g\n", name.c_str(), per_sampler[name], err);
 }
 
 // A stochastic sampler's noise is part of the result: another seed for the
 // step noise gives other latents, the same seed the same ones.
 TEST(Sampler, StochasticSamplersDrawFromTheJobsGenerator) {
-  for (auto kind : {SamplerKind::kEulerAncestral, SamplerKind::kDpmpp2mSde}) {
+  for (auto kind : {SamplerKind::kEulerAncestral, SamplerKind::kDpmpp2mSde, SamplerKind::kDpm2Ancestral,
+                    SamplerKind::kDdpm, SamplerKind::kLcm, SamplerKind::kDpmpp3mSde}) {
     SchedulerConfig cfg;
     auto s = make_schedule(cfg, 6, kind);
     ASSERT_TRUE(s.ok());
@@ -343,9 +461,11 @@ TEST(Sampler, OnTheGpuTheLoopMatchesTheCpuBitForBit) {
       cfg.prediction_type = prediction;
       auto s = make_schedule(cfg, 12, kind);
       ASSERT_TRUE(s.ok()) << s.status().ToString();
-      if (kind == SamplerKind::kEulerAncestral && std::string(prediction) == "sample") continue;
       TorchGenerator cpu_gen(RngKind::kTorchCpu, 3), gpu_gen(RngKind::kTorchCpu, 3);
       auto want = run(cpu(), *s, cfg, noise, fake, {&cpu_gen});
+      // Euler a and DPM2 refuse "sample" as diffusers does.
+      if (!want.ok() && want.status().code() == StatusCode::kUnimplemented && std::string(prediction) == "sample")
+        continue;
       auto got = run(**gpu, *s, cfg, noise, fake, {&gpu_gen});
       ASSERT_TRUE(want.ok() && got.ok()) << sampler_kind_name(kind) << " " << prediction;
       int differ = 0;

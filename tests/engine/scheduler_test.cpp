@@ -158,7 +158,7 @@ TEST(Scheduler, EverySamplerOfTheSharedListIsImplemented) {
     auto schedule = make_schedule(SchedulerConfig{}, 4, *kind);
     EXPECT_TRUE(schedule.ok()) << s.name << ": " << schedule.status().ToString();
   }
-  auto unknown = parse_sampler_kind("heun");
+  auto unknown = parse_sampler_kind("dpmpp_sde");
   EXPECT_NE(unknown.status().message().find(spec::join_names(spec::known_samplers())), std::string::npos)
       << unknown.status().message();
 }
@@ -167,7 +167,7 @@ TEST(Scheduler, RejectsBadStepCounts) {
   EXPECT_EQ(make_schedule(SchedulerConfig{}, 0, SamplerKind::kEuler).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(make_schedule(SchedulerConfig{}, 1001, SamplerKind::kDdim).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(parse_sampler_kind("heun").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_sampler_kind("dpmpp_sde").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(sampler_kind_name(*parse_sampler_kind("dpmpp_2m_karras")), "dpmpp_2m_karras");
 }
 

@@ -33,9 +33,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import golden_key  # noqa: E402
-from make_sampler_trajectories import SAMPLERS as SAMPLER_ROWS  # noqa: E402
 
 GOLDEN_FORMAT = "hipq-golden/1"
 # hipq decodes tiled above this many latent pixels (engine/pipeline.h,
@@ -201,27 +199,48 @@ def jobs_from_manifest(path, common):
     return jobs
 
 
+# hipq sampler name -> (diffusers scheduler class, config overrides): the scheduler
+# a user picks for it (docs/samplers.md; the same rows as
+# tools/reference/make_sampler_trajectories.py's SAMPLERS).
+SCHEDULERS = {
+    "euler": ("EulerDiscreteScheduler", {}),
+    "euler_karras": ("EulerDiscreteScheduler", {"use_karras_sigmas": True}),
+    "euler_ancestral": ("EulerAncestralDiscreteScheduler", {}),
+    "ddim": ("DDIMScheduler", {}),
+    "dpmpp_2m": ("DPMSolverMultistepScheduler", {"algorithm_type": "dpmsolver++", "solver_order": 2}),
+    "dpmpp_2m_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "dpmsolver++", "solver_order": 2,
+                                                        "use_karras_sigmas": True}),
+    "dpmpp_2m_sde": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 2}),
+    "dpmpp_2m_sde_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 2,
+                                                            "use_karras_sigmas": True}),
+    "dpmpp_3m_sde": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 3}),
+    "dpmpp_3m_sde_karras": ("DPMSolverMultistepScheduler", {"algorithm_type": "sde-dpmsolver++", "solver_order": 3,
+                                                            "use_karras_sigmas": True}),
+    "heun": ("HeunDiscreteScheduler", {}),
+    "heun_karras": ("HeunDiscreteScheduler", {"use_karras_sigmas": True}),
+    "dpm2": ("KDPM2DiscreteScheduler", {}),
+    "dpm2_karras": ("KDPM2DiscreteScheduler", {"use_karras_sigmas": True}),
+    "dpm2_ancestral": ("KDPM2AncestralDiscreteScheduler", {}),
+    "dpm2_ancestral_karras": ("KDPM2AncestralDiscreteScheduler", {"use_karras_sigmas": True}),
+    "lms": ("LMSDiscreteScheduler", {}),
+    "lms_karras": ("LMSDiscreteScheduler", {"use_karras_sigmas": True}),
+    "unipc": ("UniPCMultistepScheduler", {"solver_order": 2, "solver_type": "bh2", "predict_x0": True}),
+    "deis": ("DEISMultistepScheduler", {"solver_order": 2}),
+    "ddpm": ("DDPMScheduler", {}),
+    "lcm": ("LCMScheduler", {}),
+}
+
+
 def make_scheduler(cfg, sampler, timestep_spacing=""):
     """The scheduler a hipq sampler name means, from the folder's scheduler config
     (with the job's timestep spacing when it names one)."""
     import diffusers
     if timestep_spacing:
         cfg = dict(cfg, timestep_spacing=timestep_spacing)
-    if sampler in SAMPLER_ROWS:  # the samplers beyond the first five: docs/samplers.md
-        _, cls, overrides = SAMPLER_ROWS[sampler]
-        return getattr(diffusers, cls).from_config(cfg, **overrides)
-    if sampler == "euler":
-        return diffusers.EulerDiscreteScheduler.from_config(cfg)
-    if sampler == "euler_karras":
-        return diffusers.EulerDiscreteScheduler.from_config(cfg, use_karras_sigmas=True)
-    if sampler == "ddim":
-        return diffusers.DDIMScheduler.from_config(cfg)
-    if sampler == "dpmpp_2m":
-        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2)
-    if sampler == "dpmpp_2m_karras":
-        return diffusers.DPMSolverMultistepScheduler.from_config(cfg, algorithm_type="dpmsolver++", solver_order=2,
-                                                                 use_karras_sigmas=True)
-    sys.exit("make_goldens: unknown sampler %r" % sampler)
+    if sampler not in SCHEDULERS:
+        sys.exit("make_goldens: unknown sampler %r (known: %s)" % (sampler, ", ".join(SCHEDULERS)))
+    cls, overrides = SCHEDULERS[sampler]
+    return getattr(diffusers, cls).from_config(cfg, **overrides)
 
 
 def jsonable(config):

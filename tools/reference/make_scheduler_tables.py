@@ -65,7 +65,11 @@ import logging as _logging
 class BaseOutput:
     pass
 def is_scipy_available():
-    return False
+    try:
+        import scipy.integrate  # noqa: F401
+        return True
+    except ImportError:
+        return False
 def deprecate(*args, **kwargs):
     return None
 class logging:
