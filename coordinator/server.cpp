@@ -313,6 +313,12 @@ void Server::publish_snapshot() {
     w.memory_limit_bytes = p.info.memory_limit_bytes();
     w.state = p.draining ? "draining" : (p.running_job_id ? "busy" : "idle");
     w.running_job_id = p.running_job_id;
+    if (p.running_job_id != 0 && p.running_job_id == p.assigned_job_id) {
+      w.job_known = true;
+      w.running_batch_id = p.assigned_batch_id;
+      w.running_seed = p.assigned_seed;
+      w.running_prompt = p.assigned_prompt;
+    }
     w.progress_step = p.progress_step;
     w.progress_steps = p.progress_steps;
     w.jobs_done = p.jobs_done;
@@ -767,6 +773,10 @@ void Server::dispatch() {
       peer->last_progress = Clock::now();
       peer->progress_step = 0;
       peer->progress_steps = job.job.steps;
+      peer->assigned_job_id = job.job.id;
+      peer->assigned_batch_id = job.job.batch_id;
+      peer->assigned_seed = job.job.seed;
+      peer->assigned_prompt = job.job.prompt;
       ++counters_.assignments;
     }
   }

@@ -30,6 +30,12 @@ struct WorkerView {
   int64_t memory_limit_bytes = 0;    // WorkerHello.memory_limit_bytes (0 = no cap)
   std::string state;                 // "idle" | "busy" | "draining"
   int64_t running_job_id = 0;
+  // Its batch, seed and prompt when the loop handed it the job (false for a
+  // job it resumed after a coordinator restart: the database says then).
+  bool job_known = false;
+  int64_t running_batch_id = 0;
+  uint64_t running_seed = 0;
+  std::string running_prompt;
   int progress_step = 0;
   int progress_steps = 0;
   int64_t jobs_done = 0;             // since it connected to this coordinator

@@ -140,7 +140,11 @@ json status_json(const LoopSnapshot& snap, const DbFigures* fig, const Metrics::
     json job = nullptr;
     if (w.running_job_id != 0) {
       job = {{"id", w.running_job_id}};
-      if (fig != nullptr) {
+      if (w.job_known) {
+        job["batch_id"] = w.running_batch_id;
+        job["prompt"] = w.running_prompt;
+        job["seed"] = w.running_seed;
+      } else if (fig != nullptr) {
         if (auto it = fig->leased.find(w.running_job_id); it != fig->leased.end()) {
           job["batch_id"] = it->second.batch_id;
           job["prompt"] = it->second.prompt;

@@ -103,7 +103,7 @@ inline HttpReply raw_request(const HttpAddr& a, const std::string& raw) {
 }
 
 inline HttpReply http_get(const HttpAddr& a, const std::string& path, const std::string& extra_headers = "") {
-  return raw_request(a, "GET " + path + " HTTP/1.1\r\nHost: " + a.host + "\r\n" + extra_headers + "\r\n");
+  return raw_request(a, "GET " + path + " HTTP/1.1\r\nHost: " + a.host + "\r\nConnection: close\r\n" + extra_headers + "\r\n");
 }
 
 // Prometheus text: "name{labels} value" lines → value by "name{labels}"

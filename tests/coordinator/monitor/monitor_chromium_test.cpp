@@ -37,7 +37,7 @@ TEST(MonitorChromiumTest, TheStatusPageShowsTheRunningJobDuringABatch) {
   HttpAddr addr;
   auto coord = start_monitored_coordinator(tmp.path(), &ep, &addr);
   auto worker = start_worker(tmp.path(), "gpu-box/w0", ep, "sleep:60s");
-  fs::path manifest = write_sleep_manifest(tmp.path(), "live", 1, 2, 0, "a <b>bold</b> & \\\"quoted\\\" cat");
+  fs::path manifest = write_sleep_manifest(tmp.path(), "live", 0, 2, 0, "a <b>bold</b> & \\\"quoted\\\" cat");
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
   ASSERT_TRUE(wait_until([&] { return db_int(tmp.path() / "hipq.db",
                                              "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1; },

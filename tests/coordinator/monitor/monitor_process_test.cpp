@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -45,7 +46,7 @@ TEST_F(MonitorProcessTest, ScrapedJobCountsMatchTheDatabaseAndHistogramsCountEve
   auto coord = start_monitored_coordinator(tmp.path(), &ep, &addr);
   std::vector<std::unique_ptr<Process>> workers;
   for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:40ms"));
-  // 8 × 3 jobs of 4 steps, and one that fails for good.
+  // 8 × 3 jobs of 4 steps, and one prompt whose 3 jobs fail for good.
   fs::path manifest = write_sleep_manifest(tmp.path(), "scrape", 8, 3, 0, "this one [fail]s");
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
   // While it runs, a worker shows its job.
@@ -74,7 +75,7 @@ TEST_F(MonitorProcessTest, ScrapedJobCountsMatchTheDatabaseAndHistogramsCountEve
     EXPECT_EQ(sum_of(v, "hipq_batch_jobs", std::string("state=\"") + state + "\""), jobs_in(state)) << state;
   }
   EXPECT_EQ(v["hipq_jobs{state=\"done\"}"], 24);
-  EXPECT_EQ(v["hipq_jobs{state=\"failed\"}"], 1);
+  EXPECT_EQ(v["hipq_jobs{state=\"failed\"}"], 3);
   EXPECT_EQ(sum_of(v, "hipq_results_total"), db_int(db(), "SELECT COUNT(*) FROM results"));
   EXPECT_EQ(sum_of(v, "hipq_worker_images_total"), 24);
   EXPECT_EQ(sum_of(v, "hipq_parity_verdicts", "NO_GOLDEN"), 24);
@@ -83,8 +84,8 @@ TEST_F(MonitorProcessTest, ScrapedJobCountsMatchTheDatabaseAndHistogramsCountEve
   EXPECT_EQ(sum_of(v, "hipq_step_duration_seconds_count"), 96);
   EXPECT_EQ(sum_of(v, "hipq_phase_duration_seconds_count", "denoise"),
             db_int(db(), "SELECT COUNT(*) FROM phase_timings WHERE phase = 'denoise'"));
-  EXPECT_EQ(sum_of(v, "hipq_attempt_failures_total", "InvalidArgument"), 1);
-  EXPECT_EQ(sum_of(v, "hipq_jobs_ended_unsuccessfully", "reason=\"InvalidArgument\""), 1);
+  EXPECT_EQ(sum_of(v, "hipq_attempt_failures_total", "InvalidArgument"), 3);
+  EXPECT_EQ(sum_of(v, "hipq_jobs_ended_unsuccessfully", "reason=\"InvalidArgument\""), 3);
   EXPECT_EQ(sum_of(v, "hipq_workers_connected"), 2);
   EXPECT_EQ(sum_of(v, "hipq_worker_info", "backend=\"sleep\""), 2);
   EXPECT_GT(v["hipq_db_commit_duration_seconds_count"], 0);
@@ -96,7 +97,7 @@ TEST_F(MonitorProcessTest, ScrapedJobCountsMatchTheDatabaseAndHistogramsCountEve
   EXPECT_NE(page.body.find("InvalidArgument"), std::string::npos);
   EXPECT_NE(page.body.find("this one [fail]s"), std::string::npos);
   auto j = nlohmann::json::parse(http_get(addr, "/api/status").body);
-  EXPECT_EQ(j["batches"][0]["finished"], 25);
+  EXPECT_EQ(j["batches"][0]["finished"], 27);
   EXPECT_EQ(j["step_time"]["count"], 96);
 }
 
@@ -108,9 +109,9 @@ TEST_F(MonitorProcessTest, AFloodOfHostileHttpClientsLeavesHeartbeatsAndLeasesOn
   std::vector<fs::path> health;
   for (int i = 0; i < 3; ++i) {
     health.push_back(tmp.path() / numbered("health", i));
-    workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:150ms", {"--health-file", health.back().string()}));
+    workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:200ms", {"--health-file", health.back().string()}));
   }
-  fs::path manifest = write_sleep_manifest(tmp.path(), "flood", 10, 6);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "flood", 15, 6);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
 
   std::atomic<bool> stop{false};
@@ -161,7 +162,7 @@ TEST_F(MonitorProcessTest, AFloodOfHostileHttpClientsLeavesHeartbeatsAndLeasesOn
   // without hearing from the coordinator while the flood goes on.
   int64_t worst_silence = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (jobs_in("done") < 60 && std::chrono::steady_clock::now() < until) {
+  while (jobs_in("done") < 90 && std::chrono::steady_clock::now() < until) {
     for (const auto& h : health) {
       std::istringstream in(slurp(h));
       for (std::string line; std::getline(in, line);) {
@@ -174,12 +175,14 @@ TEST_F(MonitorProcessTest, AFloodOfHostileHttpClientsLeavesHeartbeatsAndLeasesOn
   }
   stop.store(true);
   for (auto& t : attackers) t.join();
-  EXPECT_EQ(jobs_in("done"), 60) << coord->err();
+  EXPECT_EQ(jobs_in("done"), 90) << coord->err();
   EXPECT_GT(sent.load(), 100);
   EXPECT_LT(worst_silence, 2500);
+  std::cout << "flood: " << sent.load() << " hostile requests, longest coordinator silence a worker saw "
+            << worst_silence << " ms\n";
   // No lease expired, no worker was dropped, nothing ran twice.
   EXPECT_EQ(db_int(db(), "SELECT COUNT(*) FROM attempts WHERE state = 'expired'"), 0);
-  EXPECT_EQ(db_int(db(), "SELECT COUNT(*) FROM attempts"), 60);
+  EXPECT_EQ(db_int(db(), "SELECT COUNT(*) FROM attempts"), 90);
   EXPECT_EQ(coord->err().find("missed"), std::string::npos) << coord->err();
   // The monitor still answers, and the coordinator too.
   HttpReply r = http_get(addr, "/metrics");

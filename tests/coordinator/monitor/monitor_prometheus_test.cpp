@@ -114,12 +114,13 @@ TEST(MonitorPrometheusTest, PrometheusScrapesTheCoordinatorAndItsCountsMatchTheD
 
   std::vector<std::unique_ptr<Process>> workers;
   for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:80ms"));
+  // 6 × 3 jobs, and one prompt whose 3 jobs fail for good.
   fs::path manifest = write_sleep_manifest(tmp.path(), "prom", 6, 3, 0, "bad one [fail]");
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
   // While the batch runs Prometheus sees work in flight.
   EXPECT_TRUE(wait_until([&] { return query(prom_addr, "sum(hipq_jobs{state=~\"leased|done\"})") > 0; },
                          std::chrono::seconds(30)));
-  ASSERT_TRUE(wait_until([&] { return db_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('done', 'failed')") == 19; },
+  ASSERT_TRUE(wait_until([&] { return db_int(db, "SELECT COUNT(*) FROM jobs WHERE state IN ('done', 'failed')") == 21; },
                          std::chrono::seconds(60)))
       << coord->err();
   const int64_t steps = db_int(db, "SELECT COUNT(*) FROM step_timings");
@@ -143,9 +144,9 @@ TEST(MonitorPrometheusTest, PrometheusScrapesTheCoordinatorAndItsCountsMatchTheD
   }
   EXPECT_EQ(query(prom_addr, "sum(hipq_results_total)"), db_int(db, "SELECT COUNT(*) FROM results"));
   EXPECT_EQ(query(prom_addr, "sum(hipq_worker_images_total)"), 18);
-  EXPECT_EQ(query(prom_addr, "sum(hipq_jobs_ended_unsuccessfully{reason=\"InvalidArgument\"})"), 1);
+  EXPECT_EQ(query(prom_addr, "sum(hipq_jobs_ended_unsuccessfully{reason=\"InvalidArgument\"})"), 3);
   EXPECT_EQ(query(prom_addr, "count(hipq_worker_info)"), 2);
-  // The histogram resolves the steps: (80 ms / 4 = 20 ms each) all fall at or below 25 ms... and above 15 ms.
+  // The histogram resolves the steps: 80 ms / 4 = 20 ms each, none at or below 15 ms.
   EXPECT_EQ(query(prom_addr, "sum(hipq_step_duration_seconds_bucket{le=\"0.015\"})"), 0);
   EXPECT_GT(query(prom_addr, "histogram_quantile(0.5, sum by (le) (hipq_step_duration_seconds_bucket))"), 0.015);
 }
