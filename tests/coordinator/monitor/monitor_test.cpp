@@ -9,6 +9,9 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -346,6 +349,58 @@ TEST_F(MonitorOverHistory, ATokenIsRequiredWhenSet) {
   }
   EXPECT_EQ(testing::http_get(a, "/metrics", "Authorization: Bearer 0123456789abcdef-token\r\n").status, 200);
   EXPECT_EQ(testing::http_get(a, "/nothing", "Authorization: Bearer 0123456789abcdef-token\r\n").status, 404);
+}
+
+std::string read_source(const std::string& rel) {
+  std::ifstream in(std::filesystem::path(HIPQ_SOURCE_DIR) / rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::set<std::string> metric_names_in(const std::string& text) {
+  std::set<std::string> names;
+  const std::regex name(R"(hipq_[a-z0-9_]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator(); ++it) {
+    names.insert(it->str());
+  }
+  return names;
+}
+
+TEST_F(MonitorOverHistory, EveryMetricIsDocumentedAndTheDashboardUsesOnlyRealOnes) {
+  // Every family: event metrics with a sample, a worker, the database's figures.
+  metrics.record_result("w", "d", "PASS", {{"denoise", 10}}, {30});
+  metrics.record_failure("Internal");
+  metrics.record_commit(0.001);
+  LoopSnapshot snap;
+  snap.workers.push_back(WorkerView{});
+  auto reader = DbReader::open(h.db_path, std::chrono::milliseconds(0));
+  ASSERT_TRUE(reader.ok());
+  auto figures = (*reader)->read();
+  ASSERT_TRUE(figures.ok()) << figures.status().ToString();
+  const std::string text = render_metrics_text(metrics, snap, figures->get(), 0);
+  std::set<std::string> served;  // family names (no _bucket/_count/_sum)
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) served.insert(line.substr(7, line.find(' ', 7) - 7));
+  }
+  ASSERT_GT(served.size(), 30u);
+  const std::set<std::string> documented = metric_names_in(read_source("docs/metrics.md"));
+  for (const auto& f : served) EXPECT_TRUE(documented.count(f)) << f << " is served but not in docs/metrics.md";
+  auto is_served = [&](const std::string& n) {
+    for (const char* suffix : {"", "_bucket", "_count", "_sum"}) {
+      for (const auto& f : served) {
+        if (f + suffix == n) return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& n : documented) EXPECT_TRUE(is_served(n)) << n << " is in docs/metrics.md but not served";
+  const std::string dashboard = read_source("deploy/grafana/hipq-dashboard.json");
+  ASSERT_TRUE(nlohmann::json::accept(dashboard)) << "the dashboard is not JSON";
+  const auto used = metric_names_in(dashboard);
+  EXPECT_GT(used.size(), 15u);
+  for (const auto& n : used) EXPECT_TRUE(is_served(n)) << n << " is on the dashboard but not served";
 }
 
 TEST(Exposition, EventMetricsCountEveryStepInTheirBuckets) {
