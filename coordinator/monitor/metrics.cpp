@@ -12,7 +12,7 @@ namespace hipq::coordinator::monitor {
 
 const std::vector<double>& step_buckets() {
   static const std::vector<double> b = {0.001, 0.002, 0.005, 0.01,  0.015, 0.02, 0.025, 0.03, 0.035, 0.04,
-                                        0.045, 0.05,  0.055, 0.06,  0.07,  0.08, 0.1,   0.15, 0.2,   0.3,
+                                        0.045, 0.05,  0.055, 0.06,  0.075, 0.08, 0.1,   0.15, 0.2,   0.3,
                                         0.5,   1,     2,     5,     10};
   return b;
 }

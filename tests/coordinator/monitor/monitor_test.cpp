@@ -421,7 +421,13 @@ TEST(Exposition, EventMetricsCountEveryStepInTheirBuckets) {
   w.state = "busy";
   w.running_job_id = 12;
   snap.workers.push_back(w);
-  auto v = testing::parse_exposition(render_metrics_text(m, snap, nullptr, 0));
+  const std::string text = render_metrics_text(m, snap, nullptr, 0);
+  auto v = testing::parse_exposition(text);
+  // Bucket bounds print as written (no 0.07000000000000001).
+  for (size_t p = text.find("le=\""); p != std::string::npos; p = text.find("le=\"", p + 1)) {
+    const size_t end = text.find('"', p + 4);
+    EXPECT_LE(end - p - 4, 7u) << text.substr(p, end - p + 1);
+  }
   EXPECT_EQ(v.at("hipq_step_duration_seconds_count{device=\"NVIDIA H200\"}"), 5);
   // 5 ms buckets around 30-40 ms: 31 and 33 in (0.03, 0.035], 36 and 38 in (0.035, 0.04].
   EXPECT_EQ(v.at("hipq_step_duration_seconds_bucket{device=\"NVIDIA H200\",le=\"0.03\"}"), 0);
