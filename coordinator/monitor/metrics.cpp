@@ -6,7 +6,10 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <algorithm>
 #include <limits>
+
+#include "spec/phases.h"
 
 namespace hipq::coordinator::monitor {
 
@@ -41,6 +44,24 @@ std::string reason_class_of_code(const std::string& code) {
   return "other";
 }
 
+namespace {
+
+// Label values that come from workers are kept to known words, so a worker
+// (buggy or hostile) cannot make a series per message.
+std::string verdict_label(const std::string& v) {
+  for (const char* known : {"PASS", "FAIL", "NO_GOLDEN", "NON_FINITE"}) {
+    if (v == known) return v;
+  }
+  return v.empty() ? "none" : "other";
+}
+
+std::string phase_label(const std::string& p) {
+  const auto& known = spec::statistics_phases();
+  return std::find(known.begin(), known.end(), p) != known.end() ? p : "other";
+}
+
+}  // namespace
+
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   results_ = &prometheus::BuildCounter()
                   .Name("hipq_results_total")
@@ -73,10 +94,10 @@ Metrics::~Metrics() = default;
 
 void Metrics::record_result(const std::string& worker_id, const std::string& device, const std::string& verdict,
                             const std::vector<TimingMs>& phases, const std::vector<double>& step_ms) {
-  results_->Add({{"verdict", verdict.empty() ? "none" : verdict}}).Increment();
+  results_->Add({{"verdict", verdict_label(verdict)}}).Increment();
   worker_images_->Add({{"worker", worker_id}, {"device", device}}).Increment();
   for (const auto& p : phases) {
-    if (p.host_ms >= 0) phases_->Add({{"phase", p.phase}}, phase_buckets()).Observe(p.host_ms / 1000.0);
+    if (p.host_ms >= 0) phases_->Add({{"phase", phase_label(p.phase)}}, phase_buckets()).Observe(p.host_ms / 1000.0);
   }
   if (!step_ms.empty()) {
     auto& h = steps_->Add({{"device", device}}, step_buckets());

@@ -409,6 +409,8 @@ TEST(Exposition, EventMetricsCountEveryStepInTheirBuckets) {
   m.record_result("w2", "NVIDIA H200", "NO_GOLDEN", {}, {42});
   m.record_failure("ResourceExhausted");
   m.record_failure("free text");
+  // Words a worker sends become labels only when known.
+  m.record_result("w2", "NVIDIA H200", "SO<MEWHAT\"", {{"made-up phase", 5}}, {});
   m.record_commit(0.002);
   LoopSnapshot snap;
   snap.counters.dropped_messages = 7;
@@ -436,7 +438,9 @@ TEST(Exposition, EventMetricsCountEveryStepInTheirBuckets) {
   EXPECT_EQ(v.at("hipq_step_duration_seconds_bucket{device=\"NVIDIA H200\",le=\"0.045\"}"), 5);
   EXPECT_EQ(v.at("hipq_phase_duration_seconds_count{phase=\"denoise\"}"), 1);
   EXPECT_EQ(v.at("hipq_results_total{verdict=\"PASS\"}"), 1);
-  EXPECT_EQ(v.at("hipq_worker_images_total{device=\"NVIDIA H200\",worker=\"w2\"}"), 1);
+  EXPECT_EQ(v.at("hipq_worker_images_total{device=\"NVIDIA H200\",worker=\"w2\"}"), 2);
+  EXPECT_EQ(v.at("hipq_results_total{verdict=\"other\"}"), 1);
+  EXPECT_EQ(v.at("hipq_phase_duration_seconds_count{phase=\"other\"}"), 1);
   EXPECT_EQ(v.at("hipq_attempt_failures_total{reason=\"ResourceExhausted\"}"), 1);
   EXPECT_EQ(v.at("hipq_attempt_failures_total{reason=\"other\"}"), 1);
   EXPECT_EQ(v.at("hipq_db_commit_duration_seconds_count"), 1);
