@@ -79,6 +79,7 @@ constexpr char kExtraStyle[] = R"css(
 .bar i{display:block;height:10px;background:#2f7ed8}.bar i.f{background:#b3261e}
 .hbar{background:#2f7ed8;height:12px;display:inline-block;vertical-align:middle;border-radius:2px}
 .busy{color:#0a5bb5;font-weight:600}.idle{color:#5a6672}.draining{color:#8a6d00}
+header code{color:#1d2329}
 )css";
 
 }  // namespace
