@@ -45,7 +45,7 @@ TEST_F(MonitorProcessTest, ScrapedJobCountsMatchTheDatabaseAndHistogramsCountEve
   HttpAddr addr;
   auto coord = start_monitored_coordinator(tmp.path(), &ep, &addr);
   std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:40ms"));
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(tmp.path(), numbered("w", i), ep, "sleep:100ms"));
   // 8 × 3 jobs of 4 steps, and one prompt whose 3 jobs fail for good.
   fs::path manifest = write_sleep_manifest(tmp.path(), "scrape", 8, 3, 0, "this one [fail]s");
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
@@ -228,7 +228,7 @@ TEST_F(MonitorProcessTest, FlagsRefuseAPublicBindABadTokenFileAndAskForTheToken)
 TEST_F(MonitorProcessTest, HipqRunServesTheMonitorWhileItRuns) {
   const fs::path manifest = write_sleep_manifest(tmp.path(), "run", 4, 2);
   const fs::path addr_file = tmp.path() / "run.addr";
-  Process run({"run", manifest.string(), "--db", db().string(), "--engine", "sleep:300ms", "--cpu-workers", "2",
+  Process run({"run", manifest.string(), "--db", db().string(), "--engine", "sleep:500ms", "--cpu-workers", "2",
                "--metrics-bind", "127.0.0.1:0", "--metrics-address-file", addr_file.string()},
               tmp.path() / "run");
   ASSERT_TRUE(wait_until([&] { return fs::exists(addr_file); }, std::chrono::seconds(15))) << run.err();
