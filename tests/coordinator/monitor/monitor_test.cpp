@@ -403,6 +403,50 @@ TEST_F(MonitorOverHistory, EveryMetricIsDocumentedAndTheDashboardUsesOnlyRealOne
   for (const auto& n : used) EXPECT_TRUE(is_served(n)) << n << " is on the dashboard but not served";
 }
 
+// The server's loop records and publishes while the HTTP thread serves (run
+// under ThreadSanitizer by scripts/ci-sanitizers).
+TEST_F(MonitorOverHistory, TheLoopWritesWhileTheHttpThreadReads) {
+  MonitorOptions o;
+  o.bind = "127.0.0.1:0";
+  o.db_path = h.db_path;
+  o.db_min_interval = std::chrono::milliseconds(0);
+  auto m = Monitor::start(o, metrics);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const HttpAddr a{"127.0.0.1", testing::parse_addr((*m)->address()).port};
+  constexpr int kResults = 2000;
+  std::thread loop([&] {
+    for (int i = 0; i < kResults; ++i) {
+      metrics.record_result("w" + std::to_string(i % 4), "dev", "PASS", {{"denoise", 5}}, {31, 32});
+      if (i % 10 == 0) metrics.record_failure("Internal");
+      metrics.record_commit(0.0001);
+      if (i % 50 == 0) {
+        LoopSnapshot s;
+        s.published = true;
+        s.counters.results_recorded = i;
+        WorkerView w;
+        w.worker_id = "w" + std::to_string(i % 4);
+        w.state = "busy";
+        w.running_job_id = i;
+        w.job_known = true;
+        w.running_prompt = "prompt " + std::to_string(i);
+        s.workers.push_back(w);
+        metrics.snapshot().publish(std::move(s));
+      }
+    }
+  });
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    answered += testing::http_get(a, i % 2 ? "/metrics" : "/api/status").status == 200;
+  }
+  loop.join();
+  EXPECT_EQ(answered, 40);
+  auto v = testing::parse_exposition(testing::http_get(a, "/metrics").body);
+  EXPECT_EQ(v["hipq_results_total{verdict=\"PASS\"}"], kResults);
+  EXPECT_EQ(testing::sum_of(v, "hipq_step_duration_seconds_count"), 2 * kResults);
+  EXPECT_EQ(v["hipq_attempt_failures_total{reason=\"Internal\"}"], kResults / 10);
+  EXPECT_EQ(v["hipq_worker_running_job{worker=\"w2\"}"], 1950);
+}
+
 TEST(Exposition, EventMetricsCountEveryStepInTheirBuckets) {
   Metrics m;
   m.record_result("w1", "NVIDIA H200", "PASS", {{"denoise", 1000}, {"decode", 80}}, {31, 33, 36, 38});
