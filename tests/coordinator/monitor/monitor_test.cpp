@@ -416,7 +416,7 @@ TEST_F(MonitorOverHistory, TheLoopWritesWhileTheHttpThreadReads) {
   constexpr int kResults = 2000;
   std::thread loop([&] {
     for (int i = 0; i < kResults; ++i) {
-      metrics.record_result("w" + std::to_string(i % 4), "dev", "PASS", {{"denoise", 5}}, {31, 32});
+      metrics.record_result(std::string("w") + std::to_string(i % 4), "dev", "PASS", {{"denoise", 5}}, {31, 32});
       if (i % 10 == 0) metrics.record_failure("Internal");
       metrics.record_commit(0.0001);
       if (i % 50 == 0) {
@@ -424,11 +424,11 @@ TEST_F(MonitorOverHistory, TheLoopWritesWhileTheHttpThreadReads) {
         s.published = true;
         s.counters.results_recorded = i;
         WorkerView w;
-        w.worker_id = "w" + std::to_string(i % 4);
+        w.worker_id = std::string("w") + std::to_string(i % 4);
         w.state = "busy";
         w.running_job_id = i;
         w.job_known = true;
-        w.running_prompt = "prompt " + std::to_string(i);
+        w.running_prompt = std::string("prompt ") + std::to_string(i);
         s.workers.push_back(w);
         metrics.snapshot().publish(std::move(s));
       }
