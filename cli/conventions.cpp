@@ -74,9 +74,11 @@ const std::map<std::string, std::vector<std::string>>& help_examples() {
       {"hipq", {"hipq run examples/quickstart.yaml", "hipq help run"}},
       {"hipq version", {"hipq version", "hipq --version"}},
       {"hipq run", {"hipq run examples/quickstart.yaml",
-                    "HIPQ_DB=sweep.db hipq run examples/seed-sweep.yaml --new-batch"}},
+                    "HIPQ_DB=sweep.db hipq run examples/seed-sweep.yaml --new-batch",
+                    "hipq run examples/seed-sweep.yaml --metrics-bind 127.0.0.1:9464"}},
       {"hipq check", {"hipq check examples/quickstart.yaml", "hipq check examples/seed-sweep.yaml --list-jobs"}},
       {"hipq coordinator", {"hipq coordinator --db hipq.db --bind tcp://127.0.0.1:5555",
+                            "hipq coordinator --db hipq.db --metrics-bind 127.0.0.1:9464",
                             "hipq coordinator --bind tcp://0.0.0.0:5555 --server-key keys/coordinator.key "
                             "--authorized-keys keys/authorized"}},
       {"hipq worker", {"hipq worker --connect tcp://127.0.0.1:5555", "hipq worker --all-devices --connect tcp://queue:5555"}},

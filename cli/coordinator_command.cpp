@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/monitor_options.h"
+#include "coordinator/monitor/metrics.h"
 #include "coordinator/server.h"
 #include "proto/curve_keys.h"
 
@@ -26,6 +28,7 @@ struct CoordinatorArgs {
   std::string golden_dir;
   bool insecure = false;
   double stall_timeout = 600;
+  MonitorFlags monitor;
 };
 
 int run_coordinator(const CoordinatorArgs& a) {
@@ -53,13 +56,27 @@ int run_coordinator(const CoordinatorArgs& a) {
     }
     o.curve = coordinator::CurveServerConfig{*keys, *allowed};
   }
+  // Declared before the server and the monitor: both borrow it.
+  coordinator::monitor::Metrics metrics;
+  if (monitor_wanted(a.monitor)) o.metrics = &metrics;
   zmq::context_t context;
   auto server = coordinator::Server::create(context, o);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return server.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
   }
+  std::unique_ptr<coordinator::monitor::Monitor> monitor;
+  if (monitor_wanted(a.monitor)) {
+    auto m = start_monitor(a.monitor, a.db, metrics);
+    if (!m.ok()) {
+      spdlog::error("{}", m.status().ToString());
+      const StatusCode c = m.status().code();
+      return c == StatusCode::kFailedPrecondition || c == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    monitor = std::move(*m);
+  }
   std::cout << "hipq coordinator listening on " << (*server)->endpoint() << std::endl;
+  if (monitor) std::cout << "metrics and status page on " << monitor->url() << std::endl;
   g_server.store(server->get());
   struct sigaction sa{};
   sa.sa_handler = on_signal;
@@ -94,6 +111,7 @@ void add_coordinator_command(CLI::App& app, int& exit_code) {
                   "again (not counted as an attempt); 0 = never")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_monitor_options(cmd, args.monitor);
   cmd->callback([&exit_code] { exit_code = run_coordinator(args); });
 }
 

@@ -25,6 +25,8 @@
 #include "cli/batch_progress.h"
 #include "cli/commands.h"
 #include "cli/memory_options.h"
+#include "cli/monitor_options.h"
+#include "coordinator/monitor/metrics.h"
 #include "coordinator/client.h"
 #include "coordinator/manifest.h"
 #include "coordinator/preflight.h"
@@ -52,6 +54,7 @@ struct RunArgs {
   std::string engine = "engine";
   int cpu_workers = 1;
   MemoryOptions memory;
+  MonitorFlags monitor;
 };
 
 // The summary of the batch, through the query layer as `hipq runs --batch N`
@@ -251,14 +254,27 @@ int run_embedded(const RunArgs& a) {
   }
 
   SignalWatch signals;  // before any thread starts, so they inherit the mask
+  // Declared before the server and the monitor: both borrow it.
+  coordinator::monitor::Metrics metrics;
   zmq::context_t ctx;
   coordinator::ServerOptions so;
   so.db_path = a.db;
   so.bind = "inproc://hipq-run-" + std::to_string(getpid());
+  if (monitor_wanted(a.monitor)) so.metrics = &metrics;
   auto server = coordinator::Server::create(ctx, so);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return kExitFailure;
+  }
+  std::unique_ptr<coordinator::monitor::Monitor> monitor;
+  if (monitor_wanted(a.monitor)) {
+    auto m = start_monitor(a.monitor, a.db, metrics);
+    if (!m.ok()) {
+      std::cerr << "hipq run: " << m.status().message() << "\nhipq: nothing was run\n";
+      const StatusCode c = m.status().code();
+      return c == StatusCode::kFailedPrecondition || c == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    monitor = std::move(*m);
   }
   Status server_status;
   std::thread server_thread([&] { server_status = (*server)->run(); });
@@ -273,6 +289,7 @@ int run_embedded(const RunArgs& a) {
   for (auto& w : workers) worker_threads.emplace_back([&w] { (void)w->run(); });
   std::cout << "hipq run: " << manifest->job_count() << " job(s) of " << a.manifest << " on " << workers.size()
             << " " << backend << " worker(s); database " << a.db << "\n";
+  if (monitor) std::cout << "hipq run: metrics and status page on " << monitor->url() << "\n";
 
   int code = kExitOk;
   bool interrupted = false;
@@ -322,6 +339,7 @@ int run_embedded(const RunArgs& a) {
   for (auto& t : worker_threads) t.join();
   (*server)->request_stop();
   server_thread.join();
+  monitor.reset();
   workers.clear();
   server->reset();
   if (batch_id <= 0) return code;
@@ -396,6 +414,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cpu-workers", args->cpu_workers, "workers when running on the CPU")
       ->capture_default_str();
   add_memory_options(cmd, args->memory);
+  add_monitor_options(cmd, args->monitor);
   cmd->callback([args, &exit_code] { exit_code = run_embedded(*args); });
 }
 

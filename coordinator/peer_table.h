@@ -44,6 +44,12 @@ struct Peer {
   SteadyTime last_progress{};         // assignment or last Progress of the running job
   int64_t jobs_done = 0;
   int64_t jobs_failed = 0;
+  // The job last handed to it by dispatch, for the status page: valid while
+  // running_job_id equals assigned_job_id.
+  int64_t assigned_job_id = 0;
+  int64_t assigned_batch_id = 0;
+  uint64_t assigned_seed = 0;
+  std::string assigned_prompt;
 };
 
 // One worker process drives one device and runs one job at a time: it never

@@ -10,6 +10,7 @@
 
 #include "base/fs.h"
 #include "coordinator/manifest.h"
+#include "coordinator/monitor/metrics.h"
 #include "coordinator/preflight.h"
 #include "coordinator/query_service.h"
 #include "coordinator/query_worker.h"
@@ -67,7 +68,10 @@ bool is_loopback_endpoint(const std::string& endpoint) {
 }
 
 Server::Server(zmq::context_t& context, ServerOptions options)
-    : context_(context), options_(std::move(options)), coordinator_id_(random_id()) {}
+    : context_(context),
+      options_(std::move(options)),
+      started_unix_(db::wall_clock_seconds()),
+      coordinator_id_(random_id()) {}
 
 Server::~Server() = default;
 
@@ -157,6 +161,7 @@ Status Server::run() {
     turn((items[0].revents & ZMQ_POLLIN) != 0, auth_ && (items[2].revents & ZMQ_POLLIN) != 0);
   }
   flush_outbox();
+  publish_snapshot();
   spdlog::info("coordinator stopped: {} messages, {} dropped, {} assigned, {} results, {} duplicates, "
                "{} group commits ({} failed) in {} turns",
                counters_.messages, counters_.dropped_messages, counters_.assignments, counters_.results_recorded,
@@ -233,7 +238,11 @@ void Server::turn(bool readable, bool zap_readable) {
     next_heartbeat_ = now + options_.heartbeat;
   }
   if (group) {
+    const auto commit_start = Clock::now();
     Status committed = group->commit();
+    if (options_.metrics) {
+      options_.metrics->record_commit(std::chrono::duration<double>(Clock::now() - commit_start).count());
+    }
     ++counters_.group_commits;
     if (!committed.ok()) {
       // Nothing of this turn is durable: no reply may claim it was. Workers
@@ -242,10 +251,14 @@ void Server::turn(bool readable, bool zap_readable) {
       ++counters_.group_commit_failures;
       spdlog::error("group commit failed ({} replies withheld): {}", outbox_.size(), committed.ToString());
       outbox_.clear();
+      metric_events_.clear();  // what they count is not in the database
       maybe_queued_ = true;
       forget_peer_state();
     }
   }
+  // The turn's results and failures are durable now: they count.
+  for (auto& record : metric_events_) record();
+  metric_events_.clear();
   const bool wrote_ok = !group || counters_.group_commit_failures == failures_before;
   if (resync_pending_ && wrote_ok && now >= resync_not_before_) {
     // The database is writable again: every worker introduces itself anew,
@@ -259,6 +272,62 @@ void Server::turn(bool readable, bool zap_readable) {
     resync_pending_ = false;
   }
   flush_outbox();
+  if (options_.metrics && now >= next_publish_) {
+    publish_snapshot();
+    next_publish_ = now + std::chrono::milliseconds(200);
+  }
+}
+
+void Server::publish_snapshot() {
+  if (!options_.metrics) return;
+  monitor::LoopSnapshot s;
+  s.published = true;
+  s.published_unix = db::wall_clock_seconds();
+  s.started_unix = started_unix_;
+  s.coordinator_id = coordinator_id_;
+  s.endpoint = endpoint_;
+  s.counters.messages = counters_.messages;
+  s.counters.dropped_messages = counters_.dropped_messages;
+  s.counters.assignments = counters_.assignments;
+  s.counters.results_recorded = counters_.results_recorded;
+  s.counters.results_duplicate = counters_.results_duplicate;
+  s.counters.failures_recorded = counters_.failures_recorded;
+  s.counters.leases_expired = counters_.leases_expired;
+  s.counters.leases_returned = counters_.leases_returned;
+  s.counters.turns = counters_.turns;
+  s.counters.group_commits = counters_.group_commits;
+  s.counters.group_commit_failures = counters_.group_commit_failures;
+  const auto now = Clock::now();
+  s.workers.reserve(peers_.size());
+  for (const auto& [rid, p] : peers_.peers()) {
+    monitor::WorkerView w;
+    w.worker_id = p.worker_id;
+    w.host = p.info.host();
+    w.backend = p.info.backend();
+    w.device_name = p.info.device_name();
+    w.device_index = p.info.device_index();
+    w.arch = p.info.arch();
+    w.placement = p.info.placement();
+    w.memory_total_bytes = p.info.memory_bytes();
+    w.memory_free_bytes = p.info.memory_free_bytes();
+    w.memory_limit_bytes = p.info.memory_limit_bytes();
+    w.state = p.draining ? "draining" : (p.running_job_id ? "busy" : "idle");
+    w.running_job_id = p.running_job_id;
+    if (p.running_job_id != 0 && p.running_job_id == p.assigned_job_id) {
+      w.job_known = true;
+      w.running_batch_id = p.assigned_batch_id;
+      w.running_seed = p.assigned_seed;
+      w.running_prompt = p.assigned_prompt;
+    }
+    w.progress_step = p.progress_step;
+    w.progress_steps = p.progress_steps;
+    w.jobs_done = p.jobs_done;
+    w.jobs_failed = p.jobs_failed;
+    w.connected_s = std::chrono::duration<double>(now - p.connected_at).count();
+    w.last_seen_age_s = std::chrono::duration<double>(now - p.last_seen).count();
+    s.workers.push_back(std::move(w));
+  }
+  options_.metrics->snapshot().publish(std::move(s));
 }
 
 void Server::forget_peer_state() {
@@ -561,6 +630,19 @@ void Server::on_result(Peer& peer, const proto::JobResult& m) {
   if (s.ok()) {
     ++counters_.results_recorded;
     ++peer.jobs_done;
+    if (options_.metrics) {
+      std::vector<monitor::TimingMs> phases;
+      phases.reserve(static_cast<size_t>(m.phases_size()));
+      for (const auto& t : m.phases()) phases.push_back({t.phase(), t.host_ms()});
+      std::vector<double> steps;
+      steps.reserve(static_cast<size_t>(m.steps_size()));
+      for (const auto& t : m.steps()) steps.push_back(t.host_ms());
+      metric_events_.push_back([metrics = options_.metrics, worker = peer.worker_id,
+                                device = peer.info.device_name(), verdict = m.parity().verdict(),
+                                phases = std::move(phases), steps = std::move(steps)] {
+        metrics->record_result(worker, device, verdict, phases, steps);
+      });
+    }
   } else if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kFailedPrecondition ||
              s.code() == StatusCode::kNotFound) {
     ++counters_.results_duplicate;
@@ -609,6 +691,9 @@ void Server::on_error(Peer& peer, const proto::JobError& m) {
   if (r.ok()) {
     ++counters_.failures_recorded;
     ++peer.jobs_failed;
+    if (options_.metrics) {
+      metric_events_.push_back([metrics = options_.metrics, code = m.code()] { metrics->record_failure(code); });
+    }
     if (r->new_state == db::JobState::kQueued) maybe_queued_ = true;
     spdlog::warn("job {} attempt {} failed on {} ({}): {}: {}", m.job_id(), m.attempt(), peer.worker_id,
                  db::job_state_name(r->new_state), m.code(), m.message());
@@ -688,6 +773,10 @@ void Server::dispatch() {
       peer->last_progress = Clock::now();
       peer->progress_step = 0;
       peer->progress_steps = job.job.steps;
+      peer->assigned_job_id = job.job.id;
+      peer->assigned_batch_id = job.job.batch_id;
+      peer->assigned_seed = job.job.seed;
+      peer->assigned_prompt = job.job.prompt;
       ++counters_.assignments;
     }
   }

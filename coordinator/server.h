@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,9 @@ class JobStore;
 namespace hipq::coordinator {
 
 class QueryWorker;
+namespace monitor {
+class Metrics;
+}
 
 struct CurveServerConfig {
   proto::CurveKeyPair server_keys;       // secret key required
@@ -91,6 +95,10 @@ struct ServerOptions {
   // the worker told to cancel. 0 = never. Loading a large model sends no
   // progress, so this is minutes, not seconds.
   double stall_seconds = 600;
+  // Where the loop records its events (results, failures, commit times) and
+  // publishes its snapshot (counters, workers) for the monitor's HTTP thread
+  // (coordinator/monitor/). Borrowed; must outlive the server. null = none.
+  monitor::Metrics* metrics = nullptr;
 };
 
 // Counters for logs, `hipq workers` and the benchmark.
@@ -169,6 +177,8 @@ class Server {
   void send_query_replies();
   std::chrono::milliseconds next_timeout() const;
   void set_worker_state(const Peer& peer, const char* state);
+  // Copies the counters and the peer table into options_.metrics' snapshot.
+  void publish_snapshot();
 
   zmq::context_t& context_;
   ServerOptions options_;
@@ -181,10 +191,15 @@ class Server {
   DispatchSettings dispatch_settings_;
   PeerTable peers_;
   std::vector<std::pair<std::string, std::string>> outbox_;  // routing id, encoded envelope
+  // Metric updates of this turn's results and failures, applied once its
+  // group commit succeeded (dropped with the turn's writes otherwise).
+  std::vector<std::function<void()>> metric_events_;
   std::atomic<bool> stop_{false};
   bool maybe_queued_ = true;       // false once lease_next found nothing; set by submit/requeue
   SteadyTime next_heartbeat_{};
   SteadyTime next_lease_check_{};
+  SteadyTime next_publish_{};
+  double started_unix_ = 0;
   bool resync_pending_ = false;    // a commit failed: ask every worker for a fresh hello
   SteadyTime resync_not_before_{};
   ServerCounters counters_;

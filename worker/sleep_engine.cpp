@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <thread>
+#include <vector>
 
 #include "spec/phases.h"
 
@@ -72,11 +73,16 @@ Result<proto::JobResult> SleepEngine::run(const JobAssignment& job, ProgressSink
   }
   bool warm = last_model_ == job.model();
   last_model_ = job.model();
+  std::vector<double> step_ms;
   if (duration_.count() > 0) {
     const int slices = std::min(steps, 1000);
+    auto slice_start = start;
     for (int i = 0; i < slices; ++i) {
       if (cancel.load()) return Status::Cancelled("job " + std::to_string(job.job_id()) + " cancelled");
       std::this_thread::sleep_until(start + duration_ * (i + 1) / slices);
+      const auto slice_end = std::chrono::steady_clock::now();
+      step_ms.push_back(std::chrono::duration<double, std::milli>(slice_end - slice_start).count());
+      slice_start = slice_end;
       progress.progress(i + 1, slices, spec::kPhaseDenoise);
     }
   }
@@ -90,6 +96,13 @@ Result<proto::JobResult> SleepEngine::run(const JobAssignment& job, ProgressSink
   auto* t = out.add_phases();
   t->set_phase(std::string(spec::kPhaseDenoise));
   t->set_host_ms(ms);
+  // Each slice is reported as a step, as the engine reports its steps.
+  for (size_t i = 0; i < step_ms.size(); ++i) {
+    auto* st = out.add_steps();
+    st->set_phase("step");
+    st->set_step(static_cast<int32_t>(i));
+    st->set_host_ms(step_ms[i]);
+  }
   out.set_warm(warm);
   out.set_wall_ms(ms);
   return out;

@@ -2,7 +2,8 @@
 //
 // It waits `duration` per job (in `steps` slices, reporting progress and
 // honouring cancel between them), writes nothing, and reports verdict
-// NO_GOLDEN with one "denoise" phase timing equal to the time slept. With a
+// NO_GOLDEN with one "denoise" phase timing equal to the time slept and one
+// "step" timing per slice (as the engine times its steps). With a
 // zero duration it measures the queue's own overhead (the throughput
 // benchmark). Selected with `hipq worker --engine sleep:20ms`; never the
 // default. A job whose prompt contains "[fail]" fails with InvalidArgument

@@ -204,6 +204,8 @@ std::string history_section(const json& history, int64_t this_batch) {
 
 }  // namespace
 
+const char* report_style() { return kStyle; }
+
 Result<std::string> render_html_report(const json& data) {
   for (const char* k : {"batch", "workers", "stats", "samples", "step_traces", "parity", "runs", "thumbnails"}) {
     HIPQ_RETURN_IF_ERROR(require(data, k));

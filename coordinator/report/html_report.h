@@ -27,4 +27,8 @@ namespace hipq::coordinator::report {
 
 Result<std::string> render_html_report(const nlohmann::json& data);
 
+// The report's style sheet (CSS), for other pages that share its look (the
+// coordinator's live status page, coordinator/monitor/status_page.h).
+const char* report_style();
+
 }  // namespace hipq::coordinator::report

@@ -7,6 +7,9 @@
 #                    its next job (ack + ready + lease round trip), p50 / p99
 # Usage: tools/bench/queue_bench.sh [HIPQ_BINARY] [JOBS] [WORKERS...]
 #   e.g. tools/bench/queue_bench.sh build/cli/hipq 2000 1 8 64
+# HIPQ_BENCH_METRICS=1: the coordinator also serves its monitor (--metrics-bind) and
+# /metrics and / are fetched every second while the batch runs (a Prometheus scrape and
+# an open status page), to measure what the monitor costs the queue (docs/metrics.md).
 set -euo pipefail
 HIPQ=${1:-build/cli/hipq}
 JOBS=${2:-2000}
@@ -28,10 +31,20 @@ run_one() {
     echo "prompts:"
     for ((i = 0; i < prompts; i++)); do echo "  - bench prompt $i"; done
   } > "$dir/bench.yaml"
+  local monitor=()
+  [ "${HIPQ_BENCH_METRICS:-0}" = 1 ] && monitor=(--metrics-bind 127.0.0.1:0 --metrics-address-file "$dir/maddr")
   "$HIPQ" --log-level warn coordinator --db "$dir/hipq.db" --bind 'tcp://127.0.0.1:*' \
-      --endpoint-file "$dir/endpoint" > "$dir/coord.log" 2>&1 &
+      --endpoint-file "$dir/endpoint" ${monitor[@]+"${monitor[@]}"} > "$dir/coord.log" 2>&1 &
   local coord=$!
   for _ in $(seq 100); do [ -s "$dir/endpoint" ] && break; sleep 0.05; done
+  local scraper=""
+  if [ "${HIPQ_BENCH_METRICS:-0}" = 1 ]; then
+    for _ in $(seq 100); do [ -s "$dir/maddr" ] && break; sleep 0.05; done
+    local maddr
+    maddr=$(cat "$dir/maddr")
+    ( while :; do curl -s -o /dev/null "http://$maddr/metrics"; curl -s -o /dev/null "http://$maddr/"; sleep 1; done ) &
+    scraper=$!
+  fi
   local ep
   ep=$(cat "$dir/endpoint")
   local pids=()
@@ -42,6 +55,7 @@ run_one() {
   done
   sleep 2   # let every worker connect and ask for work
   "$HIPQ" --log-level warn submit "$dir/bench.yaml" --connect "$ep" --wait --timeout 30 > "$dir/submit.log" 2>&1
+  [ -n "$scraper" ] && kill "$scraper" 2>/dev/null
   kill "${pids[@]}" 2>/dev/null || true
   kill "$coord" 2>/dev/null || true
   wait 2>/dev/null || true
