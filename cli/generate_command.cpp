@@ -226,6 +226,11 @@ int run_generate(const GenerateArgs& a) {
 
   fmt::print("wrote {}\n      {}\n      {}\n", latent_path.string(), image_path.string(), timings_path.string());
   for (const auto& p : r.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
+  if (pipeline) {
+    for (const auto& l : pipeline->loras())
+      fmt::print("  lora {} ({}, {} layers, scale {:g}, hash {})\n", l.name, engine::lora::lora_format_name(l.format),
+                 l.pairs, l.spec.scale, l.a1111_hash);
+  }
   fmt::print("  denoise: {} UNet calls at batch {} ({})\n", out.model_calls, out.unet_batch,
              out.unet_batch == 1 ? "guidance off: the conditional pass only" : "classifier-free guidance");
   fmt::print("  peak device memory {:.1f} MiB, warm {}; placement {} (plan: {})\n", out.peak_memory_bytes / 1048576.0,

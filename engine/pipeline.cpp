@@ -79,8 +79,9 @@ struct Pipeline::Impl {
 
   Status load_models(const std::string& precision);
   // The UNet and text encoders again from `components` (after a LoRA switch),
-  // at the loaded precision; shapes and the VAE stay.
-  Status reload_adapted_models();
+  // at the loaded precision, those whose source differs from `before`'s;
+  // shapes and the VAE stay.
+  Status reload_adapted_models(const ModelComponents& before);
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
   Status load_text_encoders();
@@ -193,26 +194,36 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   return Status::Ok();
 }
 
-Status Pipeline::Impl::reload_adapted_models() {
+Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
+  auto changed = [&](const char* key) {
+    auto a = before.weights.find(key);
+    auto b = components.weights.find(key);
+    const bool in_a = a != before.weights.end(), in_b = b != components.weights.end();
+    return in_a != in_b || (in_a && a->second != b->second);
+  };
+  const bool unet_changed = changed("unet");
+  const bool text_changed = changed(kTextEncoderKeys[0]) || changed(kTextEncoderKeys[1]);
+  if (!unet_changed && !text_changed) return Status::Ok();
   kernels::Backend& be = *backend;
   const std::string precision = loaded_precision;
   PhaseTimer timer(&be);
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
-  auto host_start = std::chrono::steady_clock::now();
   const bool encoders_held = enc1.model.has_value();
-  release_text_encoders();
-  unet.reset();
+  // What is replaced goes first: the switch peaks no higher than a load.
+  if (text_changed) release_text_encoders();
+  if (unet_changed) unet.reset();
   loaded_precision.clear();  // a failure below leaves generate() to load afresh
   be.reset_peak();
-  HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
-  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, loaded_dtype));
-  unet.emplace(std::move(u));
-  if (encoders_held) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  if (unet_changed) {
+    HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
+    HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, loaded_dtype));
+    unet.emplace(std::move(u));
+  }
+  if (text_changed && encoders_held) HIPQ_RETURN_IF_ERROR(load_text_encoders());
   HIPQ_RETURN_IF_ERROR(be.synchronize());
   HIPQ_RETURN_IF_ERROR(be.trim_cache());
   HIPQ_RETURN_IF_ERROR(timer.end());
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
-  load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
   pending_load = phases.front();
   loaded_precision = precision;
   return Status::Ok();
@@ -373,12 +384,13 @@ Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
     return a.spec == b.spec && a.sha256 == b.sha256;
   };
   if (std::equal(set.loras.begin(), set.loras.end(), im.loras.begin(), im.loras.end(), same)) return Status::Ok();
+  ModelComponents before = std::move(im.components);
   im.components = std::move(set.components);
   im.loras = std::move(set.loras);
   im.options.loras = specs;
   // Not loaded (a failed precision switch): the next generate() loads afresh.
   if (im.loaded_precision.empty() || !im.unet) return Status::Ok();
-  return im.reload_adapted_models();
+  return im.reload_adapted_models(before);
 }
 
 const std::vector<lora::AppliedLora>& Pipeline::loras() const { return impl_->loras; }

@@ -118,11 +118,12 @@ class Pipeline {
   // Switches the LoRA set (empty: none). The files are read and checked
   // against the model before any device work (errors as LoadOptions::loras;
   // on error the current set stays). The same set (paths, scales and file
-  // contents) is a no-op; another re-binds the UNet and text encoders from the
-  // retained base weight sources with the new deltas (the base checkpoint is
+  // contents) is a no-op; another re-binds, from the retained base weight
+  // sources with the new deltas, the models whose weights differ between the
+  // two sets (the UNet, the text encoders, or both; the base checkpoint is
   // not opened again, the VAE is untouched), so the weights equal a fresh
   // load with that set, bit for bit. The next generate() reports the re-bind
-  // as its load phase (warm = false).
+  // as its load phase (warm = false). Cost: docs/adapters.md, "Switching".
   Status set_loras(const std::vector<spec::LoraSpec>& loras);
   // The LoRAs folded into the weights now, in application order.
   const std::vector<lora::AppliedLora>& loras() const;
