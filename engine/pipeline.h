@@ -22,7 +22,9 @@
 // first step), so what the process holds follows the plan (docs/memory.md).
 // Thread safety: one thread at a time (like its Backend).
 // Errors: load(): NotFound / Corruption / InvalidArgument from open_model and
-// the models (naming the file and tensor). generate(): InvalidArgument from
+// the models (naming the file and tensor); InvalidArgument / Unimplemented
+// from LoadOptions::loras (engine/lora/lora_set.h: each names the LoRA file),
+// before any device work. generate(): InvalidArgument from
 // settings.validate() before any device work; FailedPrecondition (a
 // configuration error naming the need, the device and the way out) when the
 // job's memory plan fits no allowed placement; Cancelled when *cancel turns
