@@ -24,6 +24,7 @@
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
+#include "spec/lora_spec.h"
 #include "spec/parity_gate.h"
 
 namespace hipq::cli {
@@ -41,6 +42,7 @@ struct GenerateArgs {
   std::string gate;    // JSON, e.g. {"cosine_min":0.9999}
   bool allow_unpinned = false;
   bool no_progress = false;
+  std::vector<std::string> loras;  // PATH[:SCALE]
   MemoryOptions memory;
 };
 
@@ -132,6 +134,15 @@ int run_generate(const GenerateArgs& a) {
     if (!g.ok()) return fail(kExitUsage, "--gate: " + g.status().message());
     gate = *g;
   }
+  std::vector<spec::LoraSpec> loras;
+  for (const std::string& text : a.loras) {
+    auto l = spec::LoraSpec::parse(text);
+    if (!l.ok()) return fail(kExitUsage, "--lora " + text + ": " + l.status().message());
+    std::error_code ec;
+    if (!fs::is_regular_file(l->path, ec))
+      return fail(kExitFailure, "--lora " + text + ": no such file: " + l->path);
+    loras.push_back(*l);
+  }
   const fs::path out_dir = a.out;
   if (Status st = check_writable_directory(out_dir); !st.ok())
     return fail(kExitFailure, "--out " + out_dir.string() + ": output directory is not writable: " + st.message());
@@ -178,6 +189,7 @@ int run_generate(const GenerateArgs& a) {
     return fail(kExitFailure, fmt::format("--backend {} --device {}: {}", backend_name, a.device,
                                           backend.status().message()));
   kernels::Backend& be = **backend;
+  for (const auto& l : loras) spdlog::info("generate: LoRA {} at scale {}", l.path, l.scale);
   spdlog::info("generate: model {} ({}), {} on {} {}, {}x{}, {} steps, {}, {}, seed {}", a.model,
                model->family.empty() ? "family from weights" : model->family, backend_name,
                be.info().device_name, a.device, a.settings.width, a.settings.height, a.settings.steps,
@@ -192,6 +204,7 @@ int run_generate(const GenerateArgs& a) {
     engine::LoadOptions lo;
     lo.precision = a.settings.precision;
     lo.placement = *placement;
+    lo.loras = loras;
     HIPQ_ASSIGN_OR_RETURN(pipeline, engine::Pipeline::load(*model, be, lo));
     *loaded_now = true;
     return pipeline.get();
@@ -213,6 +226,11 @@ int run_generate(const GenerateArgs& a) {
 
   fmt::print("wrote {}\n      {}\n      {}\n", latent_path.string(), image_path.string(), timings_path.string());
   for (const auto& p : r.phases) fmt::print("  {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", p.phase, p.host_ms, p.gpu_ms);
+  if (pipeline) {
+    for (const auto& l : pipeline->loras())
+      fmt::print("  lora {} ({}, {} layers, scale {:g}, hash {})\n", l.name, engine::lora::lora_format_name(l.format),
+                 l.pairs, l.spec.scale, l.a1111_hash);
+  }
   fmt::print("  denoise: {} UNet calls at batch {} ({})\n", out.model_calls, out.unet_batch,
              out.unet_batch == 1 ? "guidance off: the conditional pass only" : "classifier-free guidance");
   fmt::print("  peak device memory {:.1f} MiB, warm {}; placement {} (plan: {})\n", out.peak_memory_bytes / 1048576.0,
@@ -266,6 +284,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--gate", args->gate, "Parity gate as JSON, e.g. {\"cosine_min\":0.9999,\"psnr_min\":30}");
   cmd->add_flag("--allow-unpinned", args->allow_unpinned, "Accept a golden with incomplete provenance");
   cmd->add_flag("--no-progress", args->no_progress, "No progress output");
+  cmd->add_option("--lora", args->loras,
+                  "LoRA adapter PATH[:SCALE] (scale 1 when omitted), repeatable; kohya/A1111 or diffusers/PEFT "
+                  ".safetensors, folded into the weights before the first step (docs/adapters.md)");
   add_memory_options(cmd, args->memory);
   cmd->callback([args, &exit_code] { exit_code = run_generate(*args); });
 }

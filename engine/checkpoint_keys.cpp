@@ -53,8 +53,10 @@ std::string resnet_inner(const std::string& rest) {
 
 constexpr int kLayersPerBlock = 2;  // SD 1.x, 2.x and SDXL
 
+}  // namespace
+
 // model.diffusion_model.<rest> -> diffusers UNet name ("" = not mapped).
-std::string unet_name(const std::string& rest) {
+std::string sgm_unet_name(const std::string& rest) {
   const auto p = split_dots(rest);
   if (p.size() < 2) return {};
   auto rest_from = [&](size_t i) { return join_from(p, i); };
@@ -92,6 +94,8 @@ std::string unet_name(const std::string& rest) {
   }
   return {};
 }
+
+namespace {
 
 // first_stage_model.<rest> -> diffusers AutoencoderKL name.
 std::string vae_name(const std::string& rest, int num_up_blocks, Op* op) {
@@ -294,7 +298,7 @@ Result<MappedCheckpoint> map_checkpoint(std::shared_ptr<const SafetensorsFile> f
   std::map<std::string, Entry> unet, vae, te, te2;
   for (const auto& k : keys) {
     if (starts_with(k, "model.diffusion_model.")) {
-      const std::string n = unet_name(k.substr(22));
+      const std::string n = sgm_unet_name(k.substr(22));
       if (!n.empty()) unet[n] = {k};
     } else if (starts_with(k, "first_stage_model.")) {
       Op op = Op::kDirect;

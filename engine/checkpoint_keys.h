@@ -34,6 +34,12 @@ struct MappedCheckpoint {
   std::map<std::string, std::shared_ptr<WeightSource>> components;  // unet, vae, text_encoder[, text_encoder_2]
 };
 
+// One UNet name of the original (SGM/LDM) layout without its
+// "model.diffusion_model." prefix -> the diffusers name ("" = not mapped).
+// Indices in block positions must be decimal digits (std::stoi reads them).
+// The LoRA reader (engine/lora/) maps kohya's SGM-style names through it.
+std::string sgm_unet_name(const std::string& rest);
+
 Result<MappedCheckpoint> map_checkpoint(std::shared_ptr<const SafetensorsFile> file);
 
 }  // namespace hipq::engine

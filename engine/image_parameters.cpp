@@ -49,7 +49,13 @@ std::string a1111_sampler_name(const std::string& sampler) {
 std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProvenance& p) {
   // Prompt lines first; a prompt that itself spans lines keeps them (the web
   // UI does the same), the negative prompt is the line starting "Negative prompt: ".
-  std::string out = s.prompt + "\n";
+  std::string out = s.prompt;
+  for (const LoraProvenance& l : p.loras) {
+    char sc[32];
+    std::snprintf(sc, sizeof sc, "%g", static_cast<double>(l.scale));
+    out += std::string(" <lora:") + l.name + ":" + sc + ">";
+  }
+  out += "\n";
   if (!s.negative_prompt.empty()) out += "Negative prompt: " + one_line(s.negative_prompt) + "\n";
   std::vector<std::string> f;
   f.push_back("Steps: " + std::to_string(s.steps));
@@ -67,6 +73,11 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
   f.push_back("Size: " + std::to_string(s.width) + "x" + std::to_string(s.height));
   if (!p.weights_sha256.empty()) f.push_back("Model hash: " + p.weights_sha256.substr(0, 10));
   if (!p.model_spec.empty()) f.push_back("Model: " + field_value(model_name(p.model_spec)));
+  if (!p.loras.empty()) {
+    std::string hashes;
+    for (const LoraProvenance& l : p.loras) hashes += (hashes.empty() ? "" : ", ") + l.name + ": " + l.a1111_hash;
+    f.push_back("Lora hashes: " + nlohmann::json(hashes).dump());
+  }
   f.push_back(std::string("RNG: ") + (s.rng == "torch-cuda" ? "GPU" : "CPU"));
   if (p.batch_id > 0) {
     const std::string id = std::to_string(p.batch_id);
@@ -88,6 +99,11 @@ std::vector<spec::PngText> png_metadata(const spec::GenerationSettings& s, const
   j["model"] = p.model_spec;
   j["weights_sha256"] = p.weights_sha256;
   if (p.batch_id > 0) j["batch"] = {{"id", p.batch_id}, {"name", p.batch_name}};
+  if (!p.loras.empty()) {
+    j["loras"] = nlohmann::json::array();
+    for (const LoraProvenance& l : p.loras)
+      j["loras"].push_back({{"name", l.name}, {"scale", l.scale}, {"sha256", l.sha256}, {"a1111_hash", l.a1111_hash}});
+  }
   if (p.job_id > 0) j["job"] = {{"id", p.job_id}, {"attempt", p.attempt}};
   j["hipq_version"] = build_info::kVersion;
   j["build_sha"] = build_info::kGitSha;

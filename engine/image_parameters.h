@@ -22,6 +22,14 @@
 
 namespace hipq::engine {
 
+// One LoRA applied to the weights (engine/lora/lora_set.h AppliedLora).
+struct LoraProvenance {
+  std::string name;        // file stem: <lora:NAME:SCALE>
+  std::string a1111_hash;  // "Lora hashes" value: 12 hex digits (the web UI's addnet hash)
+  std::string sha256;      // of the whole file
+  float scale = 1.0f;
+};
+
 // What an image records beside its settings.
 struct ImageProvenance {
   std::string model_spec;      // folder, file or synthetic:NAME; written as its base name
@@ -30,6 +38,10 @@ struct ImageProvenance {
   int64_t batch_id = 0;        // 0 = none
   int64_t job_id = 0;          // 0 = none
   int attempt = 0;             // 0 = none
+  // LoRAs folded into the weights: " <lora:NAME:SCALE>" each after the prompt
+  // line (as the web UI's prompt carries them) and "Lora hashes:
+  // "NAME: HASH, ..."" among the fields; "loras" in the hipq JSON.
+  std::vector<LoraProvenance> loras;
 };
 
 // "Euler", "DPM++ 2M", ... as the web UI names the sampler; "" for an unknown one.

@@ -50,6 +50,8 @@ Status write_images(const GenerationJob& job, const Pipeline& pipeline, const Ge
     ImageProvenance provenance = job.provenance;
     provenance.model_spec = info.model_spec;
     provenance.weights_sha256 = pipeline.weights_sha256();
+    for (const lora::AppliedLora& l : pipeline.loras())
+      provenance.loras.push_back({l.name, l.a1111_hash, l.sha256, l.spec.scale});
     HIPQ_RETURN_IF_ERROR(spec::write_png(path, spec::RgbImage{out.width, out.height, out.rgb},
                                    png_metadata(job.settings, provenance)));
     HIPQ_ASSIGN_OR_RETURN(JobFile f, describe_file(path, "png"));

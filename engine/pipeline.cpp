@@ -1,5 +1,6 @@
 #include "engine/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -54,7 +55,11 @@ struct TextEncoderSlot {
 
 struct Pipeline::Impl {
   kernels::Backend* backend = nullptr;
+  // The model as opened, and as loaded: `base` with the LoRA set's merged
+  // views over the same sources (engine/lora/lora_set.h).
+  ModelComponents base;
   ModelComponents components;
+  std::vector<lora::AppliedLora> loras;
   LoadOptions options;
   std::string family;
   SchedulerConfig scheduler;
@@ -73,6 +78,10 @@ struct Pipeline::Impl {
   std::optional<PhaseTiming> pending_load;
 
   Status load_models(const std::string& precision);
+  // The UNet and text encoders again from `components` (after a LoRA switch),
+  // at the loaded precision, those whose source differs from `before`'s;
+  // shapes and the VAE stay.
+  Status reload_adapted_models(const ModelComponents& before);
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
   Status load_text_encoders();
@@ -185,6 +194,41 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   return Status::Ok();
 }
 
+Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
+  auto changed = [&](const char* key) {
+    auto a = before.weights.find(key);
+    auto b = components.weights.find(key);
+    const bool in_a = a != before.weights.end(), in_b = b != components.weights.end();
+    return in_a != in_b || (in_a && a->second != b->second);
+  };
+  const bool unet_changed = changed("unet");
+  const bool text_changed = changed(kTextEncoderKeys[0]) || changed(kTextEncoderKeys[1]);
+  if (!unet_changed && !text_changed) return Status::Ok();
+  kernels::Backend& be = *backend;
+  const std::string precision = loaded_precision;
+  PhaseTimer timer(&be);
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
+  const bool encoders_held = enc1.model.has_value();
+  // What is replaced goes first: the switch peaks no higher than a load.
+  if (text_changed) release_text_encoders();
+  if (unet_changed) unet.reset();
+  loaded_precision.clear();  // a failure below leaves generate() to load afresh
+  be.reset_peak();
+  if (unet_changed) {
+    HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
+    HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, loaded_dtype));
+    unet.emplace(std::move(u));
+  }
+  if (text_changed && encoders_held) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  HIPQ_RETURN_IF_ERROR(be.synchronize());
+  HIPQ_RETURN_IF_ERROR(be.trim_cache());
+  HIPQ_RETURN_IF_ERROR(timer.end());
+  HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
+  pending_load = phases.front();
+  loaded_precision = precision;
+  return Status::Ok();
+}
+
 Status Pipeline::Impl::load_text_encoders() {
   TextEncoderSlot* slots[2] = {&enc1, &enc2};
   for (size_t i = 0; i < shapes.text_encoders.size() && i < 2; ++i) {
@@ -287,12 +331,18 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
                                                  const LoadOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->backend = &backend;
+  impl->base = model;
   impl->components = model;
   impl->options = options;
   impl->family = model.family;
   if (impl->family.empty()) {
     HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(model, "unet"));
     HIPQ_ASSIGN_OR_RETURN(impl->family, detect_family(*unet_weights));
+  }
+  if (!options.loras.empty()) {
+    HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(model, impl->family, options.loras));
+    impl->components = std::move(set.components);
+    impl->loras = std::move(set.loras);
   }
   SchedulerConfig defaults = SchedulerConfig::defaults_for_family(impl->family);
   if (const auto* j = find_config(model, "scheduler")) {
@@ -326,6 +376,24 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
   HIPQ_RETURN_IF_ERROR(impl->load_models(options.precision));
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
+
+Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
+  Impl& im = *impl_;
+  HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(im.base, im.family, specs));
+  auto same = [](const lora::AppliedLora& a, const lora::AppliedLora& b) {
+    return a.spec == b.spec && a.sha256 == b.sha256;
+  };
+  if (std::equal(set.loras.begin(), set.loras.end(), im.loras.begin(), im.loras.end(), same)) return Status::Ok();
+  ModelComponents before = std::move(im.components);
+  im.components = std::move(set.components);
+  im.loras = std::move(set.loras);
+  im.options.loras = specs;
+  // Not loaded (a failed precision switch): the next generate() loads afresh.
+  if (im.loaded_precision.empty() || !im.unet) return Status::Ok();
+  return im.reload_adapted_models(before);
+}
+
+const std::vector<lora::AppliedLora>& Pipeline::loras() const { return impl_->loras; }
 
 Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
                                             const std::atomic<bool>* cancel) {

@@ -22,7 +22,9 @@
 // first step), so what the process holds follows the plan (docs/memory.md).
 // Thread safety: one thread at a time (like its Backend).
 // Errors: load(): NotFound / Corruption / InvalidArgument from open_model and
-// the models (naming the file and tensor). generate(): InvalidArgument from
+// the models (naming the file and tensor); InvalidArgument / Unimplemented
+// from LoadOptions::loras (engine/lora/lora_set.h: each names the LoRA file),
+// before any device work. generate(): InvalidArgument from
 // settings.validate() before any device work; FailedPrecondition (a
 // configuration error naming the need, the device and the way out) when the
 // job's memory plan fits no allowed placement; Cancelled when *cancel turns
@@ -44,6 +46,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "engine/lora/lora_set.h"
 #include "engine/memory_plan.h"
 #include "engine/phase_timer.h"
 #include "kernels/backend.h"
@@ -69,6 +72,10 @@ struct LoadOptions {
   // loads the text encoders only while a prompt is encoded. A job whose plan
   // fits no allowed placement fails before any device work.
   Placement placement = Placement::kAuto;
+  // LoRA adapters folded into the UNet and text encoder weights at load
+  // (engine/lora/, docs/adapters.md), each with its scale. Every file is read
+  // and checked against the model before any device work.
+  std::vector<spec::LoraSpec> loras;
 };
 
 struct GenerationOutput {
@@ -109,6 +116,19 @@ class Pipeline {
   // `progress` and `cancel` may be null.
   Result<GenerationOutput> generate(const spec::GenerationSettings& settings, const ProgressFn& progress = {},
                                     const std::atomic<bool>* cancel = nullptr);
+
+  // Switches the LoRA set (empty: none). The files are read and checked
+  // against the model before any device work (errors as LoadOptions::loras;
+  // on error the current set stays). The same set (paths, scales and file
+  // contents) is a no-op; another re-binds, from the retained base weight
+  // sources with the new deltas, the models whose weights differ between the
+  // two sets (the UNet, the text encoders, or both; the base checkpoint is
+  // not opened again, the VAE is untouched), so the weights equal a fresh
+  // load with that set, bit for bit. The next generate() reports the re-bind
+  // as its load phase (warm = false). Cost: docs/adapters.md, "Switching".
+  Status set_loras(const std::vector<spec::LoraSpec>& loras);
+  // The LoRAs folded into the weights now, in application order.
+  const std::vector<lora::AppliedLora>& loras() const;
 
   // ---- stages, for per-stage parity checks (the code generate() runs) ------
   // Host fp32, batch order (negative, positive) when guidance > 1.

@@ -95,6 +95,38 @@ TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
   EXPECT_EQ(j["warm"], false);
 }
 
+// A LoRA from the committed fuzz seeds (a kohya SGM-named pair on tiny-sdxl's
+// input_blocks.4.1 proj_in): the image changes and the PNG says so as the web UI
+// does; a LyCORIS file is refused by name before anything is loaded.
+TEST(GenerateCommandTest, LoraChangesTheImageAndIsRecordedOrRefusedByName) {
+  auto dir = temp_dir("lora");
+  const fs::path corpus = fs::path(goldens("")).parent_path().parent_path().parent_path() / "fuzz" / "corpus" / "lora";
+  const fs::path lora = dir / "fox_style.safetensors";
+  fs::copy_file(corpus / "kohya-sgm-linear", lora);
+  CmdResult base = hipq(kTiny + " --seed 3 --out " + (dir / "base").string());
+  ASSERT_EQ(base.status, 0) << base.out;
+  CmdResult with = hipq(kTiny + " --seed 3 --lora " + lora.string() + ":4 --out " + (dir / "with").string());
+  ASSERT_EQ(with.status, 0) << with.out;
+  EXPECT_NE(with.out.find("lora fox_style (kohya, 1 layers, scale 4, hash "), std::string::npos) << with.out;
+  auto la = engine::SafetensorsFile::open(dir / "base" / "latent.safetensors");
+  auto lb = engine::SafetensorsFile::open(dir / "with" / "latent.safetensors");
+  ASSERT_TRUE(la.ok() && lb.ok());
+  EXPECT_NE((*la)->get("latent")->to_f32(), (*lb)->get("latent")->to_f32());
+  auto png_bytes = read_file(dir / "with" / "image.png");
+  ASSERT_TRUE(png_bytes.ok());
+  auto text = hipq::testing::read_png_text_with_libpng(*png_bytes);
+  EXPECT_EQ(text.text["parameters"].rfind("a red fox sleeping in the snow <lora:fox_style:4>\n", 0), 0u)
+      << text.text["parameters"];
+  EXPECT_NE(text.text["parameters"].find("Lora hashes: \"fox_style: "), std::string::npos) << text.text["parameters"];
+  const fs::path loha = dir / "loha.safetensors";
+  fs::copy_file(corpus / "loha", loha);
+  CmdResult bad = hipq(kTiny + " --seed 3 --lora " + loha.string() + " --out " + (dir / "bad").string());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find(loha.string()), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("LoHa"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(dir / "bad" / "latent.safetensors"));
+}
+
 TEST(GenerateCommandTest, ParityAgainstTheCommittedGoldens) {
   auto dir = temp_dir("parity");
   CmdResult pass = hipq(kTiny + " --seed 1 --golden " + goldens("tiny") + " --out " + (dir / "pass").string());

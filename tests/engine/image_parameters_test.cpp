@@ -26,7 +26,7 @@ GenerationSettings settings() {
 
 ImageProvenance in_batch() {
   return ImageProvenance{"/models/sd_xl_base_1.0.safetensors", std::string(64, 'a').replace(0, 10, "0123456789"),
-                         "quickstart", 3, 17, 1};
+                         "quickstart", 3, 17, 1, {}};
 }
 
 TEST(ImageParametersTest, FollowsTheWebUiLayoutWithHipqFieldsAfterwards) {

@@ -258,6 +258,41 @@ def jsonable(config):
     return out
 
 
+def parse_lora(text):
+    """PATH[:SCALE] as hipq generate --lora reads it (spec/lora_spec.h): the last ':' splits when
+    what follows is a number; scale 1 otherwise."""
+    path, sep, tail = text.rpartition(":")
+    if sep:
+        try:
+            return path, float(tail)
+        except ValueError:
+            pass
+    return text, 1.0
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fuse_loras(pipe, loras):
+    """The LoRAs folded into the UNet / text encoder weights, each with its scale, as hipq does
+    before the first step: diffusers' load_lora_weights (kohya and diffusers/PEFT formats),
+    set_adapters with the scales, fuse_lora (PEFT merges W + scale * alpha/r * B @ A), then the
+    adapter modules are dropped so the step runs the fused weights alone."""
+    names = []
+    for i, (path, _) in enumerate(loras):
+        name = "lora%d" % i
+        pipe.load_lora_weights(path, adapter_name=name)
+        names.append(name)
+    pipe.set_adapters(names, adapter_weights=[scale for _, scale in loras])
+    pipe.fuse_lora(adapter_names=names, lora_scale=1.0)
+    pipe.unload_lora_weights()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="diffusers folder (from `hipq weights export`)")
@@ -285,7 +320,12 @@ def main():
     ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     ap.add_argument("--no-image", action="store_true", help="latent only")
     ap.add_argument("--deterministic", action="store_true", help="torch deterministic algorithms, no TF32")
+    ap.add_argument("--lora", action="append", default=[], metavar="PATH[:SCALE]",
+                    help="LoRA adapter (repeatable), fused into the weights as hipq applies it: "
+                         "load_lora_weights + set_adapters(weights=scales) + fuse_lora (docs/adapters.md). "
+                         "The golden key does not carry LoRAs yet: write LoRA goldens to their own --out folder")
     args = ap.parse_args()
+    loras = [parse_lora(t) for t in args.lora]
 
     import numpy as np
     import torch
@@ -323,6 +363,8 @@ def main():
                 kw = {"safety_checker": None, "requires_safety_checker": False}
             pipes[precision] = cls.from_pretrained(args.model, torch_dtype=dtypes[precision], **kw).to(device)
             pipes[precision].set_progress_bar_config(disable=True)
+            if loras:
+                fuse_loras(pipes[precision], loras)
             base_scheduler_config[precision] = pipes[precision].scheduler.config
         pipe = pipes[precision]
         # Always from the folder's config, never from the previous job's scheduler.
@@ -386,6 +428,8 @@ def main():
             "created_at": created,
             "source": "tools/golden/make_goldens.py " + " ".join(sys.argv[1:]),
             "extra": {
+                "loras": [{"name": os.path.splitext(os.path.basename(p))[0], "scale": sc, "sha256": file_sha256(p)}
+                          for p, sc in loras],
                 "transformers_version": transformers.__version__,
                 "python_version": platform.python_version(),
                 "cuda_version": torch.version.cuda or "",

@@ -1,0 +1,579 @@
+// LoRA adapters (engine/lora/): files of each format written here for the tiny
+// synthetic models, merged weights checked against an independent double
+// precision reference W + s * (alpha / r) * U @ D, the two kohya name styles
+// and the diffusers/PEFT format giving the same bits, several LoRAs at once,
+// every refusal with its message, and the pipeline: scale 0 is the base image
+// bit for bit, switching sets equals fresh loads, the step is unchanged.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "base/fs.h"
+#include "engine/image_parameters.h"
+#include "engine/lora/lora_file.h"
+#include "engine/lora/lora_keys.h"
+#include "engine/lora/lora_merge.h"
+#include "engine/lora/lora_set.h"
+#include "engine/pipeline.h"
+#include "engine/synthetic.h"
+#include "spec/lora_spec.h"
+
+namespace hipq::engine::lora {
+namespace {
+
+namespace fs = std::filesystem;
+using Tensors = std::vector<std::pair<std::string, HostTensor>>;
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("hipq_lora_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// The files written here go with the process.
+class TempDirCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(temp_dir(), ec);
+  }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempDirCleanup);
+
+HostTensor random_tensor(std::vector<int64_t> shape, uint32_t seed, float range = 0.5f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return HostTensor::from_f32(std::move(v), std::move(shape));
+}
+
+HostTensor scalar(float v) { return HostTensor::from_f32({v}, {}); }
+
+const ModelComponents& model(const std::string& name) {
+  static std::map<std::string, ModelComponents> models;
+  auto it = models.find(name);
+  if (it == models.end()) {
+    auto m = make_synthetic_model("synthetic:" + name);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    it = models.emplace(name, *m).first;
+  }
+  return it->second;
+}
+
+std::vector<int64_t> base_shape(const std::string& model_name, const std::string& component, const std::string& w) {
+  auto m = model(model_name).weights.at(component)->meta(w);
+  EXPECT_TRUE(m.ok()) << component << " " << w << ": " << m.status().ToString();
+  return m.ok() ? m->shape : std::vector<int64_t>{};
+}
+
+// One layer of a tiny model named three ways.
+struct Layer {
+  std::string component;   // unet | text_encoder | text_encoder_2
+  std::string weight;      // diffusers weight name
+  std::string kohya_sgm;   // kohya module, SGM/LDM block names ("" = same as diffusers-style)
+  std::string kind;        // for messages
+};
+
+std::string underscored(std::string s) {
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+std::string module_of(const std::string& weight) { return weight.substr(0, weight.size() - 7); }
+
+// tiny-sdxl: down_blocks.0 DownBlock2D (32), down_blocks.1 cross-attention (64,
+// 2 transformer layers), up_blocks.0 cross-attention, up_blocks.1 plain.
+const std::vector<Layer>& sdxl_layers() {
+  static const std::vector<Layer> layers = {
+      {"unet", "down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight",
+       "input_blocks_4_1_transformer_blocks_0_attn1_to_q", "self-attention"},
+      {"unet", "up_blocks.0.attentions.0.transformer_blocks.1.attn2.to_k.weight",
+       "output_blocks_0_1_transformer_blocks_1_attn2_to_k", "cross-attention"},
+      {"unet", "down_blocks.1.attentions.1.transformer_blocks.0.attn1.to_out.0.weight",
+       "input_blocks_5_1_transformer_blocks_0_attn1_to_out_0", "attention out"},
+      {"unet", "mid_block.attentions.0.proj_in.weight", "middle_block_1_proj_in", "linear proj_in"},
+      {"unet", "down_blocks.1.attentions.1.transformer_blocks.0.ff.net.0.proj.weight",
+       "input_blocks_5_1_transformer_blocks_0_ff_net_0_proj", "GEGLU linear"},
+      {"unet", "down_blocks.0.resnets.0.conv1.weight", "input_blocks_1_0_in_layers_2", "conv 3x3 (LoCon)"},
+      {"unet", "down_blocks.1.resnets.0.conv_shortcut.weight", "input_blocks_4_0_skip_connection", "conv 1x1"},
+      {"unet", "down_blocks.0.downsamplers.0.conv.weight", "input_blocks_3_0_op", "downsampler conv 3x3"},
+      {"unet", "mid_block.resnets.1.conv2.weight", "middle_block_2_out_layers_3", "mid resnet conv 3x3"},
+      {"unet", "up_blocks.0.upsamplers.0.conv.weight", "output_blocks_2_2_conv", "upsampler conv 3x3"},
+      {"unet", "up_blocks.1.resnets.2.time_emb_proj.weight", "output_blocks_5_0_emb_layers_1", "time embedding linear"},
+      {"unet", "time_embedding.linear_1.weight", "time_embed_0", "linear"},
+      {"text_encoder", "text_model.encoder.layers.0.self_attn.q_proj.weight", "", "text encoder 1 attention"},
+      {"text_encoder_2", "text_model.encoder.layers.1.mlp.fc1.weight", "", "text encoder 2 mlp"},
+  };
+  return layers;
+}
+
+constexpr int64_t kRank = 4;
+
+struct Pair {
+  HostTensor down, up;
+};
+
+// A pair of rank kRank for a weight of `shape` (conv: 3x3 or 1x1 down, 1x1 up).
+Pair make_lora_pair(const std::vector<int64_t>& shape, uint32_t seed) {
+  if (shape.size() == 4) {
+    return {random_tensor({kRank, shape[1], shape[2], shape[3]}, seed),
+            random_tensor({shape[0], kRank, 1, 1}, seed + 1)};
+  }
+  return {random_tensor({kRank, shape[1]}, seed), random_tensor({shape[0], kRank}, seed + 1)};
+}
+
+enum class Style { kKohyaSgm, kKohyaDiffusers, kPeft, kDiffusersOld };
+
+std::string kohya_prefix(const std::string& component, bool sdxl) {
+  if (component == "unet") return "lora_unet_";
+  if (!sdxl) return "lora_te_";
+  return component == "text_encoder" ? "lora_te1_" : "lora_te2_";
+}
+
+// Writes `layers` with the pairs made from `seed` in one style; alpha per layer.
+fs::path write_lora(const std::string& file, const std::string& model_name, const std::vector<Layer>& layers,
+                    uint32_t seed, float alpha, Style style) {
+  Tensors t;
+  std::map<std::string, std::string> metadata;
+  const bool sdxl = model_name == "tiny-sdxl";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    Pair p = make_lora_pair(base_shape(model_name, l.component, l.weight), seed + 10 * static_cast<uint32_t>(i));
+    if (style == Style::kKohyaSgm || style == Style::kKohyaDiffusers) {
+      const std::string module = style == Style::kKohyaSgm && !l.kohya_sgm.empty() ? l.kohya_sgm
+                                                                                    : underscored(module_of(l.weight));
+      const std::string key = kohya_prefix(l.component, sdxl) + module;
+      t.emplace_back(key + ".alpha", scalar(alpha));
+      t.emplace_back(key + ".lora_down.weight", p.down);
+      t.emplace_back(key + ".lora_up.weight", p.up);
+    } else {
+      const std::string key = l.component + "." + module_of(l.weight);
+      t.emplace_back(key + (style == Style::kPeft ? ".lora_A.weight" : ".lora.down.weight"), p.down);
+      t.emplace_back(key + (style == Style::kPeft ? ".lora_B.weight" : ".lora.up.weight"), p.up);
+      if (style == Style::kDiffusersOld) t.emplace_back(key + ".alpha", scalar(alpha));
+    }
+  }
+  if (style == Style::kPeft) {
+    nlohmann::json j = {{"unet.r", kRank}, {"unet.lora_alpha", alpha}, {"text_encoder.lora_alpha", alpha},
+                        {"text_encoder_2.lora_alpha", alpha}};
+    metadata["lora_adapter_metadata"] = j.dump();
+  }
+  const fs::path path = temp_dir() / file;
+  EXPECT_TRUE(write_safetensors(path, t, metadata).ok());
+  return path;
+}
+
+// W + sum_l s_l * (alpha_l / r) * U_l @ D_l in double.
+std::vector<double> reference(const HostTensor& w, const std::vector<std::tuple<Pair, float, float>>& deltas) {
+  std::vector<float> wf = w.to_f32();
+  std::vector<double> out(wf.begin(), wf.end());
+  const int64_t rows = w.shape[0];
+  const int64_t cols = w.numel() / rows;
+  for (const auto& [p, scale, alpha] : deltas) {
+    const std::vector<float> u = p.up.to_f32(), d = p.down.to_f32();
+    const double c = static_cast<double>(scale) * alpha / kRank;
+    for (int64_t o = 0; o < rows; ++o)
+      for (int64_t j = 0; j < cols; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < kRank; ++k) s += static_cast<double>(u[o * kRank + k]) * d[k * cols + j];
+        out[o * cols + j] += c * s;
+      }
+  }
+  return out;
+}
+
+HostTensor merged(const LoraSet& set, const std::string& component, const std::string& weight) {
+  auto t = set.components.weights.at(component)->get(weight);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return *t;
+}
+
+std::vector<float> values(const HostTensor& t) { return t.to_f32(); }
+
+void expect_near_reference(const HostTensor& got, const std::vector<double>& ref, const std::string& what) {
+  const std::vector<float> g = got.to_f32();
+  ASSERT_EQ(g.size(), ref.size()) << what;
+  double max_err = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    max_err = std::max(max_err, std::fabs(g[i] - ref[i]) / (1.0 + std::fabs(ref[i])));
+  EXPECT_LT(max_err, 2e-6) << what;
+}
+
+Result<LoraSet> open(const std::string& model_name, const std::vector<spec::LoraSpec>& specs) {
+  const ModelComponents& m = model(model_name);
+  return open_lora_set(m, m.family, specs);
+}
+
+// ---- merge: each layer kind, each format, each name style -------------------
+
+TEST(LoraMerge, EveryLayerKindMatchesTheFp32ReferenceInEveryFormatAndNameStyle) {
+  const float scale = 0.7f, alpha = 2.0f;
+  const Style styles[] = {Style::kKohyaSgm, Style::kKohyaDiffusers, Style::kPeft, Style::kDiffusersOld};
+  std::vector<LoraSet> sets;
+  for (Style st : styles) {
+    const fs::path f = write_lora("style" + std::to_string(static_cast<int>(st)) + ".safetensors", "tiny-sdxl",
+                                  sdxl_layers(), 100, alpha, st);
+    auto set = open("tiny-sdxl", {{f.string(), scale}});
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    EXPECT_EQ(set->merged_weights, static_cast<int>(sdxl_layers().size()));
+    ASSERT_EQ(set->loras.size(), 1u);
+    EXPECT_EQ(set->loras[0].pairs, static_cast<int>(sdxl_layers().size()));
+    EXPECT_EQ(set->loras[0].format, st == Style::kKohyaSgm || st == Style::kKohyaDiffusers ? LoraFormat::kKohya
+                                                                                           : LoraFormat::kDiffusers);
+    sets.push_back(std::move(set).value());
+  }
+  const ModelComponents& base = model("tiny-sdxl");
+  for (size_t i = 0; i < sdxl_layers().size(); ++i) {
+    const Layer& l = sdxl_layers()[i];
+    auto w = base.weights.at(l.component)->get(l.weight);
+    ASSERT_TRUE(w.ok());
+    const Pair p = make_lora_pair(w->shape, 100 + 10 * static_cast<uint32_t>(i));
+    const std::vector<double> ref = reference(*w, {{p, scale, alpha}});
+    const std::vector<float> first = values(merged(sets[0], l.component, l.weight));
+    for (size_t s = 0; s < sets.size(); ++s) {
+      const HostTensor got = merged(sets[s], l.component, l.weight);
+      EXPECT_EQ(got.dtype, kernels::DType::kF32);
+      EXPECT_EQ(got.shape, w->shape);
+      expect_near_reference(got, ref, l.kind + " (" + l.weight + ") style " + std::to_string(s));
+      // Every format and name style lands on the same bits.
+      EXPECT_EQ(values(got), first) << l.kind << " style " << s;
+    }
+    // The delta is there: not the base.
+    EXPECT_NE(first, w->to_f32()) << l.kind;
+  }
+  // An untouched weight is the base's own tensor.
+  const std::string other = "down_blocks.0.resnets.1.conv2.weight";
+  EXPECT_EQ(values(merged(sets[0], "unet", other)), base.weights.at("unet")->get(other)->to_f32());
+}
+
+TEST(LoraMerge, Sd15KohyaNamesLinearPairOnAConv1x1ProjInAndTextEncoder) {
+  // SD 1.x's proj_in is a 1x1 conv: a linear pair [r, C] fits it.
+  const std::vector<Layer> layers = {
+      {"unet", "down_blocks.0.attentions.0.proj_in.weight", "input_blocks_1_1_proj_in", "conv 1x1 proj_in"},
+      {"unet", "up_blocks.1.attentions.2.transformer_blocks.0.attn2.to_v.weight",
+       "output_blocks_5_1_transformer_blocks_0_attn2_to_v", "cross-attention"},
+      {"text_encoder", "text_model.encoder.layers.1.self_attn.out_proj.weight", "", "text encoder"},
+  };
+  Tensors t;
+  const auto shape = base_shape("tiny-sd15", "unet", layers[0].weight);
+  ASSERT_EQ(shape.size(), 4u);
+  std::vector<std::tuple<std::string, std::string, Pair>> expect;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    auto s = base_shape("tiny-sd15", layers[i].component, layers[i].weight);
+    Pair p = i == 0 ? Pair{random_tensor({kRank, s[1]}, 7), random_tensor({s[0], kRank}, 8)}
+                    : make_lora_pair(s, 20 + static_cast<uint32_t>(i));
+    const std::string key = kohya_prefix(layers[i].component, false) +
+                            (layers[i].kohya_sgm.empty() ? underscored(module_of(layers[i].weight)) : layers[i].kohya_sgm);
+    t.emplace_back(key + ".lora_down.weight", p.down);
+    t.emplace_back(key + ".lora_up.weight", p.up);
+    expect.emplace_back(layers[i].component, layers[i].weight, p);
+  }
+  const fs::path f = temp_dir() / "sd15.safetensors";
+  ASSERT_TRUE(write_safetensors(f, t).ok());
+  auto set = open("tiny-sd15", {{f.string(), 1.25f}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (const auto& [component, weight, p] : expect) {
+    auto w = model("tiny-sd15").weights.at(component)->get(weight);
+    // No alpha in the file: alpha = rank.
+    expect_near_reference(merged(*set, component, weight), reference(*w, {{p, 1.25f, float(kRank)}}), weight);
+  }
+}
+
+TEST(LoraMerge, TwoLorasAtOnceSumInFp32) {
+  std::vector<Layer> a_layers(sdxl_layers().begin(), sdxl_layers().begin() + 6);
+  std::vector<Layer> b_layers(sdxl_layers().begin() + 3, sdxl_layers().end());
+  const fs::path a = write_lora("two_a.safetensors", "tiny-sdxl", a_layers, 300, 4.0f, Style::kKohyaSgm);
+  const fs::path b = write_lora("two_b.safetensors", "tiny-sdxl", b_layers, 500, 1.0f, Style::kPeft);
+  auto set = open("tiny-sdxl", {{a.string(), 0.5f}, {b.string(), -0.8f}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->loras.size(), 2u);
+  EXPECT_EQ(set->merged_weights, static_cast<int>(sdxl_layers().size()));
+  const ModelComponents& base = model("tiny-sdxl");
+  for (size_t i = 0; i < sdxl_layers().size(); ++i) {
+    const Layer& l = sdxl_layers()[i];
+    auto w = base.weights.at(l.component)->get(l.weight);
+    std::vector<std::tuple<Pair, float, float>> deltas;
+    if (i < 6) deltas.emplace_back(make_lora_pair(w->shape, 300 + 10 * static_cast<uint32_t>(i)), 0.5f, 4.0f);
+    if (i >= 3) deltas.emplace_back(make_lora_pair(w->shape, 500 + 10 * static_cast<uint32_t>(i - 3)), -0.8f, 1.0f);
+    expect_near_reference(merged(*set, l.component, l.weight), reference(*w, deltas), l.kind);
+  }
+}
+
+TEST(LoraMerge, ScaleZeroIsTheBaseBitForBit) {
+  const fs::path f = write_lora("zero.safetensors", "tiny-sdxl", sdxl_layers(), 100, 2.0f, Style::kKohyaSgm);
+  auto set = open("tiny-sdxl", {{f.string(), 0.0f}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->merged_weights, 0);
+  for (const Layer& l : sdxl_layers()) {
+    EXPECT_EQ(values(merged(*set, l.component, l.weight)),
+              model("tiny-sdxl").weights.at(l.component)->get(l.weight)->to_f32());
+  }
+}
+
+// ---- refusals ------------------------------------------------------------------
+
+std::string error_of(const std::string& model_name, const fs::path& f, float scale = 1.0f) {
+  auto set = open(model_name, {{f.string(), scale}});
+  EXPECT_FALSE(set.ok()) << f;
+  return set.ok() ? std::string() : set.status().message();
+}
+
+fs::path write_tensors(const std::string& name, const Tensors& t) {
+  const fs::path p = temp_dir() / name;
+  EXPECT_TRUE(write_safetensors(p, t).ok());
+  return p;
+}
+
+TEST(LoraErrors, NotASafetensorsFile) {
+  const fs::path p = temp_dir() / "pickle.safetensors";
+  ASSERT_TRUE(write_file_atomic(p, std::string("PK\x03\x04 this is a zip archive of a pickle", 40)).ok());
+  const std::string e = error_of("tiny-sdxl", p);
+  EXPECT_NE(e.find(p.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("is not a LoRA .safetensors file"), std::string::npos) << e;
+}
+
+TEST(LoraErrors, Sd15LoraOnSdxlAndSdxlLoraOnSd15) {
+  const std::vector<Layer> te = {{"text_encoder", "text_model.encoder.layers.0.self_attn.q_proj.weight", "", ""}};
+  const fs::path sd15 = write_lora("for_sd15.safetensors", "tiny-sd15", te, 1, 1.0f, Style::kKohyaDiffusers);
+  std::string e = error_of("tiny-sdxl", sd15);
+  EXPECT_NE(e.find(sd15.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("is a LoRA for SD 1.x/2.x"), std::string::npos) << e;
+  EXPECT_NE(e.find("the model is SDXL"), std::string::npos) << e;
+  const fs::path sdxl = write_lora("for_sdxl.safetensors", "tiny-sdxl", te, 1, 1.0f, Style::kKohyaDiffusers);
+  e = error_of("tiny-sd15", sdxl);
+  EXPECT_NE(e.find("is a LoRA for SDXL (key 'lora_te1_"), std::string::npos) << e;
+  EXPECT_NE(e.find("the model is SD 1.x"), std::string::npos) << e;
+}
+
+TEST(LoraErrors, KeysThatMatchNoLayerAreCountedAndNamed) {
+  Tensors t;
+  for (int i = 0; i < 7; ++i) {
+    const std::string key = "lora_unet_down_blocks_" + std::to_string(i + 5) + "_attentions_0_proj_in";
+    t.emplace_back(key + ".lora_down.weight", random_tensor({2, 8}, i));
+    t.emplace_back(key + ".lora_up.weight", random_tensor({8, 2}, i));
+  }
+  const fs::path p = write_tensors("unmatched.safetensors", t);
+  const std::string e = error_of("tiny-sdxl", p);
+  EXPECT_NE(e.find("7 of 7 LoRA layers match no layer of synthetic:tiny-sdxl"), std::string::npos) << e;
+  EXPECT_NE(e.find("'lora_unet_down_blocks_5_attentions_0_proj_in'"), std::string::npos) << e;
+  EXPECT_NE(e.find(", ..."), std::string::npos) << e;
+  // Tensors of no LoRA form at all.
+  const fs::path q = write_tensors("not_lora.safetensors", {{"model.diffusion_model.out.2.weight", scalar(1)}});
+  const std::string e2 = error_of("tiny-sdxl", q);
+  EXPECT_NE(e2.find("1 of 1 tensors are not LoRA pairs hipq knows ('model.diffusion_model.out.2.weight')"),
+            std::string::npos) << e2;
+}
+
+TEST(LoraErrors, ShapeMismatchNamesTheLayerAndBothShapes) {
+  const std::string key = "lora_unet_down_blocks_1_attentions_0_transformer_blocks_0_attn1_to_q";
+  const fs::path p = write_tensors("shape.safetensors", {{key + ".lora_down.weight", random_tensor({4, 48}, 1)},
+                                                         {key + ".lora_up.weight", random_tensor({64, 4}, 2)}});
+  const std::string e = error_of("tiny-sdxl", p);
+  EXPECT_NE(e.find("LoRA layer '" + key + "' makes a delta of shape [64, 48] (rank 4) but unet "
+                   "'down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight' is [64, 64]"),
+            std::string::npos) << e;
+  // A 3x3 LoCon pair on a linear layer.
+  const fs::path q = write_tensors("shape3.safetensors", {{key + ".lora_down.weight", random_tensor({4, 64, 3, 3}, 1)},
+                                                          {key + ".lora_up.weight", random_tensor({64, 4, 1, 1}, 2)}});
+  EXPECT_NE(error_of("tiny-sdxl", q).find("[64, 64, 3, 3]"), std::string::npos);
+  // Ranks that disagree.
+  const fs::path r = write_tensors("rank.safetensors", {{key + ".lora_down.weight", random_tensor({4, 64}, 1)},
+                                                        {key + ".lora_up.weight", random_tensor({64, 3}, 2)}});
+  EXPECT_NE(error_of("tiny-sdxl", r).find("up's dim 1 must equal down's dim 0 (the rank)"), std::string::npos);
+}
+
+TEST(LoraErrors, LycorisKindsAreNamed) {
+  const std::string key = "lora_unet_down_blocks_1_attentions_0_proj_in";
+  const fs::path loha = write_tensors("loha.safetensors", {{key + ".hada_w1_a", random_tensor({64, 4}, 1)},
+                                                           {key + ".hada_w1_b", random_tensor({4, 64}, 1)},
+                                                           {key + ".alpha", scalar(4)}});
+  std::string e = error_of("tiny-sdxl", loha);
+  EXPECT_NE(e.find("LoHa"), std::string::npos) << e;
+  EXPECT_NE(e.find(loha.string()), std::string::npos) << e;
+  const fs::path lokr = write_tensors("lokr.safetensors", {{key + ".lokr_w1", random_tensor({8, 8}, 1)},
+                                                           {key + ".lokr_w2", random_tensor({8, 8}, 1)}});
+  e = error_of("tiny-sdxl", lokr);
+  EXPECT_NE(e.find("LoKr"), std::string::npos) << e;
+  const fs::path dora = write_tensors("dora.safetensors", {{key + ".lora_down.weight", random_tensor({4, 64}, 1)},
+                                                           {key + ".lora_up.weight", random_tensor({64, 4}, 1)},
+                                                           {key + ".dora_scale", random_tensor({1, 64}, 1)}});
+  EXPECT_NE(error_of("tiny-sdxl", dora).find("DoRA"), std::string::npos);
+}
+
+TEST(LoraErrors, RankZeroNonFiniteAlphaAndHalfPairs) {
+  const std::string key = "lora_unet_down_blocks_1_attentions_0_proj_in";
+  const fs::path zero = write_tensors("rank0.safetensors", {{key + ".lora_down.weight", HostTensor::owned(kernels::DType::kF32, {0, 64})},
+                                                            {key + ".lora_up.weight", HostTensor::owned(kernels::DType::kF32, {64, 0})}});
+  EXPECT_NE(error_of("tiny-sdxl", zero).find("a dimension is 0"), std::string::npos);
+  const fs::path nan = write_tensors("nan.safetensors", {{key + ".lora_down.weight", random_tensor({4, 64}, 1)},
+                                                         {key + ".lora_up.weight", random_tensor({64, 4}, 1)},
+                                                         {key + ".alpha", scalar(std::nanf(""))}});
+  std::string e = error_of("tiny-sdxl", nan);
+  EXPECT_NE(e.find("'" + key + "' has alpha nan, not a finite number"), std::string::npos) << e;
+  const fs::path half = write_tensors("half.safetensors", {{key + ".lora_down.weight", random_tensor({4, 64}, 1)}});
+  e = error_of("tiny-sdxl", half);
+  EXPECT_NE(e.find("'" + key + "' has a down tensor but no up tensor"), std::string::npos) << e;
+  // Scales are checked first.
+  auto set = open("tiny-sdxl", {{half.string(), std::nanf("")}});
+  ASSERT_FALSE(set.ok());
+  EXPECT_NE(set.status().message().find("must be a finite number"), std::string::npos);
+}
+
+TEST(LoraSpec, ParsesPathAndScaleAndRoundTripsJson) {
+  auto a = spec::LoraSpec::parse("/x/y.safetensors:0.8");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->path, "/x/y.safetensors");
+  EXPECT_FLOAT_EQ(a->scale, 0.8f);
+  auto b = spec::LoraSpec::parse("C:/x/y.safetensors");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->path, "C:/x/y.safetensors");
+  EXPECT_FLOAT_EQ(b->scale, 1.0f);
+  EXPECT_FALSE(spec::LoraSpec::parse(":0.5").ok());
+  EXPECT_FALSE(spec::LoraSpec::parse("a.safetensors:1e9").ok());
+  auto j = spec::LoraSpec::from_json(a->to_json());
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(*j, *a);
+  EXPECT_FALSE(spec::LoraSpec::from_json({{"path", "a"}, {"weight", 1}}).ok());
+}
+
+TEST(LoraHashes, A1111HashIsTheDataSectionsSha256) {
+  const fs::path f = write_lora("hash.safetensors", "tiny-sdxl", sdxl_layers(), 1, 1.0f, Style::kKohyaSgm);
+  auto h = hash_lora_file(f);
+  ASSERT_TRUE(h.ok());
+  auto bytes = read_file(f);
+  ASSERT_TRUE(bytes.ok());
+  uint64_t n = 0;
+  std::memcpy(&n, bytes->data(), 8);
+  EXPECT_EQ(h->sha256, sha256_hex(*bytes));
+  EXPECT_EQ(h->a1111_hash, sha256_hex(bytes->substr(8 + n)).substr(0, 12));
+  ImageProvenance p;
+  p.loras.push_back({"hash", h->a1111_hash, h->sha256, 0.8f});
+  spec::GenerationSettings s;
+  s.prompt = "a red fox";
+  const std::string text = a1111_parameters(s, p);
+  EXPECT_EQ(text.rfind("a red fox <lora:hash:0.8>\n", 0), 0u) << text;
+  EXPECT_NE(text.find("Lora hashes: \"hash: " + h->a1111_hash + "\""), std::string::npos) << text;
+}
+
+// ---- the pipeline ----------------------------------------------------------------
+
+class LoraPipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto b = kernels::make_backend("cpu");
+    ASSERT_TRUE(b.ok());
+    backend_ = std::move(b).value().release();
+  }
+  static void TearDownTestSuite() { delete backend_; }
+  static spec::GenerationSettings settings() {
+    spec::GenerationSettings s;
+    s.prompt = "a red fox sleeping in the snow";
+    s.seed = 3;
+    s.width = 64;
+    s.height = 64;
+    s.steps = 3;
+    s.guidance = 5.0f;
+    return s;
+  }
+  static GenerationOutput run(const std::vector<spec::LoraSpec>& loras) {
+    LoadOptions o;
+    o.loras = loras;
+    auto p = Pipeline::load(model("tiny-sdxl"), *backend_, o);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    auto out = (*p)->generate(settings());
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return *out;
+  }
+  static kernels::Backend* backend_;
+};
+kernels::Backend* LoraPipelineTest::backend_ = nullptr;
+
+TEST_F(LoraPipelineTest, LoraChangesTheImageScaleZeroDoesNotAndTheStepIsTheSame) {
+  const fs::path a = write_lora("pipe_a.safetensors", "tiny-sdxl", sdxl_layers(), 700, 4.0f, Style::kKohyaSgm);
+  const GenerationOutput base = run({});
+  const GenerationOutput zero = run({{a.string(), 0.0f}});
+  const GenerationOutput with = run({{a.string(), 1.0f}});
+  EXPECT_EQ(zero.latent, base.latent);
+  EXPECT_EQ(zero.rgb, base.rgb);
+  EXPECT_NE(with.latent, base.latent);
+  EXPECT_NE(with.rgb, base.rgb);
+  // The same step: the same UNet calls at the same batch, the same weights' bytes.
+  EXPECT_EQ(with.steps.size(), base.steps.size());
+  EXPECT_EQ(with.model_calls, base.model_calls);
+  EXPECT_EQ(with.unet_batch, base.unet_batch);
+  EXPECT_EQ(with.memory_plan.weights(), base.memory_plan.weights());
+}
+
+TEST_F(LoraPipelineTest, SwitchingSetsGivesTheBitsOfFreshLoads) {
+  const fs::path a = write_lora("sw_a.safetensors", "tiny-sdxl", sdxl_layers(), 900, 4.0f, Style::kKohyaSgm);
+  const fs::path b = write_lora("sw_b.safetensors", "tiny-sdxl", sdxl_layers(), 1100, 2.0f, Style::kPeft);
+  const std::vector<spec::LoraSpec> set_a = {{a.string(), 0.9f}};
+  const std::vector<spec::LoraSpec> set_b = {{b.string(), 0.6f}, {a.string(), -0.3f}};
+  auto p = Pipeline::load(model("tiny-sdxl"), *backend_, {});
+  ASSERT_TRUE(p.ok());
+  Pipeline& pipe = **p;
+  ASSERT_TRUE(pipe.generate(settings()).ok());
+  ASSERT_TRUE(pipe.set_loras(set_a).ok());
+  ASSERT_EQ(pipe.loras().size(), 1u);
+  auto out_a = pipe.generate(settings());
+  ASSERT_TRUE(out_a.ok());
+  EXPECT_FALSE(out_a->warm);  // the re-bind is reported as its load
+  for (const auto& ph : out_a->phases) {
+    if (ph.phase == "load") std::printf("lora switch (re-bind of UNet + text encoders): %.1f ms; cold load %.1f ms\n", ph.host_ms, pipe.load_ms());
+  }
+  EXPECT_EQ(out_a->latent, run(set_a).latent);
+  ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  auto out_b = pipe.generate(settings());
+  ASSERT_TRUE(out_b.ok());
+  EXPECT_EQ(out_b->latent, run(set_b).latent);
+  EXPECT_NE(out_b->latent, out_a->latent);
+  // The same set again is no re-bind.
+  ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  auto again = pipe.generate(settings());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->warm);
+  EXPECT_EQ(again->latent, out_b->latent);
+  // A bad set is refused before any device work and the current one stays.
+  const fs::path bad = temp_dir() / "bad.safetensors";
+  ASSERT_TRUE(write_file_atomic(bad, "not a safetensors file").ok());
+  EXPECT_FALSE(pipe.set_loras({{bad.string(), 1.0f}}).ok());
+  ASSERT_EQ(pipe.loras().size(), 2u);
+  // A UNet-only set after one on both: the text encoders are re-bound to the base.
+  std::vector<Layer> unet_only(sdxl_layers().begin(), sdxl_layers().begin() + 5);
+  const fs::path c = write_lora("sw_c.safetensors", "tiny-sdxl", unet_only, 1300, 1.0f, Style::kKohyaDiffusers);
+  ASSERT_TRUE(pipe.set_loras({{c.string(), 1.5f}}).ok());
+  auto out_c = pipe.generate(settings());
+  ASSERT_TRUE(out_c.ok());
+  EXPECT_EQ(out_c->latent, run({{c.string(), 1.5f}}).latent);
+  ASSERT_TRUE(pipe.set_loras({}).ok());
+  EXPECT_TRUE(pipe.loras().empty());
+  auto none = pipe.generate(settings());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->latent, run({}).latent);
+}
+
+TEST_F(LoraPipelineTest, ErrorsComeFromLoadBeforeAnyDeviceWork) {
+  const std::vector<Layer> te = {{"text_encoder", "text_model.encoder.layers.0.self_attn.q_proj.weight", "", ""}};
+  const fs::path sd15 = write_lora("load_sd15.safetensors", "tiny-sd15", te, 1, 1.0f, Style::kKohyaDiffusers);
+  LoadOptions o;
+  o.loras = {{sd15.string(), 1.0f}};
+  backend_->reset_peak();
+  auto p = Pipeline::load(model("tiny-sdxl"), *backend_, o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("is a LoRA for SD 1.x/2.x"), std::string::npos);
+  EXPECT_EQ(backend_->memory_stats().peak, 0);
+}
+
+}  // namespace
+}  // namespace hipq::engine::lora
