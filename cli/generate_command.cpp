@@ -104,6 +104,17 @@ Status check_flags(const GenerateArgs& a) {
     HIPQ_RETURN_IF_ERROR(one_of("--timestep-spacing", s.timestep_spacing, spec::known_timestep_spacings()));
   if (!(s.guidance_rescale >= 0.0f && s.guidance_rescale <= 1.0f))
     return Status::InvalidArgument(fmt::format("--guidance-rescale {}: must be in 0..1", s.guidance_rescale));
+  if (!(s.strength > 0.0f && s.strength <= 1.0f))
+    return Status::InvalidArgument(fmt::format("--strength {}: must be in (0, 1]", s.strength));
+  if (s.init_image.empty() && s.strength != 1.0f)
+    return Status::InvalidArgument(fmt::format("--strength {}: needs --init-image (without one the job is text-to-image)",
+                                               s.strength));
+  if (!s.init_image.empty() && spec::denoising_steps(s.steps, s.strength) < 1)
+    return Status::InvalidArgument(fmt::format("--strength {} of --steps {}: runs no step (int(steps * strength) = 0); "
+                                               "raise one of them", s.strength, s.steps));
+  if (!s.init_image.empty() && !a.golden.empty())
+    return Status::InvalidArgument("--golden with --init-image: golden keys do not cover init images yet; "
+                                   "compare img2img runs without --golden");
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -257,6 +268,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
                       " (default: the model's scheduler config; few-step Lightning/Turbo models: trailing)");
   cmd->add_option("--guidance-rescale", args->settings.guidance_rescale,
                   "diffusers' guidance_rescale, 0..1 (0: off; with --guidance > 1)")
+      ->capture_default_str();
+  cmd->add_option("--init-image", args->settings.init_image,
+                  "img2img: a PNG or JPEG of exactly --width x --height pixels to start from");
+  cmd->add_option("--strength", args->settings.strength,
+                  "img2img denoising strength in (0, 1]: the share of the steps run (1: the image fully noised)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu | hip | auto (hip when a GPU is there)")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU index for --backend hip")->capture_default_str();

@@ -67,6 +67,8 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
   f.push_back("Size: " + std::to_string(s.width) + "x" + std::to_string(s.height));
   if (!p.weights_sha256.empty()) f.push_back("Model hash: " + p.weights_sha256.substr(0, 10));
   if (!p.model_spec.empty()) f.push_back("Model: " + field_value(model_name(p.model_spec)));
+  // img2img: the web UI's field (the init image itself is in the "hipq" chunk's settings).
+  if (!s.init_image.empty()) f.push_back("Denoising strength: " + spec::format_guidance(s.strength));
   f.push_back(std::string("RNG: ") + (s.rng == "torch-cuda" ? "GPU" : "CPU"));
   if (p.batch_id > 0) {
     const std::string id = std::to_string(p.batch_id);

@@ -16,5 +16,6 @@ void manifest(std::string_view bytes);     // YAML manifest text (parse_manifest
 void prompts(std::string_view bytes);      // first byte picks TSV / JSONL / text; the rest is the file
 void envelope(std::string_view bytes);     // one wire frame (proto::decode)
 void safetensors(std::string_view bytes);  // a whole .safetensors file (SafetensorsFile::open)
+void init_image(std::string_view bytes);   // first byte picks the job's size; the rest is a PNG / JPEG file
 
 }  // namespace hipq::fuzz
