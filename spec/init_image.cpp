@@ -60,6 +60,10 @@ Result<RgbImage> decode_png_image(std::string_view bytes, const std::string& lab
     png_image_free(&img);
     return Status::Corruption(label + ": the PNG's image data is damaged or truncated: " + msg);
   }
+  // Every row decoded is not yet the whole file: one cut after its image data
+  // (checksums, IEND) is truncated too, and refused as such.
+  if (bytes.find(std::string_view("IEND\xae\x42\x60\x82", 8)) == std::string_view::npos)
+    return Status::Corruption(label + ": the PNG is truncated (it ends before its IEND chunk)");
   RgbImage out;
   out.width = static_cast<int>(img.width);
   out.height = static_cast<int>(img.height);
