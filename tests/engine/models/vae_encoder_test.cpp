@@ -126,7 +126,8 @@ TEST(VaeEncoderTest, AFileWithoutTheEncoderIsRefusedByName) {
   const VaeConfig cfg = small_config();
   auto all = random_weights(VaeDecoder::parameters(cfg).value(), 11);
   auto decoder_only = std::make_shared<InMemoryWeightSource>("decoder-only vae");
-  for (const ParamSpec& s : VaeDecoder::parameters(cfg).value())
+  const std::vector<ParamSpec> specs = VaeDecoder::parameters(cfg).value();
+  for (const ParamSpec& s : specs)
     if (s.name.rfind("encoder.", 0) != 0 && s.name.rfind("quant_conv", 0) != 0)
       decoder_only->add(s.name, all->get(s.name).value());
   auto be = cpu_backend();
