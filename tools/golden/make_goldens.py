@@ -341,6 +341,9 @@ def main():
                          "StableDiffusionPipeline": "StableDiffusionImg2ImgPipeline"}[pipeline_class_name]
             # The same modules (weights shared), the job's scheduler.
             run = getattr(diffusers, i2i_class)(**pipe.components)
+            # hipq encodes the init image whole (no tiled_encode); a previous job's decode may have
+            # left tiling on.
+            run.vae.disable_tiling()
             run.set_progress_bar_config(disable=True)
             # strength as the user wrote it: int(steps * strength) in Python's doubles, as hipq computes it.
             extra = {"image": init_image, "strength": float(s.get("strength", 1.0))}
