@@ -193,6 +193,10 @@ int run_generate(const GenerateArgs& a) {
                model->family.empty() ? "family from weights" : model->family, backend_name,
                be.info().device_name, a.device, a.settings.width, a.settings.height, a.settings.steps,
                a.settings.sampler, a.settings.precision, a.settings.seed);
+  if (!a.settings.init_image.empty())
+    spdlog::info("img2img: init image {}, strength {}: the last {} of the {} steps", a.settings.init_image,
+                 spec::format_guidance(a.settings.strength),
+                 spec::denoising_steps(a.settings.steps, a.settings.strength), a.settings.steps);
 
   Progress progress(!a.no_progress);
   job.progress = std::ref(progress);
