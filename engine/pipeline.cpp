@@ -450,6 +450,12 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     // the sampler starting from the noised image latent.
     const int t_start = strength_start_index(s.steps, s.strength);
     HIPQ_ASSIGN_OR_RETURN(start, im.init_latent(*init_image, schedule, t_start, generator, noise_dtype));
+    if (static_cast<int64_t>(start.size()) != latent_numel)
+      return Status::FailedPrecondition(im.components.spec + ": the VAE encodes a " + std::to_string(s.width) + "x" +
+                                        std::to_string(s.height) + " image to " + std::to_string(start.size()) +
+                                        " latent values, the UNet takes " + std::to_string(latent_numel) +
+                                        " ([1, " + std::to_string(lc) + ", " + std::to_string(lh) + ", " +
+                                        std::to_string(lw) + "]): this model cannot run img2img");
     if (low) im.vae_encoder.reset();
     HIPQ_ASSIGN_OR_RETURN(schedule, cut_schedule(schedule, t_start));
     HIPQ_RETURN_IF_ERROR(timer.end());
