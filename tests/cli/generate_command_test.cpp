@@ -195,7 +195,8 @@ TEST(GenerateCommandTest, Img2ImgFromAnInitImage) {
   ASSERT_TRUE(text.error.empty()) << text.error;
   EXPECT_NE(text.text["parameters"].find("Denoising strength: 0.5"), std::string::npos) << text.text["parameters"];
 
-  CmdResult size = hipq(kTiny + " --seed 1 --width 128 --init-image " + init + " --out " + (dir / "size").string());
+  CmdResult size = hipq("generate --model synthetic:tiny-sdxl --prompt 'a red fox' --width 128 --height 64 --steps 4 "
+                        "--backend cpu --no-progress --seed 1 --init-image " + init + " --out " + (dir / "size").string());
   EXPECT_EQ(size.status, 1) << size.out;
   EXPECT_NE(size.out.find(init), std::string::npos) << size.out;
   EXPECT_NE(size.out.find("64x64 but the job is 128x64"), std::string::npos) << size.out;
