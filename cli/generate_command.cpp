@@ -106,6 +106,17 @@ Status check_flags(const GenerateArgs& a) {
     HIPQ_RETURN_IF_ERROR(one_of("--timestep-spacing", s.timestep_spacing, spec::known_timestep_spacings()));
   if (!(s.guidance_rescale >= 0.0f && s.guidance_rescale <= 1.0f))
     return Status::InvalidArgument(fmt::format("--guidance-rescale {}: must be in 0..1", s.guidance_rescale));
+  if (!(s.strength > 0.0f && s.strength <= 1.0f))
+    return Status::InvalidArgument(fmt::format("--strength {}: must be in (0, 1]", s.strength));
+  if (s.init_image.empty() && s.strength != 1.0f)
+    return Status::InvalidArgument(fmt::format("--strength {}: needs --init-image (without one the job is text-to-image)",
+                                               s.strength));
+  if (!s.init_image.empty() && spec::denoising_steps(s.steps, s.strength) < 1)
+    return Status::InvalidArgument(fmt::format("--strength {} of --steps {}: runs no step (int(steps * strength) = 0); "
+                                               "raise one of them", s.strength, s.steps));
+  if (!s.init_image.empty() && !a.golden.empty())
+    return Status::InvalidArgument("--golden with --init-image: golden keys do not cover init images yet; "
+                                   "compare img2img runs without --golden");
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -194,6 +205,10 @@ int run_generate(const GenerateArgs& a) {
                model->family.empty() ? "family from weights" : model->family, backend_name,
                be.info().device_name, a.device, a.settings.width, a.settings.height, a.settings.steps,
                a.settings.sampler, a.settings.precision, a.settings.seed);
+  if (!a.settings.init_image.empty())
+    spdlog::info("img2img: init image {}, strength {}: the last {} of the {} steps", a.settings.init_image,
+                 spec::format_guidance(a.settings.strength),
+                 spec::denoising_steps(a.settings.steps, a.settings.strength), a.settings.steps);
 
   Progress progress(!a.no_progress);
   job.progress = std::ref(progress);
@@ -275,6 +290,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
                       " (default: the model's scheduler config; few-step Lightning/Turbo models: trailing)");
   cmd->add_option("--guidance-rescale", args->settings.guidance_rescale,
                   "diffusers' guidance_rescale, 0..1 (0: off; with --guidance > 1)")
+      ->capture_default_str();
+  cmd->add_option("--init-image", args->settings.init_image,
+                  "img2img: a PNG or JPEG of exactly --width x --height pixels to start from");
+  cmd->add_option("--strength", args->settings.strength,
+                  "img2img denoising strength in (0, 1]: the share of the steps run (1: the image fully noised)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu | hip | auto (hip when a GPU is there)")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU index for --backend hip")->capture_default_str();

@@ -186,7 +186,7 @@ void add_stats_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--clock", flags->clock, "host (wall clock) or gpu (device events)")
       ->check(CLI::IsMember({"host", "gpu"}));
   cmd->add_option("--phase", flags->phases,
-                  "only these phases (comma list of load, text_encode, denoise, step, decode, write, parity, total)");
+                  "only these phases (comma list of load, text_encode, image_encode, denoise, step, decode, write, parity, total)");
   cmd->add_option("--resamples", flags->resamples, "bootstrap resamples for the median CI")
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--parity", flags->parity, "show parity across seeds (one row per prompt and settings) instead");

@@ -78,6 +78,8 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
     for (const LoraProvenance& l : p.loras) hashes += (hashes.empty() ? "" : ", ") + l.name + ": " + l.a1111_hash;
     f.push_back("Lora hashes: " + nlohmann::json(hashes).dump());
   }
+  // img2img: the web UI's field (the init image itself is in the "hipq" chunk's settings).
+  if (!s.init_image.empty()) f.push_back("Denoising strength: " + spec::format_guidance(s.strength));
   f.push_back(std::string("RNG: ") + (s.rng == "torch-cuda" ? "GPU" : "CPU"));
   if (p.batch_id > 0) {
     const std::string id = std::to_string(p.batch_id);

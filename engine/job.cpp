@@ -7,6 +7,7 @@
 
 #include "base/fs.h"
 #include "spec/golden_format.h"
+#include "spec/init_image.h"
 #include "spec/phases.h"
 #include "spec/png.h"
 
@@ -141,6 +142,13 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   if (Status w = check_writable_directory(job.output_dir); !w.ok()) {
     if (w.code() == StatusCode::kUnavailable) return std::move(failed(JobStep::kOutputDir, std::move(w)));
     return std::move(failed(JobStep::kOutputDir, Status::FailedPrecondition("output directory: " + w.message())));
+  }
+
+  // An init image that cannot be used (missing, not PNG/JPEG, damaged, not
+  // the job's size) fails before the model loads; generate() reads it again.
+  if (!job.settings.init_image.empty()) {
+    auto image = spec::read_init_image(job.settings.init_image, {job.settings.width, job.settings.height});
+    if (!image.ok()) return std::move(failed(JobStep::kGenerate, image.status()));
   }
 
   // 2. load

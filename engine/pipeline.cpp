@@ -15,10 +15,13 @@
 #include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/guidance.h"
+#include "engine/img2img.h"
+#include "engine/models/vae_encoder.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/tokenizer.h"
 #include "engine/unet_step.h"
+#include "spec/init_image.h"
 #include "spec/phases.h"
 
 namespace hipq::engine {
@@ -68,6 +71,8 @@ struct Pipeline::Impl {
   TextEncoderSlot enc1, enc2;  // enc2: SDXL only
   std::optional<UNet> unet;
   std::optional<VaeDecoder> vae;
+  // Loaded by the first img2img job (and again after a precision switch).
+  std::optional<VaeEncoder> vae_encoder;
   // The models' shapes as loaded (memory plans read them) and the dtype the
   // UNet and text encoders are in.
   ModelShapes shapes;
@@ -98,7 +103,61 @@ struct Pipeline::Impl {
   // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w],
   // in tiles of `tile` pixels when > 0 (else options.vae_tile_above_latent_pixels' rule).
   Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw, int64_t tile = 0);
+  // The dtype the init image is encoded in: diffusers' SDXL img2img encodes
+  // in fp32 when the VAE config has force_upcast, SD 1.x/2.x in the precision.
+  DType encoder_dtype() const;
+  Status load_vae_encoder();
+  // img2img's starting latent (engine/img2img.h): the preprocessed image
+  // encoded, sampled from its distribution with `generator`, scaled, then
+  // noised at the schedule's step t_start with the generator's next draw.
+  Result<std::vector<float>> init_latent(const spec::RgbImage& image, const Schedule& full, int t_start,
+                                         TorchGenerator& generator, DType latent_dtype);
 };
+
+DType Pipeline::Impl::encoder_dtype() const {
+  if (family == "sdxl" && shapes.vae.force_upcast) return DType::kF32;
+  return loaded_dtype;
+}
+
+Status Pipeline::Impl::load_vae_encoder() {
+  if (vae_encoder) return Status::Ok();
+  HIPQ_ASSIGN_OR_RETURN(auto vae_weights, component(components, "vae"));
+  HIPQ_ASSIGN_OR_RETURN(VaeEncoder e, VaeEncoder::load(shapes.vae, *vae_weights, *backend, encoder_dtype()));
+  vae_encoder.emplace(std::move(e));
+  return Status::Ok();
+}
+
+Result<std::vector<float>> Pipeline::Impl::init_latent(const spec::RgbImage& image, const Schedule& full, int t_start,
+                                                       TorchGenerator& generator, DType latent_dtype) {
+  kernels::Backend& be = *backend;
+  HIPQ_RETURN_IF_ERROR(load_vae_encoder());
+  const DType enc = vae_encoder->precision();
+  // image.to(dtype) (the pipeline's), then .float() when the VAE is upcast.
+  std::vector<float> pixels = preprocess_init_image(image);
+  for (float& v : pixels) v = round_to_dtype(v, latent_dtype);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor x, DeviceTensor::from_host(be, pixels.data(),
+                                                                {1, 3, image.height, image.width}, DType::kF32));
+  std::vector<float> moments;
+  std::vector<int64_t> moments_shape;
+  {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor m, vae_encoder->encode(be, x.t));
+    moments_shape = m.t.shape_vec();
+    HIPQ_ASSIGN_OR_RETURN(moments, to_host_f32(be, m.t));
+  }
+  HIPQ_RETURN_IF_ERROR(be.trim_cache());
+  // retrieve_latents(sample_mode="sample"): randn in the moments' dtype from
+  // the job's generator, the first draw of the job.
+  const int64_t numel = static_cast<int64_t>(moments.size()) / 2;
+  const std::vector<float> eps = generator.randn(numel, enc);
+  HIPQ_ASSIGN_OR_RETURN(std::vector<float> latent, sample_latent_distribution(moments, moments_shape, eps));
+  for (float& v : latent) v = round_to_dtype(round_to_dtype(v, enc), latent_dtype);  // init_latents.to(dtype)
+  // scaling_factor * init_latents: a Python float times the tensor.
+  const float sf = static_cast<float>(shapes.vae.scaling_factor);
+  for (float& v : latent) v = round_to_dtype(sf * v, latent_dtype);
+  // prepare_latents' noise: randn_tensor(shape, generator, dtype), the second draw.
+  const std::vector<float> noise = generator.randn(numel, latent_dtype);
+  return add_noise_at_start(full, t_start, latent, noise, latent_dtype);
+}
 
 std::vector<float> Pipeline::Impl::time_ids(const spec::GenerationSettings& s, int batch) const {
   std::vector<float> ids;
@@ -132,6 +191,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   release_text_encoders();
   unet.reset();
   vae.reset();
+  vae_encoder.reset();
   loaded_precision.clear();
   // A generate() that switches precision measures its peak from here: the old weights are gone.
   be.reset_peak();
@@ -400,6 +460,14 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_RETURN_IF_ERROR(s.validate());
   Impl& im = *impl_;
   kernels::Backend& be = *im.backend;
+  // img2img: the init image is read and checked (size rule, damaged or
+  // lying files) before any device work.
+  const bool img2img = !s.init_image.empty();
+  std::optional<spec::RgbImage> init_image;
+  if (img2img) {
+    HIPQ_ASSIGN_OR_RETURN(spec::RgbImage img, spec::read_init_image(s.init_image, {s.width, s.height}));
+    init_image.emplace(std::move(img));
+  }
   HIPQ_ASSIGN_OR_RETURN(SamplerKind kind, parse_sampler_kind(s.sampler));
   HIPQ_ASSIGN_OR_RETURN(RngKind rng_kind, parse_rng_kind(s.rng));
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
@@ -440,12 +508,32 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_ASSIGN_OR_RETURN(DType noise_dtype, precision_dtype(s.precision));
   // One generator for the job: the initial noise first, then (stochastic
   // samplers) each step's noise, as diffusers passes one torch.Generator to
-  // prepare_latents and to the scheduler's step().
+  // prepare_latents and to the scheduler's step(). img2img draws the encoder's
+  // sample and then the noise from it before the steps draw theirs.
   TorchGenerator generator(rng_kind, s.seed);
-  const std::vector<float> noise = generator.randn(latent_numel, noise_dtype);
+  std::vector<float> start;
+  if (img2img) {
+    HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseImageEncode)));
+    // get_timesteps: the last int(steps * strength) steps of the schedule,
+    // the sampler starting from the noised image latent.
+    const int t_start = strength_start_index(s.steps, s.strength);
+    HIPQ_ASSIGN_OR_RETURN(start, im.init_latent(*init_image, schedule, t_start, generator, noise_dtype));
+    if (static_cast<int64_t>(start.size()) != latent_numel)
+      return Status::FailedPrecondition(im.components.spec + ": the VAE encodes a " + std::to_string(s.width) + "x" +
+                                        std::to_string(s.height) + " image to " + std::to_string(start.size()) +
+                                        " latent values, the UNet takes " + std::to_string(latent_numel) +
+                                        " ([1, " + std::to_string(lc) + ", " + std::to_string(lh) + ", " +
+                                        std::to_string(lw) + "]): this model cannot run img2img");
+    if (low) im.vae_encoder.reset();
+    HIPQ_ASSIGN_OR_RETURN(schedule, cut_schedule(schedule, t_start));
+    HIPQ_RETURN_IF_ERROR(timer.end());
+    if (cancelled()) return Status::Cancelled("generation cancelled before denoising");
+  } else {
+    start = generator.randn(latent_numel, noise_dtype);
+  }
   // The latents live on the device for the whole loop (engine/sampler.h).
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor latents,
-                        DeviceTensor::from_host(be, noise.data(), {1, lc, lh, lw}, DType::kF32));
+                        DeviceTensor::from_host(be, start.data(), {1, lc, lh, lw}, DType::kF32));
 
   const std::vector<float> time_ids = im.time_ids(s, text.batch);
   const float guidance = s.guidance;

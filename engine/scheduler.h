@@ -86,7 +86,17 @@ struct Schedule {
   std::vector<float> alphas_cumprod;
   float final_alpha_cumprod = 1.0f;  // DDIM
   float init_noise_sigma = 1.0f;     // the factor on the initial noise
+  // The steps of the whole schedule when this one is its tail (img2img,
+  // engine/img2img.h: diffusers sets the scheduler for all the steps and
+  // starts at begin_index); 0 = timesteps.size(). DDIM's step stride and
+  // DPM++'s lower_order_final read the whole schedule's count.
+  int num_inference_steps = 0;
 };
+
+// The whole schedule's step count (Schedule::num_inference_steps).
+inline int inference_steps(const Schedule& s) {
+  return s.num_inference_steps > 0 ? s.num_inference_steps : static_cast<int>(s.timesteps.size());
+}
 
 // fp32 betas/alphas_cumprod as diffusers builds them.
 Result<std::vector<float>> make_alphas_cumprod(const SchedulerConfig& cfg);

@@ -87,6 +87,12 @@ const std::vector<std::string>& known_rngs() {
   static const std::vector<std::string> k = {"torch-cpu", "torch-cuda"};
   return k;
 }
+const std::vector<std::string>& img2img_samplers() {
+  static const std::vector<std::string> k = {"euler",    "euler_karras",    "euler_ancestral", "ddim",
+                                             "dpmpp_2m", "dpmpp_2m_karras", "dpmpp_2m_sde",    "dpmpp_2m_sde_karras"};
+  return k;
+}
+
 const std::vector<std::string>& known_timestep_spacings() {
   static const std::vector<std::string> k = {"leading", "trailing", "linspace"};
   return k;
@@ -122,6 +128,8 @@ nlohmann::json GenerationSettings::to_json() const {
   j["rng"] = rng;
   if (!timestep_spacing.empty()) j["timestep_spacing"] = timestep_spacing;
   if (guidance_rescale != 0.0f) j["guidance_rescale"] = std::stod(format_guidance(guidance_rescale));
+  if (!init_image.empty()) j["init_image"] = init_image;
+  if (strength != 1.0f) j["strength"] = std::stod(format_guidance(strength));
   return j;
 }
 
@@ -173,6 +181,12 @@ Result<GenerationSettings> GenerationSettings::from_json(const nlohmann::json& j
     if (!v.is_number()) return wrong_type("guidance_rescale", "a number", v);
     s.guidance_rescale = v.get<float>();
   }
+  HIPQ_RETURN_IF_ERROR(str("init_image", s.init_image));
+  if (j.contains("strength")) {
+    const auto& v = j.at("strength");
+    if (!v.is_number()) return wrong_type("strength", "a number", v);
+    s.strength = v.get<float>();
+  }
   return s;
 }
 
@@ -197,7 +211,25 @@ Status GenerationSettings::validate() const {
                                    "\"; known: " + join(known_timestep_spacings()) + " (or none: the model's own)");
   if (!(guidance_rescale >= 0.0f && guidance_rescale <= 1.0f))
     return Status::InvalidArgument("guidance_rescale " + format_guidance(guidance_rescale) + " must be in 0..1");
+  if (!(strength > 0.0f && strength <= 1.0f))
+    return Status::InvalidArgument("strength " + format_guidance(strength) + " must be in (0, 1]");
+  if (init_image.empty() && strength != 1.0f)
+    return Status::InvalidArgument("strength " + format_guidance(strength) +
+                                   " needs an init_image (without one the job is text-to-image: strength 1)");
+  if (!init_image.empty() && !contains(img2img_samplers(), sampler))
+    return Status::InvalidArgument("img2img with sampler \"" + sampler + "\" is not implemented yet; img2img runs with " +
+                                   join(img2img_samplers()));
+  if (!init_image.empty() && denoising_steps(steps, strength) < 1)
+    return Status::InvalidArgument("strength " + format_guidance(strength) + " of " + std::to_string(steps) +
+                                   " steps runs no step (int(steps * strength) = 0); raise the strength or the steps");
   return Status::Ok();
+}
+
+int denoising_steps(int steps, float strength) {
+  const double product = static_cast<double>(steps) * std::stod(format_guidance(strength));
+  if (!(product >= 0.0)) return 0;
+  if (product >= static_cast<double>(steps)) return steps;
+  return static_cast<int>(product);
 }
 
 }  // namespace hipq::spec

@@ -47,6 +47,12 @@ struct GenerationSettings {
   // diffusers' guidance_rescale (phi of "Common Diffusion Noise Schedules and
   // Sample Steps are Flawed"): 0 (off) .. 1; only with guidance > 1.
   float guidance_rescale = 0.0f;
+  // img2img (docs/pipeline.md, "img2img"): the init image's path ("" =
+  // text-to-image) and the denoising strength, 0 < strength <= 1 (1: the
+  // whole schedule, the image encoded and fully noised, as diffusers does).
+  // The image must be exactly width x height pixels (PNG or JPEG).
+  std::string init_image;
+  float strength = 1.0f;
 
   nlohmann::json to_json() const;
   // Absent fields keep their defaults; InvalidArgument for a field of the
@@ -107,8 +113,16 @@ std::string suggest_sampler(std::string_view name);
 const std::vector<std::string>& known_samplers();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_rngs();
+// The samplers an img2img job (init_image set) may use: those whose
+// schedule cut and add_noise engine/img2img.cpp implements.
+const std::vector<std::string>& img2img_samplers();
 // "leading", "trailing", "linspace" (the empty default is the model's own).
 const std::vector<std::string>& known_timestep_spacings();
+
+// The steps an img2img job runs: diffusers' get_timesteps,
+// min(int(steps * strength), steps), with strength read as its "%.6g" decimal
+// (as Python multiplies the number the user wrote: 10 * 0.7 = 7, not 6).
+int denoising_steps(int steps, float strength);
 
 // `guidance` as it appears in golden keys and file metadata: "%.6g" of the
 // float ("5", "7.5"), so C++ and Python print the same text.

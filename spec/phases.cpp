@@ -5,9 +5,10 @@
 namespace hipq::spec {
 
 const std::vector<std::string>& job_phases() {
-  static const std::vector<std::string> k{std::string(kPhaseLoad),   std::string(kPhaseTextEncode),
-                                          std::string(kPhaseDenoise), std::string(kPhaseDecode),
-                                          std::string(kPhaseWrite),   std::string(kPhaseParity)};
+  static const std::vector<std::string> k{std::string(kPhaseLoad),        std::string(kPhaseTextEncode),
+                                          std::string(kPhaseImageEncode), std::string(kPhaseDenoise),
+                                          std::string(kPhaseDecode),      std::string(kPhaseWrite),
+                                          std::string(kPhaseParity)};
   return k;
 }
 

@@ -2,10 +2,23 @@
 
 namespace hipq::engine {
 
-Result<Downsample2D> Downsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels) {
+Result<Downsample2D> Downsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels, int padding) {
+  if (padding != 0 && padding != 1)
+    return Status::InvalidArgument("Downsample2D " + prefix + ": padding " + std::to_string(padding) + " is not 0 or 1");
   Downsample2D d;
-  HIPQ_ASSIGN_OR_RETURN(d.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 2, 1));
+  HIPQ_ASSIGN_OR_RETURN(d.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 2, padding));
   return d;
+}
+
+Result<DeviceTensor> Downsample2D::forward(kernels::Backend& be, const kernels::Tensor& x) const {
+  if (conv.padding != 0) return conv(be, x);
+  // F.pad(x, (0, 1, 0, 1)): x in the top-left of a zeroed [N, C, H + 1, W + 1].
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor padded, DeviceTensor::make(be, x.dtype, {n, c, h + 1, w + 1}));
+  HIPQ_RETURN_IF_ERROR(be.fill(padded.t, 0.0f));
+  kernels::Tensor inner = padded.t.slice(2, 0, h).slice(3, 0, w);
+  HIPQ_RETURN_IF_ERROR(be.copy(x, inner));
+  return conv(be, padded.t);
 }
 
 Result<Upsample2D> Upsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels) {

@@ -3,53 +3,33 @@
 #include <algorithm>
 
 #include "engine/models/config_json.h"
+#include "engine/models/vae_encoder.h"
 #include "engine/models/weight_binder.h"
 
 namespace hipq::engine {
 
 using kernels::Tensor;
 
-namespace {
-constexpr float kVaeEps = 1e-6f;
-
-Status bind_mid_attention(WeightBinder& b, const std::string& p, int64_t ch, int groups, GroupNorm* norm,
-                          Attention* attn) {
-  HIPQ_ASSIGN_OR_RETURN(*norm, GroupNorm::bind(b, p + ".group_norm", ch, groups, kVaeEps));
-  HIPQ_ASSIGN_OR_RETURN(*attn, Attention::bind(b, p, AttentionKind::kSelf, ch, ch, 1, ch, /*qkv_bias=*/true));
-  return Status::Ok();
+Result<VaeMidAttention> VaeMidAttention::bind(WeightBinder& b, const std::string& prefix, int64_t channels,
+                                              int groups) {
+  VaeMidAttention m;
+  HIPQ_ASSIGN_OR_RETURN(m.norm, GroupNorm::bind(b, prefix + ".group_norm", channels, groups, kVaeEps));
+  HIPQ_ASSIGN_OR_RETURN(m.attn, Attention::bind(b, prefix, AttentionKind::kSelf, channels, channels, 1, channels,
+                                                /*qkv_bias=*/true));
+  return m;
 }
 
-// The encoder half, declared for the parameter list only (hipq never encodes).
-Status declare_encoder(WeightBinder& b, const VaeConfig& c) {
-  const int g = c.norm_num_groups;
-  HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, "encoder.conv_in", c.in_channels, c.block_out_channels[0], 3, 1, 1).status());
-  int64_t out = c.block_out_channels[0];
-  const size_t n = c.block_out_channels.size();
-  for (size_t i = 0; i < n; ++i) {
-    const std::string p = "encoder.down_blocks." + std::to_string(i);
-    const int64_t in = out;
-    out = c.block_out_channels[i];
-    for (int j = 0; j < c.layers_per_block; ++j)
-      HIPQ_RETURN_IF_ERROR(
-          ResnetBlock2D::bind(b, p + ".resnets." + std::to_string(j), j == 0 ? in : out, out, 0, g, kVaeEps).status());
-    if (i + 1 < n)
-      HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, p + ".downsamplers.0.conv", out, out, 3, 2, 0).status());
-  }
-  const int64_t top = c.block_out_channels.back();
-  HIPQ_RETURN_IF_ERROR(ResnetBlock2D::bind(b, "encoder.mid_block.resnets.0", top, top, 0, g, kVaeEps).status());
-  if (c.mid_block_add_attention) {
-    GroupNorm norm;
-    Attention attn;
-    HIPQ_RETURN_IF_ERROR(bind_mid_attention(b, "encoder.mid_block.attentions.0", top, g, &norm, &attn));
-  }
-  HIPQ_RETURN_IF_ERROR(ResnetBlock2D::bind(b, "encoder.mid_block.resnets.1", top, top, 0, g, kVaeEps).status());
-  HIPQ_RETURN_IF_ERROR(GroupNorm::bind(b, "encoder.conv_norm_out", top, g, kVaeEps).status());
-  HIPQ_RETURN_IF_ERROR(Conv2d::bind(b, "encoder.conv_out", top, 2 * c.latent_channels, 3, 1, 1).status());
-  HIPQ_RETURN_IF_ERROR(
-      Conv2d::bind(b, "quant_conv", 2 * c.latent_channels, 2 * c.latent_channels, 1, 1, 0).status());
-  return Status::Ok();
+Result<DeviceTensor> VaeMidAttention::forward(kernels::Backend& be, const Tensor& x) const {
+  const int64_t n = x.dim(0), c = x.dim(1), s = x.dim(2) * x.dim(3);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor normed, norm(be, x, false));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor seq, contiguous_copy(be, normed.t.reshape({n, c, s}).permute({0, 2, 1}), x.dtype));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor a, attn.forward(be, seq.t, nullptr, nullptr));  // [N, HW, C]
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor out, DeviceTensor::make(be, x.dtype, x.shape_vec()));
+  Tensor dst = out.t.reshape({n, c, s});
+  HIPQ_RETURN_IF_ERROR(be.copy(a.t.permute({0, 2, 1}), dst));
+  HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, out.t, x, out.t));
+  return out;
 }
-}  // namespace
 
 VaeConfig VaeConfig::sd15() { return VaeConfig{}; }
 
@@ -150,9 +130,9 @@ Status VaeDecoder::bind_decoder(VaeDecoder& m, WeightBinder& b) {
                         Conv2d::bind(b, "post_quant_conv", c.latent_channels, c.latent_channels, 1, 1, 0));
   HIPQ_ASSIGN_OR_RETURN(m.conv_in_, Conv2d::bind(b, "decoder.conv_in", c.latent_channels, top, 3, 1, 1));
   HIPQ_ASSIGN_OR_RETURN(m.mid_res0_, ResnetBlock2D::bind(b, "decoder.mid_block.resnets.0", top, top, 0, g, kVaeEps));
-  if (c.mid_block_add_attention)
-    HIPQ_RETURN_IF_ERROR(
-        bind_mid_attention(b, "decoder.mid_block.attentions.0", top, g, &m.mid_attn_.norm, &m.mid_attn_.attn));
+  if (c.mid_block_add_attention) {
+    HIPQ_ASSIGN_OR_RETURN(m.mid_attn_, VaeMidAttention::bind(b, "decoder.mid_block.attentions.0", top, g));
+  }
   HIPQ_ASSIGN_OR_RETURN(m.mid_res1_, ResnetBlock2D::bind(b, "decoder.mid_block.resnets.1", top, top, 0, g, kVaeEps));
   const size_t n = c.block_out_channels.size();
   int64_t out = top;
@@ -193,21 +173,9 @@ Result<std::vector<ParamSpec>> VaeDecoder::parameters(const VaeConfig& cfg) {
   VaeDecoder m;
   m.cfg_ = cfg;
   SpecRecorder rec;
-  HIPQ_RETURN_IF_ERROR(declare_encoder(rec, cfg));
+  HIPQ_RETURN_IF_ERROR(VaeEncoder::bind_encoder(rec, cfg, nullptr));
   HIPQ_RETURN_IF_ERROR(bind_decoder(m, rec));
   return rec.take_specs();
-}
-
-Result<DeviceTensor> VaeDecoder::attention(kernels::Backend& be, const Tensor& x) const {
-  const int64_t n = x.dim(0), c = x.dim(1), s = x.dim(2) * x.dim(3);
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor normed, mid_attn_.norm(be, x, false));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor seq, contiguous_copy(be, normed.t.reshape({n, c, s}).permute({0, 2, 1}), dtype_));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor a, mid_attn_.attn.forward(be, seq.t, nullptr, nullptr));  // [N, HW, C]
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor out, DeviceTensor::make(be, dtype_, x.shape_vec()));
-  Tensor dst = out.t.reshape({n, c, s});
-  HIPQ_RETURN_IF_ERROR(be.copy(a.t.permute({0, 2, 1}), dst));
-  HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, out.t, x, out.t));
-  return out;
 }
 
 Result<DeviceTensor> VaeDecoder::decode_tile(kernels::Backend& be, const Tensor& z) const {
@@ -216,7 +184,7 @@ Result<DeviceTensor> VaeDecoder::decode_tile(kernels::Backend& be, const Tensor&
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, conv_in_(be, pq.t));
   HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward(be, h.t, nullptr));
   if (cfg_.mid_block_add_attention) {
-    HIPQ_ASSIGN_OR_RETURN(h, attention(be, h.t));
+    HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t));
   }
   HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward(be, h.t, nullptr));
   for (const UpBlock& blk : up_) {

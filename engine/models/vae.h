@@ -15,8 +15,9 @@
 // happens on the host in fp32. Decoding is tiled only when the latent is
 // larger than a tile (as in diffusers).
 //
-// parameters() lists the whole AutoencoderKL (encoder and quant_conv too), so
-// exported folders load in diffusers; load() binds only what decoding uses.
+// parameters() lists the whole AutoencoderKL (the encoder and quant_conv of
+// engine/models/vae_encoder.h too), so exported folders load in diffusers;
+// load() binds only what decoding uses.
 // Ownership: a VaeDecoder owns its device weights and must not outlive the
 // Backend. Thread safety: immutable after load; decode on the backend's thread.
 #pragma once
@@ -38,6 +39,9 @@
 #include "kernels/backend.h"
 
 namespace hipq::engine {
+
+// The epsilon of every group norm of the VAE (diffusers' AutoencoderKL).
+inline constexpr float kVaeEps = 1e-6f;
 
 struct VaeConfig {
   int64_t in_channels = 3;
@@ -63,6 +67,17 @@ struct VaeConfig {
   int64_t upscale() const { return int64_t{1} << (block_out_channels.size() - 1); }
 };
 
+// The mid block's attention of the encoder and the decoder alike: group norm,
+// one head of self attention over the H*W positions (biased q, k, v), plus
+// the input. Keys under its prefix: group_norm, to_q, to_k, to_v, to_out.0.
+struct VaeMidAttention {
+  GroupNorm norm;
+  Attention attn;
+  static Result<VaeMidAttention> bind(WeightBinder& b, const std::string& prefix, int64_t channels, int groups);
+  // x: [N, C, H, W] -> same shape and dtype.
+  Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x) const;
+};
+
 struct VaeTiling {
   bool enabled = false;
   int64_t tile_sample_size = 0;  // pixels; 0 = config sample_size (diffusers' default)
@@ -84,23 +99,18 @@ class VaeDecoder {
   kernels::DType precision() const { return dtype_; }
 
  private:
-  struct MidAttention {
-    GroupNorm norm;
-    Attention attn;
-  };
   struct UpBlock {
     std::vector<ResnetBlock2D> resnets;
     std::vector<Upsample2D> upsamplers;
   };
   static Status bind_decoder(VaeDecoder& m, WeightBinder& b);
   Result<DeviceTensor> decode_tile(kernels::Backend& be, const kernels::Tensor& z) const;
-  Result<DeviceTensor> attention(kernels::Backend& be, const kernels::Tensor& x) const;
 
   VaeConfig cfg_;
   kernels::DType dtype_ = kernels::DType::kF32;
   Conv2d post_quant_conv_, conv_in_, conv_out_;
   ResnetBlock2D mid_res0_, mid_res1_;
-  MidAttention mid_attn_;
+  VaeMidAttention mid_attn_;
   std::vector<UpBlock> up_;
   GroupNorm norm_out_;
   std::vector<kernels::Buffer> weights_;

@@ -22,7 +22,7 @@ Status sample_ddim(Backend& be, const Schedule& schedule, const SchedulerConfig&
   HIPQ_RETURN_IF_ERROR(check_inputs(schedule, x, "ddim"));
   if (schedule.alphas_cumprod.empty()) return Status::InvalidArgument("ddim: schedule has no alphas_cumprod");
   const int n = static_cast<int>(schedule.timesteps.size());
-  const int64_t stride = static_cast<int64_t>(schedule.alphas_cumprod.size()) / n;
+  const int64_t stride = static_cast<int64_t>(schedule.alphas_cumprod.size()) / inference_steps(schedule);
   struct Coefficients {
     float sqrt_a, sqrt_b, sqrt_a_prev, dir_scale;
   };

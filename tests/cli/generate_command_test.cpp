@@ -202,3 +202,43 @@ TEST(GenerateCommandTest, ImpossibleSettingsAreUsageErrorsNamingTheFlag) {
 
 }  // namespace
 }  // namespace hipq::cli
+
+namespace hipq::cli {
+namespace {
+
+// img2img from the command line: a text-to-image result as the init image,
+// half the steps run, "Denoising strength" in the PNG's parameters, and the
+// refusals a user meets (size, flags) before any device work.
+TEST(GenerateCommandTest, Img2ImgFromAnInitImage) {
+  auto dir = temp_dir("img2img");
+  CmdResult t2i = hipq(kTiny + " --seed 1 --out " + (dir / "t2i").string());
+  ASSERT_EQ(t2i.status, 0) << t2i.out;
+  const std::string init = (dir / "t2i" / "image.png").string();
+  CmdResult r = hipq(kTiny + " --seed 1 --init-image " + init + " --strength 0.5 --out " + (dir / "i2i").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto timings = nlohmann::json::parse(read_file(dir / "i2i" / "timings.json").value());
+  EXPECT_EQ(timings["steps"].size(), 2u);
+  EXPECT_EQ(timings["settings"]["strength"].dump(), "0.5");
+  EXPECT_EQ(timings["settings"]["init_image"], init);
+  std::vector<std::string> phases;
+  for (const auto& p : timings["phases"]) phases.push_back(p["phase"]);
+  EXPECT_EQ(phases, (std::vector<std::string>{"load", "text_encode", "image_encode", "denoise", "decode", "write"}));
+  auto text = hipq::testing::read_png_text_with_libpng(read_file(dir / "i2i" / "image.png").value());
+  ASSERT_TRUE(text.error.empty()) << text.error;
+  EXPECT_NE(text.text["parameters"].find("Denoising strength: 0.5"), std::string::npos) << text.text["parameters"];
+
+  CmdResult size = hipq("generate --model synthetic:tiny-sdxl --prompt 'a red fox' --width 128 --height 64 --steps 4 "
+                        "--backend cpu --no-progress --seed 1 --init-image " + init + " --out " + (dir / "size").string());
+  EXPECT_EQ(size.status, 1) << size.out;
+  EXPECT_NE(size.out.find(init), std::string::npos) << size.out;
+  EXPECT_NE(size.out.find("64x64 but the job is 128x64"), std::string::npos) << size.out;
+  CmdResult lone = hipq(kTiny + " --seed 1 --strength 0.5 --out " + (dir / "lone").string());
+  EXPECT_EQ(lone.status, 2) << lone.out;
+  EXPECT_NE(lone.out.find("--strength 0.5: needs --init-image"), std::string::npos) << lone.out;
+  CmdResult range = hipq(kTiny + " --seed 1 --init-image " + init + " --strength 1.5 --out " + (dir / "r").string());
+  EXPECT_EQ(range.status, 2) << range.out;
+  EXPECT_NE(range.out.find("--strength 1.5: must be in (0, 1]"), std::string::npos) << range.out;
+}
+
+}  // namespace
+}  // namespace hipq::cli

@@ -42,6 +42,15 @@ TEST(ImageParametersTest, FollowsTheWebUiLayoutWithHipqFieldsAfterwards) {
                 ", Version: hipq");
 }
 
+TEST(ImageParametersTest, Img2ImgAddsTheWebUisDenoisingStrengthAfterTheModel) {
+  GenerationSettings s = settings();
+  EXPECT_EQ(a1111_parameters(s, in_batch()).find("Denoising strength"), std::string::npos);
+  s.init_image = "/data/inits/fox.png";
+  s.strength = 0.6f;
+  const std::string p = a1111_parameters(s, in_batch());
+  EXPECT_NE(p.find("Model: sd_xl_base_1.0, Denoising strength: 0.6, RNG: CPU"), std::string::npos) << p;
+}
+
 TEST(ImageParametersTest, NoNegativeLineWithoutANegativePromptAndNoBatchOutsideOne) {
   GenerationSettings s = settings();
   s.negative_prompt.clear();

@@ -40,6 +40,7 @@ TEST(FuzzCorpusReplay, Prompts) { EXPECT_GT(replay("prompts", prompts), 10u); }
 TEST(FuzzCorpusReplay, Envelope) { EXPECT_GT(replay("envelope", envelope), 10u); }
 TEST(FuzzCorpusReplay, Safetensors) { EXPECT_GT(replay("safetensors", safetensors), 5u); }
 TEST(FuzzCorpusReplay, Lora) { EXPECT_GT(replay("lora", lora), 5u); }
+TEST(FuzzCorpusReplay, InitImage) { EXPECT_GT(replay("init_image", init_image), 5u); }
 
 }  // namespace
 }  // namespace hipq::fuzz

@@ -17,5 +17,6 @@ void prompts(std::string_view bytes);      // first byte picks TSV / JSONL / tex
 void envelope(std::string_view bytes);     // one wire frame (proto::decode)
 void safetensors(std::string_view bytes);  // a whole .safetensors file (SafetensorsFile::open)
 void lora(std::string_view bytes);         // a LoRA .safetensors file (read_lora_file, merged into tiny-sdxl)
+void init_image(std::string_view bytes);   // first byte picks the job's size; the rest is a PNG / JPEG file
 
 }  // namespace hipq::fuzz

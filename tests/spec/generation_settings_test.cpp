@@ -42,6 +42,44 @@ TEST(GenerationSettingsTest, ScheduleOptionsAreWrittenOnlyWhenSet) {
   EXPECT_NE(bad.status().message().find("settings.guidance_rescale"), std::string::npos);
 }
 
+// img2img's fields too: absent from the JSON of a text-to-image job.
+TEST(GenerationSettingsTest, Img2ImgFieldsAreWrittenOnlyWhenSetAndRoundTrip) {
+  GenerationSettings s;
+  EXPECT_FALSE(s.to_json().contains("init_image"));
+  EXPECT_FALSE(s.to_json().contains("strength"));
+  s.init_image = "inits/fox.png";
+  EXPECT_EQ(s.to_json()["init_image"], "inits/fox.png");
+  EXPECT_FALSE(s.to_json().contains("strength")) << "strength 1 is the default";
+  s.strength = 0.6f;
+  EXPECT_EQ(s.to_json()["strength"].dump(), "0.6");
+  auto back = GenerationSettings::from_json(s.to_json());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, s);
+  auto bad = GenerationSettings::from_json(nlohmann::json{{"strength", "half"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("settings.strength"), std::string::npos);
+}
+
+TEST(GenerationSettingsTest, StrengthIsCheckedAgainstTheInitImageAndTheSteps) {
+  GenerationSettings s;
+  s.prompt = "p";
+  s.steps = 10;
+  s.strength = 0.5f;
+  ASSERT_FALSE(s.validate().ok());
+  EXPECT_NE(s.validate().message().find("needs an init_image"), std::string::npos) << s.validate().message();
+  s.init_image = "a.png";
+  EXPECT_TRUE(s.validate().ok()) << s.validate().message();
+  for (float bad : {0.0f, -0.5f, 1.5f}) {
+    s.strength = bad;
+    EXPECT_NE(s.validate().message().find("must be in (0, 1]"), std::string::npos) << bad;
+  }
+  s.strength = 0.05f;  // int(10 * 0.05) = 0
+  EXPECT_NE(s.validate().message().find("runs no step"), std::string::npos) << s.validate().message();
+  EXPECT_EQ(denoising_steps(10, 0.7f), 7);  // Python: 10 * 0.7 = 7.000000000000001
+  EXPECT_EQ(denoising_steps(20, 0.35f), 7);
+  EXPECT_EQ(denoising_steps(4, 1.0f), 4);
+}
+
 TEST(GenerationSettingsTest, WrongTypeNamesTheField) {
   auto s = GenerationSettings::from_json(nlohmann::json{{"steps", "ten"}});
   ASSERT_FALSE(s.ok());

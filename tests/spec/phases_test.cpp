@@ -10,12 +10,13 @@ namespace hipq::spec {
 namespace {
 
 TEST(PhasesTest, JobPhasesAreInPipelineOrder) {
-  EXPECT_EQ(job_phases(), (std::vector<std::string>{"load", "text_encode", "denoise", "decode", "write", "parity"}));
+  EXPECT_EQ(job_phases(), (std::vector<std::string>{"load", "text_encode", "image_encode", "denoise", "decode", "write",
+                                                    "parity"}));
 }
 
 TEST(PhasesTest, StatisticsPhasesAddStepAfterDenoiseAndTotalLast) {
-  EXPECT_EQ(statistics_phases(), (std::vector<std::string>{"load", "text_encode", "denoise", "step", "decode",
-                                                           "write", "parity", "total"}));
+  EXPECT_EQ(statistics_phases(), (std::vector<std::string>{"load", "text_encode", "image_encode", "denoise", "step",
+                                                           "decode", "write", "parity", "total"}));
 }
 
 TEST(PhasesTest, SortingByPhaseBeforeGivesPipelineOrderThenUnknownByName) {
@@ -24,7 +25,7 @@ TEST(PhasesTest, SortingByPhaseBeforeGivesPipelineOrderThenUnknownByName) {
   EXPECT_EQ(names, (std::vector<std::string>{"load", "text_encode", "denoise", "decode", "write", "parity", "alpha",
                                              "zeta"}));
   EXPECT_EQ(phase_rank("load"), 0u);
-  EXPECT_EQ(phase_rank("parity"), 5u);
+  EXPECT_EQ(phase_rank("parity"), 6u);
   EXPECT_EQ(phase_rank("nope"), job_phases().size());
 }
 

@@ -3,7 +3,8 @@
 
 For every job (a manifest's prompts x seeds, or settings given on the command
 line) this runs diffusers' StableDiffusionXLPipeline / StableDiffusionPipeline
-on a model folder written by `hipq weights export`, exactly as a user with
+(with an init_image: StableDiffusionXLImg2ImgPipeline / StableDiffusionImg2ImgPipeline,
+image= and strength=, on the same modules) on a model folder written by `hipq weights export`, exactly as a user with
 diffusers would: the folder's scheduler config (turned into the scheduler the
 job's sampler names), generator = torch.Generator("cpu").manual_seed(seed)
 (rng "torch-cpu"), output_type="latent" for the final latent, then the VAE
@@ -99,7 +100,7 @@ def load_jobs(args):
     """Settings dicts (GenerationSettings fields) for every job."""
     common = {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
-                  "timestep_spacing", "guidance_rescale"):
+                  "timestep_spacing", "guidance_rescale", "init_image", "strength"):
         v = getattr(args, field)
         if v is not None:
             common[field] = v
@@ -172,7 +173,7 @@ def jobs_from_manifest(path, common):
     d = dict(common)
     defaults = m.get("defaults", {}) or {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
-                  "timestep_spacing", "guidance_rescale"):
+                  "timestep_spacing", "guidance_rescale", "init_image", "strength"):
         if field in defaults:
             d[field] = defaults[field]
     seeds = _seed_list(defaults.get("seeds", [0]))
@@ -313,6 +314,9 @@ def main():
     ap.add_argument("--rng", help="torch-cpu | torch-cuda")
     ap.add_argument("--timestep-spacing", dest="timestep_spacing", help="leading | trailing | linspace")
     ap.add_argument("--guidance-rescale", dest="guidance_rescale", type=float)
+    ap.add_argument("--init-image", dest="init_image",
+                    help="img2img: a PNG/JPEG of exactly --width x --height (StableDiffusion(XL)Img2ImgPipeline)")
+    ap.add_argument("--strength", type=float, help="img2img denoising strength in (0, 1]")
     ap.add_argument("--compute-precision", choices=("fp32", "fp16", "bf16"),
                     help="compute the reference in this precision whatever the job's precision, from the "
                          "initial noise the job's precision draws (torch.randn in its dtype): with fp32, "
@@ -379,14 +383,42 @@ def main():
             shape = (1, pipe.unet.config.in_channels, h // pipe.vae_scale_factor, w // pipe.vae_scale_factor)
             latents_in = torch.randn(shape, generator=generator, device=gen_device,
                                      dtype=dtypes[s["precision"]]).to(device=device, dtype=dtypes[precision])
+        init_image = None
+        if s.get("init_image"):
+            # img2img (docs/pipeline.md, "img2img"): the init image as diffusers' load_image gives it
+            # (PIL, convert("RGB")), of exactly the job's size: hipq never resizes.
+            if not getattr(golden_key, "COVERS_INIT_IMAGE", False):
+                sys.exit("make_goldens: golden keys do not cover init images yet (the init image's sha256 and the "
+                         "strength must join key_material first, in C++ and golden_key.py), so an img2img golden "
+                         "would take a text-to-image job's key")
+            if precision != s["precision"]:
+                sys.exit("make_goldens: img2img goldens compute in the job's own precision (no --compute-precision)")
+            from diffusers.utils import load_image
+            init_image = load_image(s["init_image"])
+            if init_image.size != (w, h):
+                sys.exit("make_goldens: %s is %dx%d, the job %dx%d: hipq refuses it, so no golden" %
+                         ((s["init_image"],) + init_image.size + (w, h)))
+            i2i_class = {"StableDiffusionXLPipeline": "StableDiffusionXLImg2ImgPipeline",
+                         "StableDiffusionPipeline": "StableDiffusionImg2ImgPipeline"}[pipeline_class_name]
+            # The same modules (weights shared), the job's scheduler.
+            run = getattr(diffusers, i2i_class)(**pipe.components)
+            # hipq encodes the init image whole (no tiled_encode); a previous job's decode may have
+            # left tiling on.
+            run.vae.disable_tiling()
+            run.set_progress_bar_config(disable=True)
+            # strength as the user wrote it: int(steps * strength) in Python's doubles, as hipq computes it.
+            extra = {"image": init_image, "strength": float(s.get("strength", 1.0))}
+        else:
+            run = pipe
+            extra = {"latents": latents_in, "height": h, "width": w}
         t0 = time.time()
         with torch.no_grad():
-            latents = pipe(prompt=s["prompt"], latents=latents_in,
-                           negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
-                           height=h, width=w, num_inference_steps=int(s["steps"]),
-                           guidance_scale=float(golden_key.as_float32(s["guidance"])),
-                           guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
-                           generator=generator, output_type="latent").images
+            latents = run(prompt=s["prompt"],
+                          negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
+                          num_inference_steps=int(s["steps"]),
+                          guidance_scale=float(golden_key.as_float32(s["guidance"])),
+                          guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
+                          generator=generator, output_type="latent", **extra).images
             image_u8 = None
             if not args.no_image:
                 vae = pipe.vae
@@ -423,7 +455,7 @@ def main():
             "torch_version": torch.__version__,
             "device": device_name,
             "precision": precision,
-            "pipeline_class": pipeline_class_name,
+            "pipeline_class": type(run).__name__,
             "scheduler_class": type(pipe.scheduler).__name__,
             "created_at": created,
             "source": "tools/golden/make_goldens.py " + " ".join(sys.argv[1:]),
