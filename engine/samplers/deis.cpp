@@ -19,18 +19,11 @@ namespace hipq::engine {
 using kernels::Backend;
 using kernels::Tensor;
 using samplers::check_inputs;
+using samplers::alpha_sigma;
+using samplers::AlphaSigma;
 using samplers::StepOps;
 
 namespace {
-
-struct AlphaSigma {
-  float alpha, sigma, lambda;
-};
-AlphaSigma alpha_sigma(float s) {
-  const float alpha = 1.0f / std::sqrt(s * s + 1.0f);
-  const float sigma = s * alpha;
-  return {alpha, sigma, std::log(alpha) - std::log(sigma)};
-}
 
 // ind_fn(t, b, c) = t * (-log(c) + log(t) - 1) / (log(b) - log(c)) on 0-d fp32 tensors.
 float ind_fn(float t, float b, float c) {

@@ -23,14 +23,8 @@ Status sample_dpmpp_2m(Backend& be, const Schedule& schedule, const SchedulerCon
   const bool sde = noise != nullptr;
   HIPQ_RETURN_IF_ERROR(check_inputs(schedule, x, sde ? "dpmpp_2m_sde" : "dpmpp_2m"));
   const int n = static_cast<int>(schedule.timesteps.size());
-  struct AlphaSigma {
-    float alpha, sigma, lambda;
-  };
-  auto as = [](float s) {
-    const float alpha = 1.0f / std::sqrt(s * s + 1.0f);
-    const float sigma = s * alpha;
-    return AlphaSigma{alpha, sigma, std::log(alpha) - std::log(sigma)};
-  };
+  using samplers::AlphaSigma;
+  const auto as = samplers::alpha_sigma;
   std::vector<float> divisors;  // per step: alpha_t
   for (int i = 0; i < n; ++i) divisors.push_back(as(schedule.sigmas[static_cast<size_t>(i)]).alpha);
   HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 6, divisors, 1));

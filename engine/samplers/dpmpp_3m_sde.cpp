@@ -19,20 +19,9 @@ namespace hipq::engine {
 using kernels::Backend;
 using kernels::Tensor;
 using samplers::check_inputs;
+using samplers::alpha_sigma;
+using samplers::AlphaSigma;
 using samplers::StepOps;
-
-namespace {
-
-struct AlphaSigma {
-  float alpha, sigma, lambda;
-};
-AlphaSigma alpha_sigma(float s) {
-  const float alpha = 1.0f / std::sqrt(s * s + 1.0f);
-  const float sigma = s * alpha;
-  return {alpha, sigma, std::log(alpha) - std::log(sigma)};
-}
-
-}  // namespace
 
 Status sample_dpmpp_3m_sde(Backend& be, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
                            const Denoiser& denoise, const StepNoiseSource& noise) {

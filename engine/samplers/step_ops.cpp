@@ -10,6 +10,12 @@ namespace hipq::engine::samplers {
 using kernels::DType;
 using kernels::Tensor;
 
+AlphaSigma alpha_sigma(float s) {
+  const float alpha = 1.0f / std::sqrt(s * s + 1.0f);
+  const float sigma = s * alpha;
+  return {alpha, sigma, std::log(alpha) - std::log(sigma)};
+}
+
 Status check_inputs(const Schedule& s, const Tensor& x, std::string_view who) {
   if (s.timesteps.empty() || s.sigmas.size() != s.timesteps.size() + 1)
     return Status::InvalidArgument(std::string(who) + ": schedule has " + std::to_string(s.timesteps.size()) +

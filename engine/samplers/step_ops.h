@@ -29,6 +29,13 @@ namespace hipq::engine::samplers {
 // than its timesteps) and for latents that are not a contiguous f32 tensor.
 Status check_inputs(const Schedule& s, const kernels::Tensor& x, std::string_view who);
 
+// diffusers' _sigma_to_alpha_sigma_t and lambda = log(alpha) - log(sigma) of
+// a sigma, each a 0-d fp32 tensor op: alpha = 1 / sqrt(s^2 + 1), sigma = s * alpha.
+struct AlphaSigma {
+  float alpha, sigma, lambda;
+};
+AlphaSigma alpha_sigma(float s);
+
 class StepOps {
  public:
   static Result<StepOps> make(kernels::Backend& be, const kernels::Tensor& like, int temps,

@@ -23,21 +23,9 @@ namespace hipq::engine {
 using kernels::Backend;
 using kernels::Tensor;
 using samplers::check_inputs;
+using samplers::alpha_sigma;
+using samplers::AlphaSigma;
 using samplers::StepOps;
-
-namespace {
-
-// _sigma_to_alpha_sigma_t and lambda = log(alpha) - log(sigma), each a 0-d fp32 tensor op.
-struct AlphaSigma {
-  float alpha, sigma, lambda;
-};
-AlphaSigma alpha_sigma(float s) {
-  const float alpha = 1.0f / std::sqrt(s * s + 1.0f);
-  const float sigma = s * alpha;
-  return {alpha, sigma, std::log(alpha) - std::log(sigma)};
-}
-
-}  // namespace
 
 Status sample_unipc(Backend& be, const Schedule& schedule, const SchedulerConfig& cfg, Tensor& x,
                     const Denoiser& denoise) {
