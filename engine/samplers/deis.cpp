@@ -54,20 +54,9 @@ Status sample_deis(Backend& be, const Schedule& schedule, const SchedulerConfig&
     const AlphaSigma cur = sig(i);
     HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, schedule.timesteps[static_cast<size_t>(i)], S[static_cast<size_t>(i)]}, out));
     // x0 = (x - sigma_t * out) / alpha_t | alpha_t * x - sigma_t * out | out; eps = (x - alpha_t * x0) / sigma_t
-    const Tensor* x0p = &x0;
-    if (cfg.prediction_type == "epsilon") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t1));
-      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
-      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, x0));
-    } else if (cfg.prediction_type == "v_prediction") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(x, cur.alpha, t1));
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t2));
-      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, x0));
-    } else {
-      x0p = &out;
-    }
+    HIPQ_RETURN_IF_ERROR(ops.dpm_x0(cfg.prediction_type, cur, i, 0, x, out, t1, t2, x0));
     Tensor& m_i = m(i);
-    HIPQ_RETURN_IF_ERROR(ops.scale(*x0p, cur.alpha, t1));
+    HIPQ_RETURN_IF_ERROR(ops.scale(x0, cur.alpha, t1));
     HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
     HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 1, m_i));
     const bool lower_order_final = i == n - 1 && cfg.lower_order_final && n < 15;

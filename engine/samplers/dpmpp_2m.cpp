@@ -45,17 +45,7 @@ Status sample_dpmpp_2m(Backend& be, const Schedule& schedule, const SchedulerCon
     HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, schedule.timesteps[static_cast<size_t>(i)], s_cur}, out));
     const AlphaSigma cur = as(s_cur);
     Tensor& x0 = ops.tmp(x0_i);
-    if (cfg.prediction_type == "epsilon") {  // x0 = (x - sigma_t * out) / alpha_t
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t1));
-      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
-      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, x0));
-    } else if (cfg.prediction_type == "v_prediction") {  // x0 = alpha_t * x - sigma_t * out
-      HIPQ_RETURN_IF_ERROR(ops.scale(x, cur.alpha, t1));
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t2));
-      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, x0));
-    } else {
-      HIPQ_RETURN_IF_ERROR(ops.copy(out, x0));
-    }
+    HIPQ_RETURN_IF_ERROR(ops.dpm_x0(cfg.prediction_type, cur, i, 0, x, out, t1, t2, x0));
     const AlphaSigma next = as(schedule.sigmas[static_cast<size_t>(i) + 1]);
     const bool lower_order_final =
         i == n - 1 && (cfg.euler_at_final || (cfg.lower_order_final && inference_steps(schedule) < 15) || cfg.final_sigmas_type == "zero");

@@ -44,17 +44,7 @@ Status sample_dpmpp_3m_sde(Backend& be, const Schedule& schedule, const Schedule
     HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, schedule.timesteps[static_cast<size_t>(i)], S[static_cast<size_t>(i)]}, out));
     // convert_model_output: x0 = (x - sigma_t * out) / alpha_t | alpha_t * x - sigma_t * out | out
     Tensor& m0 = m(i);
-    if (cfg.prediction_type == "epsilon") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t1));
-      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
-      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, m0));
-    } else if (cfg.prediction_type == "v_prediction") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(x, cur.alpha, t1));
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t2));
-      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, m0));
-    } else {
-      HIPQ_RETURN_IF_ERROR(ops.copy(out, m0));
-    }
+    HIPQ_RETURN_IF_ERROR(ops.dpm_x0(cfg.prediction_type, cur, i, 0, x, out, t1, t2, m0));
     const bool lower_order_final =
         i == n - 1 && (cfg.euler_at_final || (cfg.lower_order_final && n < 15) || cfg.final_sigmas_type == "zero");
     const bool lower_order_second = i == n - 2 && cfg.lower_order_final && n < 15;

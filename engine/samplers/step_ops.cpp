@@ -43,6 +43,21 @@ Result<StepOps> StepOps::make(kernels::Backend& be, const Tensor& like, int temp
   return ops;
 }
 
+Status StepOps::dpm_x0(const std::string& prediction_type, const AlphaSigma& cur, int step, int alpha_which,
+                      const Tensor& x, const Tensor& out, Tensor& t1, Tensor& t2, Tensor& x0) {
+  if (prediction_type == "epsilon") {
+    HIPQ_RETURN_IF_ERROR(scale(out, cur.sigma, t1));
+    HIPQ_RETURN_IF_ERROR(sub(x, t1, t1));
+    return div(t1, step, alpha_which, x0);
+  }
+  if (prediction_type == "v_prediction") {
+    HIPQ_RETURN_IF_ERROR(scale(x, cur.alpha, t1));
+    HIPQ_RETURN_IF_ERROR(scale(out, cur.sigma, t2));
+    return sub(t1, t2, x0);
+  }
+  return copy(out, x0);
+}
+
 Status StepOps::div(const Tensor& a, int step, int which, Tensor& y) {
   return be_->binary(kernels::BinaryOp::kDiv, a, table_.t.slice(0, int64_t{step} * per_step_ + which, 1), y);
 }

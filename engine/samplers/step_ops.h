@@ -57,6 +57,13 @@ class StepOps {
   // y = a / divisors[step * per_step + which].
   Status div(const kernels::Tensor& a, int step, int which, kernels::Tensor& y);
   Status copy(const kernels::Tensor& a, kernels::Tensor& y) { return be_->copy(a, y); }
+  // The DPM-family convert_model_output (DPM++, UniPC, DEIS): x0 from the raw
+  // output by cfg.prediction_type, (x - sigma_t * out) / alpha_t (alpha_t is
+  // divisors[step * per_step + alpha_which]) | alpha_t * x - sigma_t * out |
+  // out. t1, t2: scratch.
+  Status dpm_x0(const std::string& prediction_type, const AlphaSigma& cur, int step, int alpha_which,
+                const kernels::Tensor& x, const kernels::Tensor& out, kernels::Tensor& t1, kernels::Tensor& t2,
+                kernels::Tensor& x0);
 
  private:
   kernels::Backend* be_ = nullptr;

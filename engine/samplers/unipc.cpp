@@ -64,17 +64,7 @@ Status sample_unipc(Backend& be, const Schedule& schedule, const SchedulerConfig
     HIPQ_RETURN_IF_ERROR(denoise(x, {i, n, schedule.timesteps[static_cast<size_t>(i)], S[static_cast<size_t>(i)]}, out));
     // convert_model_output: x0 = (x - sigma_t * out) / alpha_t | alpha_t * x - sigma_t * out | out
     Tensor& m_i = m(i);
-    if (cfg.prediction_type == "epsilon") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t1));
-      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
-      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, m_i));
-    } else if (cfg.prediction_type == "v_prediction") {
-      HIPQ_RETURN_IF_ERROR(ops.scale(x, cur.alpha, t1));
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, cur.sigma, t2));
-      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, m_i));
-    } else {
-      HIPQ_RETURN_IF_ERROR(ops.copy(out, m_i));
-    }
+    HIPQ_RETURN_IF_ERROR(ops.dpm_x0(cfg.prediction_type, cur, i, 0, x, out, t1, t2, m_i));
     if (i > 0) {
       // multistep_uni_c_bh_update(m_i, last_sample, x, order of the last predictor)
       const int q = order[static_cast<size_t>(i) - 1];
