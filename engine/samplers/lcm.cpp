@@ -54,18 +54,10 @@ Status sample_lcm(Backend& be, const Schedule& schedule, const SchedulerConfig& 
                                      schedule.sigmas[static_cast<size_t>(i)]},
                                  out));
     const Coefficients& c = co[static_cast<size_t>(i)];
+    // x0 = (x - sqrt(b_t) * out) / sqrt(a_t) | sqrt(a_t) * x - sqrt(b_t) * out | out
+    HIPQ_RETURN_IF_ERROR(
+        ops.dpm_x0(cfg.prediction_type, samplers::AlphaSigma{c.sqrt_a, c.sqrt_b, 0.0f}, i, 0, x, out, t1, t2, x0_buf));
     Tensor* x0 = &x0_buf;
-    if (cfg.prediction_type == "epsilon") {  // x0 = (x - sqrt(b_t) * out) / sqrt(a_t)
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_b, t1));
-      HIPQ_RETURN_IF_ERROR(ops.sub(x, t1, t1));
-      HIPQ_RETURN_IF_ERROR(ops.div(t1, i, 0, x0_buf));
-    } else if (cfg.prediction_type == "v_prediction") {  // x0 = sqrt(a_t) * x - sqrt(b_t) * out
-      HIPQ_RETURN_IF_ERROR(ops.scale(x, c.sqrt_a, t1));
-      HIPQ_RETURN_IF_ERROR(ops.scale(out, c.sqrt_b, t2));
-      HIPQ_RETURN_IF_ERROR(ops.sub(t1, t2, x0_buf));
-    } else {
-      x0 = &out;
-    }
     if (cfg.clip_sample)
       HIPQ_RETURN_IF_ERROR(samplers::clamp_on_host(be, *x0, static_cast<float>(cfg.clip_sample_range)));
     // denoised = c_out * x0 + c_skip * x

@@ -57,7 +57,8 @@ class StepOps {
   // y = a / divisors[step * per_step + which].
   Status div(const kernels::Tensor& a, int step, int which, kernels::Tensor& y);
   Status copy(const kernels::Tensor& a, kernels::Tensor& y) { return be_->copy(a, y); }
-  // The DPM-family convert_model_output (DPM++, UniPC, DEIS): x0 from the raw
+  // The DPM-family convert_model_output (DPM++, UniPC, DEIS; DDPM and LCM with
+  // alpha = sqrt(a_t), sigma = sqrt(1 - a_t)): x0 from the raw
   // output by cfg.prediction_type, (x - sigma_t * out) / alpha_t (alpha_t is
   // divisors[step * per_step + alpha_which]) | alpha_t * x - sigma_t * out |
   // out. t1, t2: scratch.
