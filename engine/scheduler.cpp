@@ -500,83 +500,53 @@ Result<Schedule> make_schedule(const SchedulerConfig& cfg, int steps, SamplerKin
     return Status::InvalidArgument("steps must be in 1.." + std::to_string(cfg.num_train_timesteps) + " (got " +
                                    std::to_string(steps) + ")");
   HIPQ_ASSIGN_OR_RETURN(auto ac, make_alphas_cumprod(cfg));
+  // Karras sigmas: the sampler's name says so (spec::sampler_names()), or the
+  // model's scheduler config does.
+  bool karras = cfg.use_karras_sigmas;
+  for (const spec::SamplerName& n : spec::sampler_names())
+    if (n.kind == kind && n.karras) karras = true;
+  Result<Schedule> made = Status::Internal("make_schedule: unknown sampler kind");
   switch (kind) {
-    case SamplerKind::kEuler: return euler_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac));
-    case SamplerKind::kEulerKarras: return euler_schedule(cfg, steps, true, std::move(ac));
-    case SamplerKind::kDdim: return ddim_schedule(cfg, steps, std::move(ac));
-    case SamplerKind::kDpmpp2m: return dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac));
-    case SamplerKind::kDpmpp2mKarras: return dpm_schedule(cfg, steps, true, std::move(ac));
-    case SamplerKind::kEulerAncestral: {  // the Euler table (EulerAncestral has no Karras option)
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, euler_schedule(cfg, steps, false, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kEuler:
+    case SamplerKind::kEulerKarras: made = euler_schedule(cfg, steps, karras, std::move(ac)); break;
+    // the Euler table (EulerAncestral has no Karras option)
+    case SamplerKind::kEulerAncestral: made = euler_schedule(cfg, steps, false, std::move(ac)); break;
+    // DDIM's table (DDPMScheduler.set_timesteps is the same)
+    case SamplerKind::kDdim:
+    case SamplerKind::kDdpm: made = ddim_schedule(cfg, steps, std::move(ac)); break;
+    // DPM-Solver's table (UniPCMultistepScheduler.set_timesteps is the same)
+    case SamplerKind::kDpmpp2m:
+    case SamplerKind::kDpmpp2mKarras:
     case SamplerKind::kDpmpp2mSde:
-    case SamplerKind::kDpmpp2mSdeKarras: {
-      HIPQ_ASSIGN_OR_RETURN(
-          Schedule s, dpm_schedule(cfg, steps, kind == SamplerKind::kDpmpp2mSdeKarras || cfg.use_karras_sigmas,
-                                   std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kDpmpp2mSdeKarras:
     case SamplerKind::kDpmpp3mSde:
-    case SamplerKind::kDpmpp3mSdeKarras: {
-      HIPQ_ASSIGN_OR_RETURN(
-          Schedule s, dpm_schedule(cfg, steps, kind == SamplerKind::kDpmpp3mSdeKarras || cfg.use_karras_sigmas,
-                                   std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kDpmpp3mSdeKarras:
+    case SamplerKind::kUnipc: made = dpm_schedule(cfg, steps, karras, std::move(ac)); break;
+    case SamplerKind::kDeis:
+      // DPM-Solver's table ending at sigma_min (the first training sigma), or
+      // at the last Karras sigma repeated.
+      made = dpm_schedule(cfg, steps, karras, std::move(ac));
+      if (made.ok()) {
+        Schedule& d = *made;
+        d.sigmas.back() = karras ? d.sigmas[d.sigmas.size() - 2] : train_sigmas(d.alphas_cumprod).front();
+      }
+      break;
     case SamplerKind::kHeun:
-    case SamplerKind::kHeunKarras: {
-      const bool karras = kind == SamplerKind::kHeunKarras || cfg.use_karras_sigmas;
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, heun_schedule(cfg, steps, karras, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kHeunKarras: made = heun_schedule(cfg, steps, karras, std::move(ac)); break;
     case SamplerKind::kDpm2:
     case SamplerKind::kDpm2Karras:
     case SamplerKind::kDpm2Ancestral:
     case SamplerKind::kDpm2AncestralKarras: {
-      const bool karras =
-          kind == SamplerKind::kDpm2Karras || kind == SamplerKind::kDpm2AncestralKarras || cfg.use_karras_sigmas;
       const bool ancestral = kind == SamplerKind::kDpm2Ancestral || kind == SamplerKind::kDpm2AncestralKarras;
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, kdpm2_schedule(cfg, steps, karras, ancestral, std::move(ac)));
-      s.kind = kind;
-      return s;
+      made = kdpm2_schedule(cfg, steps, karras, ancestral, std::move(ac));
+      break;
     }
-    case SamplerKind::kUnipc: {  // DPM-Solver's table (UniPCMultistepScheduler.set_timesteps is the same)
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
-    case SamplerKind::kDeis: {
-      // DPM-Solver's table ending at sigma_min (the first training sigma), or
-      // at the last Karras sigma repeated.
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, dpm_schedule(cfg, steps, cfg.use_karras_sigmas, std::move(ac)));
-      s.sigmas.back() = cfg.use_karras_sigmas ? s.sigmas[s.sigmas.size() - 2] : train_sigmas(s.alphas_cumprod).front();
-      s.kind = kind;
-      return s;
-    }
-    case SamplerKind::kDdpm: {  // DDIM's table (DDPMScheduler.set_timesteps is the same)
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, ddim_schedule(cfg, steps, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
-    case SamplerKind::kLcm: {
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, lcm_schedule(cfg, steps, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kLcm: made = lcm_schedule(cfg, steps, std::move(ac)); break;
     case SamplerKind::kLms:
-    case SamplerKind::kLmsKarras: {
-      const bool karras = kind == SamplerKind::kLmsKarras || cfg.use_karras_sigmas;
-      HIPQ_ASSIGN_OR_RETURN(Schedule s, lms_schedule(cfg, steps, karras, std::move(ac)));
-      s.kind = kind;
-      return s;
-    }
+    case SamplerKind::kLmsKarras: made = lms_schedule(cfg, steps, karras, std::move(ac)); break;
   }
-  return Status::Internal("make_schedule: unknown sampler kind");
+  if (made.ok()) made->kind = kind;
+  return made;
 }
 
 }  // namespace hipq::engine
