@@ -130,6 +130,17 @@ nlohmann::json GenerationSettings::to_json() const {
   if (guidance_rescale != 0.0f) j["guidance_rescale"] = std::stod(format_guidance(guidance_rescale));
   if (!init_image.empty()) j["init_image"] = init_image;
   if (strength != 1.0f) j["strength"] = std::stod(format_guidance(strength));
+  if (!loras.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& l : loras) list.push_back(l.to_json());
+    j["loras"] = std::move(list);
+  }
+  if (!refiner.empty()) {
+    j["refiner"] = refiner;
+    j["refiner_switch_at"] = std::stod(format_guidance(refiner_switch_at));
+    j["aesthetic_score"] = std::stod(format_guidance(aesthetic_score));
+    j["negative_aesthetic_score"] = std::stod(format_guidance(negative_aesthetic_score));
+  }
   return j;
 }
 
@@ -187,6 +198,26 @@ Result<GenerationSettings> GenerationSettings::from_json(const nlohmann::json& j
     if (!v.is_number()) return wrong_type("strength", "a number", v);
     s.strength = v.get<float>();
   }
+  if (j.contains("loras")) {
+    const auto& v = j.at("loras");
+    if (!v.is_array()) return wrong_type("loras", "an array", v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto l = LoraSpec::from_json(v[i]);
+      if (!l.ok()) return Status::InvalidArgument("settings.loras[" + std::to_string(i) + "]: " + l.status().message());
+      s.loras.push_back(*std::move(l));
+    }
+  }
+  HIPQ_RETURN_IF_ERROR(str("refiner", s.refiner));
+  auto number = [&](const char* key, float& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    const auto& v = j.at(key);
+    if (!v.is_number()) return wrong_type(key, "a number", v);
+    out = v.get<float>();
+    return Status::Ok();
+  };
+  HIPQ_RETURN_IF_ERROR(number("refiner_switch_at", s.refiner_switch_at));
+  HIPQ_RETURN_IF_ERROR(number("aesthetic_score", s.aesthetic_score));
+  HIPQ_RETURN_IF_ERROR(number("negative_aesthetic_score", s.negative_aesthetic_score));
   return s;
 }
 
@@ -222,6 +253,15 @@ Status GenerationSettings::validate() const {
   if (!init_image.empty() && denoising_steps(steps, strength) < 1)
     return Status::InvalidArgument("strength " + format_guidance(strength) + " of " + std::to_string(steps) +
                                    " steps runs no step (int(steps * strength) = 0); raise the strength or the steps");
+  HIPQ_RETURN_IF_ERROR(validate_loras(loras));
+  if (!(refiner_switch_at > 0.0f && refiner_switch_at < 1.0f))
+    return Status::InvalidArgument("refiner_switch_at " + format_guidance(refiner_switch_at) +
+                                   " must be in (0, 1): the fraction of the schedule the base model runs");
+  if (!(aesthetic_score >= 0.0f && aesthetic_score <= 10.0f))
+    return Status::InvalidArgument("aesthetic_score " + format_guidance(aesthetic_score) + " must be in 0..10");
+  if (!(negative_aesthetic_score >= 0.0f && negative_aesthetic_score <= 10.0f))
+    return Status::InvalidArgument("negative_aesthetic_score " + format_guidance(negative_aesthetic_score) +
+                                   " must be in 0..10");
   return Status::Ok();
 }
 

@@ -26,6 +26,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "spec/lora_spec.h"
 
 namespace hipq::spec {
 
@@ -53,6 +54,18 @@ struct GenerationSettings {
   // The image must be exactly width x height pixels (PNG or JPEG).
   std::string init_image;
   float strength = 1.0f;
+  // LoRA adapters merged into the weights before the first step, in order
+  // (docs/adapters.md); empty = the base model.
+  std::vector<LoraSpec> loras;
+  // SDXL base + refiner (docs/pipeline.md, "Refiner"): the refiner model's
+  // spec ("" = none: the base runs the whole schedule), the fraction of the
+  // schedule the base denoises (diffusers' denoising_end / denoising_start),
+  // and the refiner's aesthetic-score conditioning for the positive and the
+  // negative branch (diffusers' defaults 6 and 2.5).
+  std::string refiner;
+  float refiner_switch_at = 0.8f;
+  float aesthetic_score = 6.0f;
+  float negative_aesthetic_score = 2.5f;
 
   nlohmann::json to_json() const;
   // Absent fields keep their defaults; InvalidArgument for a field of the

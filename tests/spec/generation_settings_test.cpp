@@ -149,6 +149,38 @@ TEST(GenerationSettingsTest, SamplerTableIsTheListOfKnownSamplers) {
   EXPECT_EQ(join_names({}), "");
 }
 
+TEST(GenerationSettingsTest, LorasAndRefinerAreWrittenOnlyWhenSetAndRoundTrip) {
+  GenerationSettings plain;
+  const nlohmann::json pj = plain.to_json();
+  EXPECT_FALSE(pj.contains("loras"));
+  EXPECT_FALSE(pj.contains("refiner"));
+  EXPECT_FALSE(pj.contains("aesthetic_score"));
+
+  GenerationSettings s;
+  s.loras = {{"style.safetensors", 0.8f}, {"detail.safetensors", -0.5f}};
+  s.refiner = "synthetic:tiny-sdxl-refiner";
+  s.refiner_switch_at = 0.7f;
+  s.aesthetic_score = 7.0f;
+  const nlohmann::json j = s.to_json();
+  ASSERT_TRUE(j.at("loras").is_array());
+  EXPECT_EQ(j.at("loras").size(), 2u);
+  auto back = GenerationSettings::from_json(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, s);
+  EXPECT_TRUE(s.validate().ok());
+
+  s.refiner_switch_at = 1.0f;
+  EXPECT_NE(s.validate().message().find("refiner_switch_at"), std::string::npos);
+  s.refiner_switch_at = 0.8f;
+  s.loras[1].scale = 1e9f;
+  EXPECT_FALSE(s.validate().ok());
+
+  auto bad = GenerationSettings::from_json(nlohmann::json{{"loras", {{{"path", 3}}}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("loras[0]"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(GenerationSettings::from_json(nlohmann::json{{"loras", "x"}}).ok());
+}
+
 TEST(GenerationSettingsTest, GuidanceTextIsShortestSixDigits) {
   EXPECT_EQ(format_guidance(5.0f), "5");
   EXPECT_EQ(format_guidance(7.5f), "7.5");
