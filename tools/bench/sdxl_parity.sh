@@ -20,7 +20,9 @@
 # Env: STEPS (30), SIZE (1024), PRECISIONS ("fp32 fp16 bf16"), SEEDS ("0, 1"),
 # PROMPTS (how many of the two prompts, 2), SYNTHETIC (sdxl; sd21 for SD 2.1 768-v;
 # tiny-sdxl / tiny-sd2 for a dry run on a CPU box), WORKDIR (/tmp/hipq-sdxl-parity),
-# EXPORT_DTYPE (f32; the stored weights both sides read), GUIDANCE (5.0),
+# EXPORT_DTYPE (f32; the stored weights both sides read), GUIDANCE (5.0), SAMPLER (euler),
+# SPACING (timestep spacing; empty = the model's), TAG (a name for this case's files; default
+# the sampler),
 # REFERENCE_SRC (a diffusers checkout's src/, put on PYTHONPATH when diffusers is not
 # installed), BACKEND (hip).
 set -euo pipefail
@@ -31,6 +33,7 @@ steps="${STEPS:-30}"; size="${SIZE:-1024}"; precisions="${PRECISIONS:-fp32 fp16 
 seeds="${SEEDS:-0, 1}"; n_prompts="${PROMPTS:-2}"; backend="${BACKEND:-hip}"
 work="${WORKDIR:-/tmp/hipq-sdxl-parity}"; synthetic="${SYNTHETIC:-sdxl}"
 export_dtype="${EXPORT_DTYPE:-f32}"; guidance="${GUIDANCE:-5.0}"
+sampler="${SAMPLER:-euler}"; spacing="${SPACING:-}"; tag="${TAG:-$sampler}"
 if [[ -n "${REFERENCE_SRC:-}" ]]; then
   PYTHONPATH="$(realpath "$REFERENCE_SRC")${PYTHONPATH:+:$PYTHONPATH}"
   export PYTHONPATH
@@ -50,10 +53,10 @@ fi
 
 manifest() {  # $1 precision, $2 golden dir, $3 gate cosine
   cat <<YAML
-batch: $synthetic-parity-$1
+batch: $synthetic-parity-$tag-$1
 model: $model
-defaults: {width: $size, height: $size, steps: $steps, guidance: $guidance, sampler: euler, precision: $1,
-           seeds: [$seeds]}
+defaults: {width: $size, height: $size, steps: $steps, guidance: $guidance, sampler: $sampler, precision: $1,
+           ${spacing:+timestep_spacing: $spacing, }seeds: [$seeds]}
 parity: {golden: $2, gate: {cosine_min: $3}}
 outputs: {directory: $work/images/$1, save: [latent, png]}
 prompts:
