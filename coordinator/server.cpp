@@ -610,19 +610,22 @@ void Server::on_progress(Peer& peer, const proto::Progress& m) {
 }
 
 void Server::on_result(Peer& peer, const proto::JobResult& m) {
-  if (auto job = store_->get_job(m.job_id()); job.ok()) {
-    if (Status where = check_result_outputs(m, job->output_dir); !where.ok()) {
-      // Only the lease holder gets here; it recorded nothing we could trust.
-      spdlog::error("worker {}: result of job {} attempt {} refused: {}", peer.worker_id, m.job_id(), m.attempt(),
-                    where.message());
-      proto::JobError e;
-      e.set_job_id(m.job_id());
-      e.set_attempt(m.attempt());
-      e.set_code("InvalidArgument");
-      e.set_message("result refused: " + where.message());
-      e.set_retryable(true);
-      on_error(peer, e);
-      return;
+  // A result without outputs has no paths to confine: no job row to read.
+  if (m.outputs_size() > 0) {
+    if (auto job = store_->get_job(m.job_id()); job.ok()) {
+      if (Status where = check_result_outputs(m, job->output_dir); !where.ok()) {
+        // Only the lease holder gets here; it recorded nothing we could trust.
+        spdlog::error("worker {}: result of job {} attempt {} refused: {}", peer.worker_id, m.job_id(), m.attempt(),
+                      where.message());
+        proto::JobError e;
+        e.set_job_id(m.job_id());
+        e.set_attempt(m.attempt());
+        e.set_code("InvalidArgument");
+        e.set_message("result refused: " + where.message());
+        e.set_retryable(true);
+        on_error(peer, e);
+        return;
+      }
     }
   }
   Status s = store_->record_result(to_db_result(m, peer.worker_id), db::wall_clock_seconds());
