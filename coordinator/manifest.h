@@ -59,10 +59,11 @@ inline constexpr int64_t kMaxManifestBytes = 8 * 1024 * 1024;
 // (`--max-batch-jobs` of `hipq coordinator` and `hipq run`), this by default.
 inline constexpr int64_t kMaxManifestJobs = 100'000;
 // The most the cap may be set to. A batch is validated and inserted in one
-// turn of the coordinator's loop, which dispatches nothing meanwhile (about
-// 10 s a million jobs on the 2-core build machine, docs/benchmarks.md), and
-// costs about 0.5 KB a job in the database: ten million is a 100-second
-// stall and a 5 GB file, past which splitting a batch is the better tool.
+// turn of the coordinator's loop, which dispatches nothing meanwhile (under
+// 30 s a million jobs on the 2-core build machine, docs/benchmarks.md, "A
+// million-job batch"), and costs about 0.3 KB a job in the database: ten
+// million is a stall of minutes and a 3 GB file, past which splitting a
+// batch is the better tool.
 inline constexpr int64_t kMaxBatchJobsLimit = 10'000'000;
 
 // Where a value came from, for messages after parsing.
