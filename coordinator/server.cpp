@@ -92,7 +92,9 @@ Result<std::unique_ptr<Server>> Server::create(zmq::context_t& context, ServerOp
 }
 
 Status Server::open() {
-  HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path));
+  db::Database::Options db_options;
+  db_options.memory_temp_store = true;  // its writes are savepoints in a group commit
+  HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path, db_options));
   store_ = std::make_unique<db::JobStore>(*db_);
   dispatch_settings_.lease_seconds = options_.lease_seconds;
   dispatch_settings_.store_golden_dir = options_.golden_dir.empty()
