@@ -5,6 +5,7 @@
 #include <atomic>
 #include <iostream>
 
+#include "cli/batch_cap_option.h"
 #include "cli/commands.h"
 #include "cli/monitor_options.h"
 #include "coordinator/monitor/metrics.h"
@@ -28,6 +29,7 @@ struct CoordinatorArgs {
   std::string golden_dir;
   bool insecure = false;
   double stall_timeout = 600;
+  int64_t max_batch_jobs = coordinator::kMaxManifestJobs;
   MonitorFlags monitor;
 };
 
@@ -39,6 +41,7 @@ int run_coordinator(const CoordinatorArgs& a) {
   o.endpoint_file = a.endpoint_file;
   o.golden_dir = a.golden_dir;
   o.stall_seconds = a.stall_timeout;
+  o.max_batch_jobs = a.max_batch_jobs;
   if (a.server_key.empty() != a.authorized_keys.empty()) {
     spdlog::error("CURVE needs both --server-key (the coordinator's key pair) and --authorized-keys");
     return kExitUsage;
@@ -111,6 +114,7 @@ void add_coordinator_command(CLI::App& app, int& exit_code) {
                   "again (not counted as an attempt); 0 = never")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_max_batch_jobs_option(cmd, args.max_batch_jobs);
   add_monitor_options(cmd, args.monitor);
   cmd->callback([&exit_code] { exit_code = run_coordinator(args); });
 }

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/batch_cap_option.h"
 #include "cli/batch_progress.h"
 #include "cli/commands.h"
 #include "cli/memory_options.h"
@@ -53,6 +54,7 @@ struct RunArgs {
   std::string backend;
   std::string engine = "engine";
   int cpu_workers = 1;
+  int64_t max_batch_jobs = coordinator::kMaxManifestJobs;
   MemoryOptions memory;
   MonitorFlags monitor;
 };
@@ -210,7 +212,7 @@ int64_t done_count(const std::string& db_path, int64_t batch_id) {
 
 int run_embedded(const RunArgs& a) {
   auto wall_start = std::chrono::steady_clock::now();
-  auto manifest = coordinator::parse_manifest(a.manifest);
+  auto manifest = coordinator::parse_manifest(a.manifest, a.max_batch_jobs);
   if (!manifest.ok()) {
     std::cerr << manifest.status().message() << "\nhipq: " << a.manifest << " is not valid; nothing was run\n";
     return kExitUsage;
@@ -260,6 +262,7 @@ int run_embedded(const RunArgs& a) {
   coordinator::ServerOptions so;
   so.db_path = a.db;
   so.bind = "inproc://hipq-run-" + std::to_string(getpid());
+  so.max_batch_jobs = a.max_batch_jobs;
   if (monitor_wanted(a.monitor)) so.metrics = &metrics;
   auto server = coordinator::Server::create(ctx, so);
   if (!server.ok()) {
@@ -413,6 +416,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--cpu-workers", args->cpu_workers, "workers when running on the CPU")
       ->capture_default_str();
+  add_max_batch_jobs_option(cmd, args->max_batch_jobs);
   add_memory_options(cmd, args->memory);
   add_monitor_options(cmd, args->monitor);
   cmd->callback([args, &exit_code] { exit_code = run_embedded(*args); });

@@ -19,7 +19,7 @@ std::string short_text(const std::string& s, size_t n) {
   return s.substr(0, cut) + "…";
 }
 
-void print_runs(const json& runs, const std::string& format) {
+void print_runs(const json& runs, const std::string& format, bool print_header = true) {
   if (format == "json") {
     std::cout << runs.dump(1) << "\n";
     return;
@@ -34,7 +34,7 @@ void print_runs(const json& runs, const std::string& format) {
       header.push_back(p + "_gpu_ms");
     }
     header.push_back("error");
-    std::cout << csv_line(header);
+    if (print_header) std::cout << csv_line(header);
     for (const auto& r : runs) {
       std::string tags;
       for (const auto& t : r["tags"]) tags += (tags.empty() ? "" : ";") + t.get<std::string>();
@@ -106,6 +106,31 @@ void add_runs_command(CLI::App& app, int& exit_code) {
       return;
     }
     json args = filter_args(flags->filter);
+    if (flags->limit == 0 && flags->format == "csv") {
+      // Every run, a page at a time: memory stays that of one page however
+      // many jobs match (a batch may hold millions).
+      constexpr int64_t kPage = 10000;
+      args["limit"] = kPage;
+      for (bool first = true;; first = false) {
+        auto page = coordinator::run_query_at(*target, "runs", args);
+        if (!page.ok()) {
+          exit_code = report_failure(page.status(), "runs");
+          return;
+        }
+        const json& rows = (*page)["runs"];
+        if (!rows.empty() && args.contains("after") && rows.front()["job"].get<int64_t>() <= args["after"].get<int64_t>()) {
+          exit_code = report_failure(Status::FailedPrecondition("the coordinator does not page runs (it ignores "
+                                                                "\"after\"); use --limit or --db"),
+                                     "runs");
+          return;
+        }
+        print_runs(rows, flags->format, first);
+        if (static_cast<int64_t>(rows.size()) < kPage) break;
+        args["after"] = rows.back()["job"];
+      }
+      exit_code = kExitOk;
+      return;
+    }
     if (flags->limit > 0) args["limit"] = flags->limit;
     auto r = coordinator::run_query_at(*target, "runs", args);
     if (!r.ok()) {

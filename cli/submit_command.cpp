@@ -30,7 +30,9 @@ void add_submit_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--priority", flags->priority, "override the manifest's priority");
   cmd->callback([flags, &exit_code] {
     // Validate here first: every problem with file:line:column, nothing sent.
-    auto parsed = coordinator::parse_manifest(flags->manifest);
+    // The batch cap is the coordinator's setting (--max-batch-jobs): it says
+    // so itself; here only the most it may be set to is checked.
+    auto parsed = coordinator::parse_manifest(flags->manifest, coordinator::kMaxBatchJobsLimit);
     if (!parsed.ok()) {
       std::cerr << parsed.status().message() << "\n"
                 << "hipq: " << flags->manifest << " is not valid; nothing was queued\n";

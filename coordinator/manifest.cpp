@@ -25,7 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMaxJobs = kMaxManifestJobs;
 constexpr int64_t kMaxPromptOffset = 100'000'000;
 constexpr size_t kMaxProblems = 200;
 constexpr int kMaxSameKindProblems = 5;
@@ -223,12 +222,18 @@ std::optional<std::string> get_choice(const YAML::Node& n, std::string_view fiel
   return s;
 }
 
+// "100000 jobs, the batch cap (--max-batch-jobs)": what a refusal says of the cap.
+std::string batch_cap_text(int64_t max_jobs) {
+  return std::to_string(max_jobs) + " jobs, the batch cap (--max-batch-jobs" +
+         (max_jobs < kMaxBatchJobsLimit ? ", at most " + std::to_string(kMaxBatchJobsLimit) : std::string()) + ")";
+}
+
 // seeds: 7 | [1, 2, 3] | {from: 0, count: 8}
 // `budget`: seeds a range may still create in this manifest; a range is
 // refused before it allocates when it would pass it (2,000 prompts with
 // {from: 0, count: 100000} each must not cost gigabytes to refuse).
 std::optional<std::vector<uint64_t>> get_seeds(const YAML::Node& n, std::string_view field, Problems& p,
-                                               int64_t& budget) {
+                                               int64_t& budget, int64_t max_jobs) {
   std::vector<uint64_t> seeds;
   if (n.IsScalar()) {
     auto v = get_u64(n, field, p);
@@ -266,9 +271,9 @@ std::optional<std::vector<uint64_t>> get_seeds(const YAML::Node& n, std::string_
     if (p.size() != before || !from || !count) return std::nullopt;
     if (budget < 0) return std::nullopt;  // refused once already; once is enough
     if (*count > budget) {
-      p.at(n, field, "the seed ranges of this manifest add up to more than " + std::to_string(kMaxJobs) +
-                         " seeds, more than a batch may hold (" + std::to_string(kMaxJobs) +
-                         " jobs); split it into several batches");
+      p.at(n, field, "the seed ranges of this manifest add up to more than " + std::to_string(max_jobs) +
+                         " seeds, more than a batch may hold (" + batch_cap_text(max_jobs) +
+                         "); split it into several batches");
       budget = -1;
       return std::nullopt;
     }
@@ -417,7 +422,8 @@ double canonical_guidance(double g) {
 
 class Parser {
  public:
-  Parser(Manifest& m, Problems& p) : m_(m), p_(p), base_(m.path.parent_path()) {}
+  Parser(Manifest& m, Problems& p, int64_t max_jobs)
+      : m_(m), p_(p), base_(m.path.parent_path()), max_jobs_(max_jobs), seed_budget_(max_jobs) {}
 
   void parse(const YAML::Node& root) {
     EntryMap top = read_map(root, "", kTopKeys, p_);
@@ -535,7 +541,7 @@ class Parser {
         out.guidance_rescale = *x;
     }
     if (d.count("seeds")) {
-      if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_)) out.seeds = *x;
+      if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_, max_jobs_)) out.seeds = *x;
     }
     if (d.count("repeats")) {
       if (auto x = get_int(d["repeats"].value, "defaults.repeats", 1, 10000, p_)) out.repeats = static_cast<int>(*x);
@@ -656,7 +662,7 @@ class Parser {
         if (d.count("tags")) {
           if (auto t = get_tags(d["tags"].value, field + ".tags", p_)) spec.tags = *t;
         }
-        if (d.count("seeds")) spec.seeds = get_seeds(d["seeds"].value, field + ".seeds", p_, seed_budget_);
+        if (d.count("seeds")) spec.seeds = get_seeds(d["seeds"].value, field + ".seeds", p_, seed_budget_, max_jobs_);
       } else {
         p_.at(e, field, "expected a prompt string or a mapping with text:, got " + describe(e));
         continue;
@@ -705,11 +711,11 @@ class Parser {
         if (auto x = get_int(d["offset"].value, field + ".offset", 0, kMaxPromptOffset, p_)) options.offset = *x;
       }
       if (d.count("limit")) {
-        if (auto x = get_int(d["limit"].value, field + ".limit", 1, kMaxJobs, p_)) options.limit = *x;
+        if (auto x = get_int(d["limit"].value, field + ".limit", 1, max_jobs_, p_)) options.limit = *x;
       }
       if (d.count("sample")) {
         sample_node = d["sample"].value;
-        if (auto x = get_int(sample_node, field + ".sample", 1, kMaxJobs, p_)) sample.count = *x;
+        if (auto x = get_int(sample_node, field + ".sample", 1, max_jobs_, p_)) sample.count = *x;
         if (d.count("limit")) {
           p_.at(d["limit"].value, field + ".limit",
                 "limit and sample exclude each other: limit keeps the first N prompts, sample draws N at random");
@@ -741,7 +747,7 @@ class Parser {
     fs::path file = resolve(*path);
     // More prompts than jobs a batch may hold is refused anyway: stop
     // reading one past the limit instead of holding millions in memory.
-    if (options.limit == 0) options.limit = kMaxJobs + 1;
+    if (options.limit == 0) options.limit = max_jobs_ + 1;
     PromptFile loaded = load_prompt_file(file, options);
     for (const auto& problem : loaded.problems) {
       if (problem.line == 0) {
@@ -781,31 +787,48 @@ class Parser {
                                                    : top.begin()->second.key;
     std::string field = layout_node_.IsDefined() ? "outputs.layout" : "outputs";
     int64_t n = m_.job_count();
-    if (n > kMaxJobs) {
+    if (n > max_jobs_) {
       p_.at(where, "prompts", "the manifest expands to " + std::to_string(n) + " jobs, more than " +
-                                  std::to_string(kMaxJobs) + "; split it into several batches");
+                                  batch_cap_text(max_jobs_) + "; split it into several batches");
       return;
     }
     if (n == 0) {
       p_.at(top.begin()->second.key, "prompts", "the manifest has no prompts");
       return;
     }
-    std::vector<ManifestJob> jobs = m_.expand_jobs();
-    std::map<std::string, int64_t> seen;
+    // In bounded memory for a batch of millions: a 64-bit hash and the
+    // ordinal of each job's folder (16 bytes a job, not its text); only jobs
+    // whose hashes collide are expanded again and compared by text.
+    std::vector<std::pair<uint64_t, int64_t>> hashes;
+    hashes.reserve(static_cast<size_t>(n));
     int duplicates = 0, escapes = 0;
-    for (const auto& job : jobs) {
-      auto [it, inserted] = seen.emplace(job.output_dir, job.ordinal);
-      if (!inserted) {
-        if (duplicates++ < kMaxSameKindProblems) {
+    (void)m_.for_each_job([&](ManifestJob& job) {
+      hashes.emplace_back(std::hash<std::string>{}(job.output_dir), job.ordinal);
+      Status s = check_path_components(m_.outputs.root / job.output_dir);
+      if (s.ok()) s = confined(job.output_dir);
+      if (!s.ok() && escapes++ < kMaxSameKindProblems) p_.at(where, field, s.message());
+      return Status::Ok();
+    });
+    std::sort(hashes.begin(), hashes.end());
+    std::set<int64_t> suspects;
+    for (size_t i = 1; i < hashes.size(); ++i) {
+      if (hashes[i].first != hashes[i - 1].first) continue;
+      suspects.insert(hashes[i - 1].second);
+      suspects.insert(hashes[i].second);
+    }
+    hashes = {};
+    if (!suspects.empty()) {
+      std::map<std::string, int64_t> seen;
+      (void)m_.for_each_job([&](ManifestJob& job) {
+        if (suspects.count(job.ordinal) == 0) return Status::Ok();
+        auto [it, inserted] = seen.emplace(job.output_dir, job.ordinal);
+        if (!inserted && duplicates++ < kMaxSameKindProblems) {
           p_.at(where, field, "jobs " + std::to_string(it->second) + " and " + std::to_string(job.ordinal) +
                                   " would both write to '" + job.output_dir +
                                   "'; the layout must tell jobs apart (use {prompt}, {seed} and {repeat})");
         }
-        continue;
-      }
-      Status s = check_path_components(m_.outputs.root / job.output_dir);
-      if (s.ok()) s = check_confined(m_.outputs.root, job.output_dir);
-      if (!s.ok() && escapes++ < kMaxSameKindProblems) p_.at(where, field, s.message());
+        return Status::Ok();
+      });
     }
     if (duplicates > kMaxSameKindProblems) {
       p_.at(where, field, std::to_string(duplicates - kMaxSameKindProblems) + " more duplicate output directories");
@@ -815,12 +838,33 @@ class Parser {
     }
   }
 
+  // check_confined for every job's folder, its filesystem part (a few stat()
+  // and readlink() calls) once per parent folder: a folder that does not
+  // exist yet resolves through the same existing ancestor as its siblings,
+  // so under a parent already found confined it is confined too.
+  Status confined(const std::string& relative) {
+    const fs::path full = m_.outputs.root / relative;
+    fs::path parent = full.parent_path();
+    std::error_code ec;
+    const bool exists = fs::exists(fs::symlink_status(full, ec));
+    if (!exists && parent == confined_parent_) {
+      bool plain = true;
+      for (const auto& part : fs::path(relative)) plain = plain && part != ".." && part != ".";
+      if (plain && !fs::path(relative).is_absolute()) return Status::Ok();
+    }
+    Status s = check_confined(m_.outputs.root, relative);
+    if (s.ok() && !exists) confined_parent_ = std::move(parent);
+    return s;
+  }
+
   Manifest& m_;
   Problems& p_;
   fs::path base_;
   YAML::Node layout_node_{YAML::NodeType::Undefined};
   YAML::Node outputs_node_{YAML::NodeType::Undefined};
-  int64_t seed_budget_ = kMaxJobs;
+  int64_t max_jobs_;
+  int64_t seed_budget_;
+  fs::path confined_parent_;  // the parent folder confined() last found confined
 };
 
 }  // namespace
@@ -884,21 +928,20 @@ int64_t Manifest::job_count() const {
   return n;
 }
 
-std::vector<ManifestJob> Manifest::expand_jobs() const {
+Status Manifest::for_each_job(const std::function<Status(ManifestJob&)>& visit) const {
   std::vector<LayoutPart> parts;
   std::string err = parse_layout(outputs.layout, parts);
-  HIPQ_CHECK(err.empty() && "expand_jobs on a manifest with an invalid layout");
-  std::vector<ManifestJob> jobs;
-  jobs.reserve(static_cast<size_t>(job_count()));
+  HIPQ_CHECK(err.empty() && "for_each_job on a manifest with an invalid layout");
   double guidance = canonical_guidance(defaults.guidance);
   const double guidance_rescale = canonical_guidance(defaults.guidance_rescale);
+  int64_t ordinal = 0;
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
     const PromptSpec& p = prompts[pi];
     const std::vector<uint64_t>& seeds = p.seeds ? *p.seeds : defaults.seeds;
     for (uint64_t seed : seeds) {
       for (int r = 0; r < defaults.repeats; ++r) {
         ManifestJob j;
-        j.ordinal = static_cast<int64_t>(jobs.size());
+        j.ordinal = ordinal++;
         j.prompt_index = pi;
         j.prompt = p.text;
         j.negative_prompt = p.negative.value_or(defaults.negative_prompt);
@@ -918,14 +961,24 @@ std::vector<ManifestJob> Manifest::expand_jobs() const {
         j.settings.timestep_spacing = defaults.timestep_spacing;
         j.settings.guidance_rescale = static_cast<float>(guidance_rescale);
         j.output_dir = render_layout(parts, batch_name, j);
-        jobs.push_back(std::move(j));
+        HIPQ_RETURN_IF_ERROR(visit(j));
       }
     }
   }
+  return Status::Ok();
+}
+
+std::vector<ManifestJob> Manifest::expand_jobs() const {
+  std::vector<ManifestJob> jobs;
+  jobs.reserve(static_cast<size_t>(job_count()));
+  (void)for_each_job([&](ManifestJob& j) {
+    jobs.push_back(std::move(j));
+    return Status::Ok();
+  });
   return jobs;
 }
 
-db::NewBatch Manifest::to_new_batch() const {
+db::NewBatch Manifest::new_batch_header() const {
   db::NewBatch b;
   b.name = batch_name;
   b.priority = priority;
@@ -937,10 +990,14 @@ db::NewBatch Manifest::to_new_batch() const {
   b.allow_unpinned = parity.allow_unpinned;
   b.manifest_path = path.string();
   b.manifest_text = text;
+  return b;
+}
+
+Status Manifest::for_each_new_job(const db::NewJobVisitor& visit) const {
   double guidance = canonical_guidance(defaults.guidance);
   const double guidance_rescale = canonical_guidance(defaults.guidance_rescale);
-  for (ManifestJob& j : expand_jobs()) {
-    db::NewJob n;
+  db::NewJob n;
+  return for_each_job([&](ManifestJob& j) {
     n.ordinal = j.ordinal;
     n.model = model;
     n.prompt = std::move(j.prompt);
@@ -958,12 +1015,27 @@ db::NewBatch Manifest::to_new_batch() const {
     n.timestep_spacing = defaults.timestep_spacing;
     n.guidance_rescale = guidance_rescale;
     n.output_dir = std::move(j.output_dir);
-    b.jobs.push_back(std::move(n));
-  }
+    return visit(n);
+  });
+}
+
+db::NewBatch Manifest::to_new_batch() const {
+  db::NewBatch b = new_batch_header();
+  b.jobs.reserve(static_cast<size_t>(job_count()));
+  (void)for_each_new_job([&](const db::NewJob& n) {
+    b.jobs.push_back(n);
+    return Status::Ok();
+  });
   return b;
 }
 
-Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path) {
+db::NewBatch Manifest::to_streamed_batch() const {
+  db::NewBatch b = new_batch_header();
+  b.job_stream = [this](const db::NewJobVisitor& visit) { return for_each_new_job(visit); };
+  return b;
+}
+
+Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path, int64_t max_jobs) {
   Manifest m;
   std::error_code ec;
   fs::path abs = fs::absolute(path, ec);
@@ -998,7 +1070,7 @@ Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path
     if (docs.size() > 1) {
       p.at(docs[1], "manifest", "holds more than one YAML document ('---'); one manifest per file");
     }
-    Parser parser(m, p);
+    Parser parser(m, p, std::clamp<int64_t>(max_jobs, 1, kMaxBatchJobsLimit));
     parser.parse(docs[0]);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp refuses deep nesting (500 levels in 0.7) instead of overflowing the stack.
@@ -1015,12 +1087,12 @@ Result<Manifest> parse_manifest_text(std::string_view text, const fs::path& path
   return m;
 }
 
-Result<Manifest> parse_manifest(const fs::path& path) {
+Result<Manifest> parse_manifest(const fs::path& path, int64_t max_jobs) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return Status::NotFound("manifest " + path.string() + " does not exist");
   if (fs::is_directory(path, ec)) return Status::InvalidArgument("manifest " + path.string() + " is a directory");
   HIPQ_ASSIGN_OR_RETURN(std::string text, read_regular_file(path, kMaxManifestBytes));
-  return parse_manifest_text(text, path);
+  return parse_manifest_text(text, path, max_jobs);
 }
 
 }  // namespace hipq::coordinator

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,7 +55,16 @@ namespace hipq::coordinator {
 // Bounds on what a manifest may cost to read (docs/manifest.md, "Limits").
 // The manifest travels whole in one SubmitRequest: its limit is the wire's.
 inline constexpr int64_t kMaxManifestBytes = 8 * 1024 * 1024;
+// The batch cap: jobs one manifest may expand to. A coordinator setting
+// (`--max-batch-jobs` of `hipq coordinator` and `hipq run`), this by default.
 inline constexpr int64_t kMaxManifestJobs = 100'000;
+// The most the cap may be set to. A batch is validated and inserted in one
+// turn of the coordinator's loop, which dispatches nothing meanwhile (under
+// 30 s a million jobs on the 2-core build machine, docs/benchmarks.md, "A
+// million-job batch"), and costs about 0.3 KB a job in the database: ten
+// million is a stall of minutes and a 3 GB file, past which splitting a
+// batch is the better tool.
+inline constexpr int64_t kMaxBatchJobsLimit = 10'000'000;
 
 // Where a value came from, for messages after parsing.
 struct SourceLocation {
@@ -137,18 +147,32 @@ struct Manifest {
   // prompts × seeds × repeats, in prompt order, then seed, then repeat.
   // Deterministic; validated by parse_manifest (output dirs unique, confined).
   std::vector<ManifestJob> expand_jobs() const;
+  // The same jobs one at a time, none kept: memory does not grow with the
+  // batch. Stops at, and returns, the first error `visit` returns.
+  Status for_each_job(const std::function<Status(ManifestJob&)>& visit) const;
   // Number of jobs expand_jobs() would return.
   int64_t job_count() const;
   // The batch + jobs + verbatim manifest for db::JobStore::insert_batch.
   db::NewBatch to_new_batch() const;
+  // The batch without its jobs (to_new_batch's other fields), and its jobs
+  // as db::NewJob one at a time.
+  db::NewBatch new_batch_header() const;
+  Status for_each_new_job(const db::NewJobVisitor& visit) const;
+  // The header with a job_stream over for_each_new_job instead of the jobs:
+  // what the coordinator inserts, so a batch of millions is never in memory
+  // whole. It refers to this Manifest, which must outlive it.
+  db::NewBatch to_streamed_batch() const;
 };
 
 // Reads, parses and validates the manifest at `path` (see the header comment).
 // NotFound / IOError when the file itself cannot be read.
-Result<Manifest> parse_manifest(const std::filesystem::path& path);
+// `max_jobs`: the batch cap (clamped to 1..kMaxBatchJobsLimit); a manifest
+// that expands to more jobs is refused naming the cap and its setting.
+Result<Manifest> parse_manifest(const std::filesystem::path& path, int64_t max_jobs = kMaxManifestJobs);
 // Same, for text already in memory; `path` names it in messages and anchors
 // relative paths (it need not exist).
-Result<Manifest> parse_manifest_text(std::string_view text, const std::filesystem::path& path);
+Result<Manifest> parse_manifest_text(std::string_view text, const std::filesystem::path& path,
+                                     int64_t max_jobs = kMaxManifestJobs);
 
 // Limits of a path on the filesystems hipq writes to (NAME_MAX, PATH_MAX - 1).
 inline constexpr size_t kMaxPathComponentBytes = 255;

@@ -6,7 +6,7 @@
 //   Result<nlohmann::json> run_query(db, kind, args)
 //
 // kinds and their args (every kind accepts the run filter keys below):
-//   "runs"        → {"runs": [run…]}                       (+ "limit")
+//   "runs"        → {"runs": [run…]}                       (+ "limit", "after": a job id, for pages)
 //   "stats"       → {"groups": [group…], …}  args "group_by": [dims], "clock": "host"|"gpu",
 //                   "resamples", "seed"
 //   "compare"     → {"a": side, "b": side, "ratio", "ratio_ci", "p", "verdict", …}

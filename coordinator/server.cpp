@@ -82,13 +82,19 @@ Result<std::unique_ptr<Server>> Server::create(zmq::context_t& context, ServerOp
         " without CURVE keys: anyone who can reach it could submit jobs. Give --server-key and "
         "--authorized-keys (make keys with `hipq keygen`), bind 127.0.0.1, or pass --insecure on a trusted network");
   }
+  if (options.max_batch_jobs < 1 || options.max_batch_jobs > kMaxBatchJobsLimit) {
+    return Status::InvalidArgument("max_batch_jobs " + std::to_string(options.max_batch_jobs) + " is outside 1.." +
+                                   std::to_string(kMaxBatchJobsLimit) + " (--max-batch-jobs)");
+  }
   std::unique_ptr<Server> server(new Server(context, std::move(options)));
   HIPQ_RETURN_IF_ERROR(server->open());
   return server;
 }
 
 Status Server::open() {
-  HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path));
+  db::Database::Options db_options;
+  db_options.memory_temp_store = true;  // its writes are savepoints in a group commit
+  HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path, db_options));
   store_ = std::make_unique<db::JobStore>(*db_);
   dispatch_settings_.lease_seconds = options_.lease_seconds;
   dispatch_settings_.store_golden_dir = options_.golden_dir.empty()
@@ -610,19 +616,22 @@ void Server::on_progress(Peer& peer, const proto::Progress& m) {
 }
 
 void Server::on_result(Peer& peer, const proto::JobResult& m) {
-  if (auto job = store_->get_job(m.job_id()); job.ok()) {
-    if (Status where = check_result_outputs(m, job->output_dir); !where.ok()) {
-      // Only the lease holder gets here; it recorded nothing we could trust.
-      spdlog::error("worker {}: result of job {} attempt {} refused: {}", peer.worker_id, m.job_id(), m.attempt(),
-                    where.message());
-      proto::JobError e;
-      e.set_job_id(m.job_id());
-      e.set_attempt(m.attempt());
-      e.set_code("InvalidArgument");
-      e.set_message("result refused: " + where.message());
-      e.set_retryable(true);
-      on_error(peer, e);
-      return;
+  // A result without outputs has no paths to confine: no job row to read.
+  if (m.outputs_size() > 0) {
+    if (auto job = store_->get_job(m.job_id()); job.ok()) {
+      if (Status where = check_result_outputs(m, job->output_dir); !where.ok()) {
+        // Only the lease holder gets here; it recorded nothing we could trust.
+        spdlog::error("worker {}: result of job {} attempt {} refused: {}", peer.worker_id, m.job_id(), m.attempt(),
+                      where.message());
+        proto::JobError e;
+        e.set_job_id(m.job_id());
+        e.set_attempt(m.attempt());
+        e.set_code("InvalidArgument");
+        e.set_message("result refused: " + where.message());
+        e.set_retryable(true);
+        on_error(peer, e);
+        return;
+      }
     }
   }
   Status s = store_->record_result(to_db_result(m, peer.worker_id), db::wall_clock_seconds());
@@ -878,19 +887,22 @@ void Server::on_client(const std::string& routing_id, const proto::Envelope& req
 }
 
 proto::Envelope Server::on_submit(const proto::SubmitRequest& m) {
-  auto manifest = parse_manifest_text(m.manifest_text(), m.manifest_path());
+  auto manifest = parse_manifest_text(m.manifest_text(), m.manifest_path(), options_.max_batch_jobs);
   if (!manifest.ok()) return error_reply(manifest.status());
   if (Status pre = preflight(*manifest); !pre.ok()) return error_reply(pre);
-  db::NewBatch batch = manifest->to_new_batch();
+  // Streamed: the jobs are expanded one at a time as they are checked and
+  // inserted, so a batch of a million is never in memory whole.
+  db::NewBatch batch = manifest->to_streamed_batch();
+  const int64_t jobs = manifest->job_count();
   if (m.has_priority_override()) batch.priority = m.priority_override();
   if (Status free = store_->check_folders_free(batch); !free.ok()) return error_reply(free);
   auto id = store_->insert_batch(batch, db::wall_clock_seconds());
   if (!id.ok()) return error_reply(id.status());
   maybe_queued_ = true;
-  spdlog::info("batch {} \"{}\": {} jobs queued from {}", *id, batch.name, batch.jobs.size(), m.manifest_path());
+  spdlog::info("batch {} \"{}\": {} jobs queued from {}", *id, batch.name, jobs, m.manifest_path());
   proto::Envelope e;
   e.mutable_submit_reply()->set_batch_id(*id);
-  e.mutable_submit_reply()->set_jobs(static_cast<int64_t>(batch.jobs.size()));
+  e.mutable_submit_reply()->set_jobs(jobs);
   e.mutable_submit_reply()->set_name(batch.name);
   return e;
 }

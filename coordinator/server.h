@@ -52,6 +52,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "coordinator/curve_auth.h"
+#include "coordinator/manifest.h"
 #include "coordinator/wire_records.h"
 #include "coordinator/peer_table.h"
 #include "proto/curve_keys.h"
@@ -99,6 +100,10 @@ struct ServerOptions {
   // publishes its snapshot (counters, workers) for the monitor's HTTP thread
   // (coordinator/monitor/). Borrowed; must outlive the server. null = none.
   monitor::Metrics* metrics = nullptr;
+  // The batch cap: a submitted manifest expanding to more jobs is refused
+  // naming it (`--max-batch-jobs`). 1..kMaxBatchJobsLimit (manifest.h says
+  // why that bound); create() refuses other values.
+  int64_t max_batch_jobs = kMaxManifestJobs;
 };
 
 // Counters for logs, `hipq workers` and the benchmark.

@@ -90,7 +90,11 @@ Result<std::unique_ptr<Database>> Database::open_in_memory() {
 }
 
 Result<std::unique_ptr<Database>> Database::open_and_migrate(const std::filesystem::path& path) {
-  HIPQ_ASSIGN_OR_RETURN(auto db, open(path));
+  return open_and_migrate(path, Options{});
+}
+
+Result<std::unique_ptr<Database>> Database::open_and_migrate(const std::filesystem::path& path, Options options) {
+  HIPQ_ASSIGN_OR_RETURN(auto db, open(path, options));
   HIPQ_RETURN_IF_ERROR(migrate(*db).WithContext("database " + path.string()));
   return db;
 }
@@ -109,6 +113,7 @@ Status Database::apply_pragmas(const Options& options, bool in_memory) {
     }
   }
   // FULL: a committed job state survives power loss, not just a crash.
+  if (options.memory_temp_store) HIPQ_RETURN_IF_ERROR(execute("PRAGMA temp_store=MEMORY;"));
   return execute(
       "PRAGMA synchronous=FULL;"
       "PRAGMA foreign_keys=ON;");

@@ -46,6 +46,13 @@ class Database {
     // Open an existing file only (NotFound when it does not exist).
     bool must_exist = false;
     bool read_only = false;
+    // PRAGMA temp_store=MEMORY: for the coordinator's connection, whose
+    // writes are savepoints inside a group commit (db/transaction.h). Their
+    // statement journals then stay in memory instead of a temporary file
+    // written on every change; they only serve a rollback inside the open
+    // transaction, so durability is unchanged. Off for everything else: it
+    // would also keep the spill files of large sorts in memory.
+    bool memory_temp_store = false;
   };
 
   // Opens (creating unless must_exist) the database file at `path`.
@@ -55,6 +62,7 @@ class Database {
   static Result<std::unique_ptr<Database>> open_in_memory();
   // open() + migrate() to the latest schema (db/schema.h).
   static Result<std::unique_ptr<Database>> open_and_migrate(const std::filesystem::path& path);
+  static Result<std::unique_ptr<Database>> open_and_migrate(const std::filesystem::path& path, Options options);
 
   ~Database();
   Database(const Database&) = delete;

@@ -62,10 +62,11 @@ class JobStore {
   // Stores the manifest (verbatim text + sha256; reused when the same text
   // was stored before), the batch (state active) and its jobs (queued) in one
   // transaction; returns the batch id. The token "{batch_id}" in a job's
-  // output_dir is replaced by the new batch's id. InvalidArgument for an
-  // empty job list, max_attempts < 1, a relative output_root, or a job's
-  // output_dir that is absolute or has a ".." component (nothing is written
-  // then).
+  // output_dir is replaced by the new batch's id. The jobs are read one at a
+  // time from batch.job_stream when set (a batch of millions is never held
+  // whole). InvalidArgument for an empty job list, max_attempts < 1, a
+  // relative output_root, a repeated ordinal, or a job's output_dir that is
+  // absolute or has a ".." component (nothing is written then).
   Result<int64_t> insert_batch(const NewBatch& batch, double now);
   // AlreadyExists (naming the folder and its batch) when a job folder of
   // `batch` (output_root/output_dir, compared as stored) is already the folder

@@ -22,7 +22,6 @@ namespace hipq::db {
 // ---- intake -------------------------------------------------------------------
 
 Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
-  if (batch.jobs.empty()) return Status::InvalidArgument("batch '" + batch.name + "' has no jobs");
   if (batch.max_attempts < 1) {
     return Status::InvalidArgument("batch '" + batch.name + "': max_attempts must be >= 1, got " +
                                    std::to_string(batch.max_attempts));
@@ -31,18 +30,17 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     return Status::InvalidArgument("batch '" + batch.name + "': output root '" + batch.output_root +
                                    "' must be an absolute path");
   }
-  std::set<int64_t> ordinals;
-  for (const auto& job : batch.jobs) {
+  // Checked while inserting, one job at a time (a batch may be millions of
+  // jobs, never held whole): a bad job rolls the whole batch back. A repeated
+  // ordinal is the UNIQUE (batch_id, ordinal) constraint's to catch.
+  auto check_job = [&](const NewJob& job) -> Status {
     if (has_dotdot_or_absolute(job.output_dir)) {
       return Status::InvalidArgument("batch '" + batch.name + "' job " + std::to_string(job.ordinal) +
                                      ": output dir '" + job.output_dir +
                                      "' must be a relative path inside the output root (no '..')");
     }
-    if (!ordinals.insert(job.ordinal).second) {
-      return Status::InvalidArgument("batch '" + batch.name + "': job ordinal " + std::to_string(job.ordinal) +
-                                     " appears twice");
-    }
-  }
+    return Status::Ok();
+  };
 
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   std::string sha = sha256_hex(batch.manifest_text);
@@ -80,23 +78,20 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     b.bind_text(6, batch.golden_source);
     b.bind_text(7, batch.parity_gate.to_json().dump());
     b.bind_bool(8, batch.allow_unpinned);
-    b.bind_int64(9, static_cast<int64_t>(batch.jobs.size()));
+    b.bind_int64(9, 0);  // set once the jobs are in
     b.bind_double(10, now);
     HIPQ_RETURN_IF_ERROR(b.run());
     batch_id = db_.last_insert_rowid();
   }
-  // Folders with "{batch_id}" resolved.
-  std::vector<std::string> dirs;
-  dirs.reserve(batch.jobs.size());
-  for (const auto& job : batch.jobs) dirs.push_back(resolve_batch_id(job.output_dir, batch_id));
   static constexpr char kInsertJob[] =
       "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
       "steps, guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, created_at, "
       "updated_at, timestep_spacing, guidance_rescale) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)";
   Statement s = db_.prepare_cached(kInsertJob);
-  for (size_t i = 0; i < batch.jobs.size(); ++i) {
-    const NewJob& job = batch.jobs[i];
+  int64_t count = 0;
+  HIPQ_RETURN_IF_ERROR(for_each_new_job(batch, [&](const NewJob& job) -> Status {
+    HIPQ_RETURN_IF_ERROR(check_job(job));
     s.reset();
     s.bind_int64(0, batch_id);
     s.bind_int64(1, job.ordinal);
@@ -114,19 +109,44 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     s.bind_text(13, job.precision);
     s.bind_text(14, job.rng);
     s.bind_optional_text(15, job.golden_key);
-    s.bind_text(16, dirs[i]);
+    // Folders with "{batch_id}" resolved.
+    s.bind_text(16, resolve_batch_id(job.output_dir, batch_id));
     s.bind_int(17, batch.priority);
     s.bind_double(18, now);
     s.bind_double(19, now);
     s.bind_text(20, job.timestep_spacing);
     s.bind_double(21, job.guidance_rescale);
-    HIPQ_RETURN_IF_ERROR(s.run());
+    Status ran = s.run();
+    if (ran.code() == StatusCode::kAlreadyExists) {
+      return Status::InvalidArgument("batch '" + batch.name + "': job ordinal " + std::to_string(job.ordinal) +
+                                     " appears twice");
+    }
+    HIPQ_RETURN_IF_ERROR(ran);
+    ++count;
+    return Status::Ok();
+  }));
+  if (count == 0) return Status::InvalidArgument("batch '" + batch.name + "' has no jobs");
+  {
+    static constexpr char kSetJobCount[] = "UPDATE batches SET job_count = ? WHERE id = ?";
+    Statement c = db_.prepare_cached(kSetJobCount);
+    c.bind_int64(0, count);
+    c.bind_int64(1, batch_id);
+    HIPQ_RETURN_IF_ERROR(c.run());
   }
   HIPQ_RETURN_IF_ERROR(txn.commit());
   return batch_id;
 }
 
 Status JobStore::check_folders_free(const NewBatch& batch) {
+  // A folder with the new batch's id in it is the new batch's own: when every
+  // job's has it (the default layout), nothing stored needs reading.
+  bool any_shared = false;
+  Status scan = for_each_new_job(batch, [&](const NewJob& job) -> Status {
+    if (job.output_dir.find("{batch_id}") != std::string::npos) return Status::Ok();
+    any_shared = true;
+    return Status::Cancelled("a job folder without {batch_id}");  // enough: stop here
+  });
+  if (!any_shared) return scan;
   static constexpr char kSelectFoldersUnderRoot[] =
       "SELECT j.output_dir, j.batch_id, b.name FROM jobs j JOIN batches b ON b.id = j.batch_id "
       "WHERE b.output_root = ? ORDER BY j.id";
@@ -139,18 +159,16 @@ Status JobStore::check_folders_free(const NewBatch& batch) {
     used.emplace(u.column_text(0), std::make_pair(u.column_int64(1), u.column_text(2)));
   }
   if (used.empty()) return Status::Ok();
-  for (const auto& job : batch.jobs) {
-    // A folder with the new batch's id in it is the new batch's own.
-    if (job.output_dir.find("{batch_id}") != std::string::npos) continue;
+  return for_each_new_job(batch, [&](const NewJob& job) -> Status {
+    if (job.output_dir.find("{batch_id}") != std::string::npos) return Status::Ok();
     auto it = used.find(job.output_dir);
-    if (it == used.end()) continue;
+    if (it == used.end()) return Status::Ok();
     return Status::AlreadyExists("batch '" + batch.name + "': job folder '" +
                                  (std::filesystem::path(batch.output_root) / job.output_dir).string() +
                                  "' belongs to batch " + std::to_string(it->second.first) + " \"" +
                                  it->second.second + "\"; its files would be overwritten. Put {batch_id} in "
                                  "outputs.layout (the default layout has it) or choose another outputs.directory");
-  }
-  return Status::Ok();
+  });
 }
 
 }  // namespace hipq::db

@@ -56,6 +56,12 @@ Result<AttemptState> parse_attempt_state(std::string_view name) {
 
 bool is_terminal(JobState s) { return s != JobState::kQueued && s != JobState::kLeased; }
 
+Status for_each_new_job(const NewBatch& batch, const NewJobVisitor& visit) {
+  if (batch.job_stream) return batch.job_stream(visit);
+  for (const NewJob& job : batch.jobs) HIPQ_RETURN_IF_ERROR(visit(job));
+  return Status::Ok();
+}
+
 spec::GenerationSettings JobRecord::generation_settings() const {
   spec::GenerationSettings s;
   s.prompt = prompt;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,13 @@ struct NewJob {
   std::string output_dir;           // relative to the batch's output_root
 };
 
+// A batch's jobs handed over one at a time, so a batch of millions is never in
+// memory whole: a NewJobStream calls `visit` for each job in ordinal order and
+// stops at, and returns, the first error it returns. It may be run more than
+// once (each run visits the same jobs).
+using NewJobVisitor = std::function<Status(const NewJob&)>;
+using NewJobStream = std::function<Status(const NewJobVisitor&)>;
+
 struct NewBatch {
   std::string name;
   int priority = 0;                 // higher runs first
@@ -76,8 +84,14 @@ struct NewBatch {
   // The manifest, stored verbatim; sha256 is computed by insert_batch.
   std::string manifest_path;
   std::string manifest_text;
+  // The jobs: `jobs`, or, when job_stream is set, the jobs it visits (then
+  // `jobs` is ignored).
   std::vector<NewJob> jobs;
+  NewJobStream job_stream;
 };
+
+// Visits the jobs of `batch` (its job_stream, or else its jobs) in order.
+Status for_each_new_job(const NewBatch& batch, const NewJobVisitor& visit);
 
 // ---- rows ----------------------------------------------------------------
 

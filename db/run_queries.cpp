@@ -43,6 +43,7 @@ WHERE (?1 IS NULL OR j.batch_id = ?1)
   AND (?12 IS NULL OR COALESCE(r.recorded_at, a.started_at, j.created_at) < ?12)
   AND (?13 IS NULL OR r.warm = ?13)
   AND (?14 = 0 OR r.id IS NOT NULL)
+  AND (?16 IS NULL OR j.id > ?16)
 ORDER BY j.id
 LIMIT ?15
 )sql";
@@ -85,6 +86,7 @@ void bind_filter(Statement& s, const RunFilter& f) {
   }
   s.bind_int64(13, f.with_result_only ? 1 : 0);
   s.bind_int64(14, f.limit > 0 ? f.limit : -1);
+  s.bind_optional_int64(15, f.after_job);
 }
 
 Result<std::vector<std::string>> parse_tags(const std::string& text, int64_t job_id) {

@@ -23,7 +23,7 @@
 //             the attempt's started_at, else the job's created_at
 //   warm      results.warm = (only runs with a result match)
 //   with_result_only  only runs that have a result (timings exist only there)
-// Rows come ordered by job id; limit 0 = no limit.
+// Rows come ordered by job id; limit 0 = no limit; after_job pages.
 //
 // Errors: SQLite errors as mapped in db/statement.h; Corruption when a
 // stored JSON column (tags) does not parse.
@@ -58,6 +58,9 @@ struct RunFilter {
   std::optional<bool> warm;
   bool with_result_only = false;
   int64_t limit = 0;
+  // Only jobs with a greater id: the next page after a page whose last job
+  // this was (keyset paging, so a million runs are read a page at a time).
+  std::optional<int64_t> after_job;
 };
 
 struct RunRow {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "db/database.h"
+#include "db/statement.h"
 
 namespace hipq::db {
 
@@ -15,9 +16,21 @@ Result<Transaction> Transaction::begin(Database& db, const char* sql) {
   return Transaction(&db, false);
 }
 
+namespace {
+
+// Savepoints are taken and released for every JobStore call inside a group
+// commit (thousands a second): prepared once per connection, not parsed again.
+constexpr char kSavepoint[] = "SAVEPOINT hipq_write";
+constexpr char kReleaseSavepoint[] = "RELEASE SAVEPOINT hipq_write";
+constexpr char kRollbackToSavepoint[] = "ROLLBACK TO SAVEPOINT hipq_write";
+
+Status run_cached(Database& db, const char* sql) { return db.prepare_cached(sql).run(); }
+
+}  // namespace
+
 Result<Transaction> Transaction::begin_write(Database& db) {
   if (!db.in_transaction()) return begin_immediate(db);
-  HIPQ_RETURN_IF_ERROR(db.execute("SAVEPOINT hipq_write"));
+  HIPQ_RETURN_IF_ERROR(run_cached(db, kSavepoint));
   return Transaction(&db, true);
 }
 
@@ -38,7 +51,7 @@ Status Transaction::commit() {
     db_ = nullptr;
     // Savepoint names resolve to the innermost one of that name, so nested
     // hipq_write savepoints release in the right order.
-    return db->execute("RELEASE SAVEPOINT hipq_write");
+    return run_cached(*db, kReleaseSavepoint);
   }
   Status s = db->execute("COMMIT");
   if (!s.ok()) {
@@ -57,7 +70,10 @@ Status Transaction::rollback() {
   Database* db = std::exchange(db_, nullptr);
   // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL).
   if (!db->in_transaction()) return Status::Ok();
-  if (savepoint_) return db->execute("ROLLBACK TO SAVEPOINT hipq_write; RELEASE SAVEPOINT hipq_write");
+  if (savepoint_) {
+    HIPQ_RETURN_IF_ERROR(run_cached(*db, kRollbackToSavepoint));
+    return run_cached(*db, kReleaseSavepoint);
+  }
   return db->execute("ROLLBACK");
 }
 

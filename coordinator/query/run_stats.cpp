@@ -115,8 +115,9 @@ Result<db::RunFilter> parse_run_filter(const json& args) {
       }
     }
     if (args.contains("limit") && !args["limit"].is_null()) f.limit = args["limit"].get<int64_t>();
+    if (args.contains("after") && !args["after"].is_null()) f.after_job = args["after"].get<int64_t>();
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("run filter: batch, seed and limit must be integers: ") + e.what());
+    return Status::InvalidArgument(std::string("run filter: batch, seed, limit and after must be integers: ") + e.what());
   }
   if (args.contains("since") && !args["since"].is_null()) {
     HIPQ_ASSIGN_OR_RETURN(double t, parse_time(args["since"], "since", now));

@@ -446,6 +446,94 @@ TEST(ManifestTest, LayoutThatMergesJobsIsRefused) {
   EXPECT_EQ(lines_of(m.status().message()).size(), 2u);  // (0,1) and (2,3)
 }
 
+TEST(ManifestTest, TheBatchCapIsASettingAndItsRefusalNamesIt) {
+  ManifestDir dir;
+  auto path = dir.write("m.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "defaults: {seeds: {from: 0, count: 10}}\n"
+                        "prompts: [a, b, c]\n");
+  auto capped = parse_manifest(path, 29);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_NE(capped.status().message().find("expands to 30 jobs, more than 29 jobs, the batch cap (--max-batch-jobs"),
+            std::string::npos)
+      << capped.status().message();
+  auto ranged = parse_manifest(dir.write("r.yaml",
+                                         "model: synthetic:tiny-sdxl\n"
+                                         "defaults: {seeds: {from: 0, count: 40}}\n"
+                                         "prompts: [a]\n"),
+                               29);
+  ASSERT_FALSE(ranged.ok());
+  EXPECT_NE(ranged.status().message().find("--max-batch-jobs"), std::string::npos) << ranged.status().message();
+  auto fits = parse_manifest(path, 30);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->job_count(), 30);
+  // The default cap, and one past the hard bound is the hard bound.
+  EXPECT_TRUE(parse_manifest(path).ok());
+  EXPECT_TRUE(parse_manifest(path, kMaxBatchJobsLimit + 1).ok());
+}
+
+TEST(ManifestTest, StreamedJobsAreTheExpandedJobs) {
+  ManifestDir dir;
+  auto m = parse_manifest(dir.write("m.yaml",
+                                    "model: synthetic:tiny-sdxl\n"
+                                    "defaults: {seeds: [3, 1], repeats: 2, negative_prompt: blur}\n"
+                                    "prompts: [a, {text: b, tags: [x:y], seeds: [9]}]\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const db::NewBatch whole = m->to_new_batch();
+  const db::NewBatch streamed = m->to_streamed_batch();
+  EXPECT_TRUE(streamed.jobs.empty());
+  std::vector<db::NewJob> seen;
+  ASSERT_TRUE(db::for_each_new_job(streamed, [&](const db::NewJob& j) {
+                seen.push_back(j);
+                return Status::Ok();
+              }).ok());
+  ASSERT_EQ(seen.size(), whole.jobs.size());
+  ASSERT_EQ(seen.size(), 6u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].ordinal, whole.jobs[i].ordinal);
+    EXPECT_EQ(seen[i].prompt, whole.jobs[i].prompt);
+    EXPECT_EQ(seen[i].seed, whole.jobs[i].seed);
+    EXPECT_EQ(seen[i].tags, whole.jobs[i].tags);
+    EXPECT_EQ(seen[i].output_dir, whole.jobs[i].output_dir);
+    EXPECT_EQ(seen[i].negative_prompt, "blur");
+  }
+  EXPECT_EQ(seen[4].tags, (std::vector<std::string>{"x:y"}));
+  EXPECT_EQ(streamed.manifest_text, whole.manifest_text);
+}
+
+TEST(ManifestTest, ManyJobsUnderOneParentAreConfinedAndTheirDuplicatesFound) {
+  ManifestDir dir;
+  ManifestDir elsewhere;
+  std::filesystem::create_directories(dir.path() / "out" / "b");
+  // A job folder that exists as a link out of the root, among siblings that
+  // do not exist yet under the same parent: only the link is refused.
+  std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() / "out" / "b" / "7");
+  auto path = dir.write("m.yaml",
+                        "model: synthetic:tiny-sdxl\n"
+                        "defaults: {seeds: {from: 0, count: 2000}}\n"
+                        "outputs: {layout: \"b/{seed}\"}\n"
+                        "prompts: [a]\n");
+  auto m = parse_manifest(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(has_problem(m.status(), path.string(), 3, 19, "outputs.layout", "symbolic link")) << m.status().message();
+  EXPECT_EQ(lines_of(m.status().message()).size(), 1u) << m.status().message();
+  std::filesystem::remove(dir.path() / "out" / "b" / "7");
+  EXPECT_TRUE(parse_manifest(path).ok());
+  // 2,000 jobs in pairs on one folder each: every pair is found by its hash
+  // and compared by text; five are named, the rest counted.
+  auto merged = parse_manifest(dir.write("merged.yaml",
+                                         "model: synthetic:tiny-sdxl\n"
+                                         "defaults: {seeds: {from: 0, count: 1000}, repeats: 2}\n"
+                                         "outputs: {layout: \"b/{seed}\"}\n"
+                                         "prompts: [a]\n"));
+  ASSERT_FALSE(merged.ok());
+  EXPECT_TRUE(has_problem(merged.status(), path.parent_path().string() + "/merged.yaml", 3, 19, "outputs.layout",
+                          "jobs 0 and 1 would both write to 'b/0'"))
+      << merged.status().message();
+  EXPECT_NE(merged.status().message().find("995 more duplicate output directories"), std::string::npos)
+      << merged.status().message();
+}
+
 TEST(ManifestTest, EmptyAndMultiDocumentFiles) {
   ManifestDir dir;
   auto empty = parse_manifest(dir.write("empty.yaml", "# nothing here\n"));

@@ -84,6 +84,44 @@ class ServerTest : public ::testing::Test {
   std::thread thread;
 };
 
+TEST(ServerBatchCapTest, ABatchPastTheCoordinatorsCapIsRefusedNamingTheSettingAndOneAtItIsQueuedWhole) {
+  TempDir tmp;
+  zmq::context_t ctx;
+  ServerOptions o;
+  o.db_path = tmp.path() / "hipq.db";
+  o.bind = "tcp://127.0.0.1:*";
+  o.max_batch_jobs = 0;
+  auto refused = Server::create(ctx, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--max-batch-jobs"), std::string::npos) << refused.status().message();
+  o.max_batch_jobs = 6;
+  auto s = Server::create(ctx, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::unique_ptr<Server> server = std::move(*s);
+  std::thread loop([&] { ASSERT_TRUE(server->run().ok()); });
+  ClientOptions co;
+  co.endpoint = server->endpoint();
+  auto c = Client::connect(ctx, co);
+  ASSERT_TRUE(c.ok());
+  auto fits = (*c)->submit(write_sleep_manifest(tmp.path(), "fits", 3, 2));
+  auto over = (*c)->submit(write_sleep_manifest(tmp.path(), "over", 7, 1));
+  server->request_stop();
+  loop.join();
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->jobs(), 6);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("expands to 7 jobs, more than 6 jobs, the batch cap (--max-batch-jobs"),
+            std::string::npos)
+      << over.status().message();
+  auto db = db::Database::open(tmp.path() / "hipq.db");
+  ASSERT_TRUE(db.ok());
+  db::Statement n = (*db)->prepare("SELECT COUNT(*), MAX(b.job_count) FROM jobs j JOIN batches b ON b.id = j.batch_id");
+  ASSERT_TRUE(n.step().ok());
+  EXPECT_EQ(n.column_int64(0), 6);
+  EXPECT_EQ(n.column_int64(1), 6);
+}
+
 // A peer of protocol version 1 (settings as a JSON string) is told why it is
 // refused, in an envelope of its own version that it can decode.
 TEST_F(ServerTest, AnOlderProtocolVersionIsAnsweredWithARefusalInItsVersion) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "db/statement.h"
+#include "db/transaction.h"
 #include "tests/db/test_util.h"
 
 namespace hipq::db {
@@ -28,6 +29,40 @@ TEST(DatabaseTest, OpenFileAppliesPragmas) {
   EXPECT_EQ(pragma("PRAGMA synchronous"), "2");  // FULL
   EXPECT_EQ(pragma("PRAGMA foreign_keys"), "1");
   EXPECT_EQ(pragma("PRAGMA busy_timeout"), "10000");
+  EXPECT_EQ(pragma("PRAGMA temp_store"), "0");  // the default: large sorts may spill to files
+}
+
+TEST(DatabaseTest, TheCoordinatorsConnectionKeepsSavepointJournalsInMemoryAndRollsThemBack) {
+  TempDir dir;
+  Database::Options o;
+  o.memory_temp_store = true;
+  auto db = Database::open_and_migrate(dir.path() / "a.db", o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  Statement t = (*db)->prepare("PRAGMA temp_store");
+  ASSERT_TRUE(t.step().ok());
+  EXPECT_EQ(t.column_text(0), "2");  // MEMORY
+  // A savepoint rolled back inside an open transaction undoes only its own
+  // writes (its journal in memory), and the transaction commits the rest.
+  ASSERT_TRUE((*db)->execute("CREATE TABLE t (x INTEGER)").ok());
+  auto outer = Transaction::begin_immediate(**db);
+  ASSERT_TRUE(outer.ok());
+  ASSERT_TRUE((*db)->execute("INSERT INTO t (x) VALUES (1)").ok());
+  {
+    auto inner = Transaction::begin_write(**db);
+    ASSERT_TRUE(inner.ok() && inner->is_savepoint());
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE((*db)->execute("INSERT INTO t (x) VALUES (2)").ok());
+    ASSERT_TRUE((*db)->execute("UPDATE t SET x = 3 WHERE x = 1").ok());
+  }  // rolled back
+  {
+    auto inner = Transaction::begin_write(**db);
+    ASSERT_TRUE(inner.ok());
+    ASSERT_TRUE((*db)->execute("INSERT INTO t (x) VALUES (4)").ok());
+    ASSERT_TRUE(inner->commit().ok());
+  }
+  ASSERT_TRUE(outer->commit().ok());
+  Statement rows = (*db)->prepare("SELECT group_concat(x) FROM (SELECT x FROM t ORDER BY x)");
+  ASSERT_TRUE(rows.step().ok());
+  EXPECT_EQ(rows.column_text(0), "1,4");
 }
 
 // The database and its -wal/-shm hold every prompt and path: owner only,

@@ -99,5 +99,86 @@ TEST_F(JobStoreTest, InvalidBatchesWriteNothing) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM jobs"), 0);
 }
 
+TEST_F(JobStoreTest, AStreamedBatchIsInsertedOneJobAtATimeAndCounted) {
+  const NewBatch proto_batch = make_batch(1);
+  NewBatch b = proto_batch;
+  b.jobs.clear();
+  int runs = 0;
+  b.job_stream = [&](const NewJobVisitor& visit) -> Status {
+    ++runs;
+    NewJob job = proto_batch.jobs[0];
+    for (int i = 0; i < 250; ++i) {
+      job.ordinal = i;
+      job.seed = static_cast<uint64_t>(1000 + i);
+      job.output_dir = std::string("{batch_id}/job-") + std::to_string(i);
+      HIPQ_RETURN_IF_ERROR(visit(job));
+    }
+    return Status::Ok();
+  };
+  ASSERT_TRUE(store_->check_folders_free(b).ok());
+  int64_t id = insert(b);
+  auto batch = store_->get_batch(id);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->job_count, 250);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE batch_id = " + std::to_string(id)), 250);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE seed = 1249 AND ordinal = 249 AND output_dir = '" +
+                  std::to_string(id) + "/job-249'"),
+            1);
+  // check_folders_free stopped at the first job (every folder has {batch_id})
+  // and read nothing stored; insert_batch ran the stream once more.
+  EXPECT_EQ(runs, 2);
+}
+
+TEST_F(JobStoreTest, AStreamedBatchWithABadJobLeavesNothing) {
+  const NewBatch proto_batch = make_batch(1);
+  auto streamed = [&](int bad_at, const std::string& bad_dir, int64_t bad_ordinal) {
+    NewBatch b = proto_batch;
+    b.jobs.clear();
+    b.job_stream = [=](const NewJobVisitor& visit) -> Status {
+      NewJob job = proto_batch.jobs[0];
+      for (int i = 0; i < 100; ++i) {
+        job.ordinal = i == bad_at ? bad_ordinal : i;
+        job.output_dir = i == bad_at ? bad_dir : std::string("d") + std::to_string(i);
+        HIPQ_RETURN_IF_ERROR(visit(job));
+      }
+      return Status::Ok();
+    };
+    return b;
+  };
+  auto escape = store_->insert_batch(streamed(70, "a/../../etc", 70), kT0);
+  EXPECT_EQ(escape.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(escape.status().message().find("job 70"), std::string::npos) << escape.status().message();
+  auto dup = store_->insert_batch(streamed(90, "d90", 3), kT0);
+  EXPECT_EQ(dup.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(dup.status().message().find("ordinal 3 appears twice"), std::string::npos) << dup.status().message();
+  NewBatch empty = proto_batch;
+  empty.jobs.clear();
+  empty.job_stream = [](const NewJobVisitor&) { return Status::Ok(); };
+  EXPECT_EQ(store_->insert_batch(empty, kT0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM batches"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs"), 0);
+}
+
+TEST_F(JobStoreTest, AStreamedBatchIsCheckedForFoldersOfEarlierBatches) {
+  NewBatch first = make_batch(3);
+  for (auto& j : first.jobs) j.output_dir = std::string("shared/") + std::to_string(j.ordinal);
+  insert(first);
+  NewBatch again = make_batch(1);
+  const NewJob job = again.jobs[0];
+  again.jobs.clear();
+  again.job_stream = [&](const NewJobVisitor& visit) -> Status {
+    for (int i = 0; i < 3; ++i) {
+      NewJob j = job;
+      j.ordinal = i;
+      j.output_dir = i == 2 ? "shared/2" : std::string("{batch_id}/") + std::to_string(i);
+      HIPQ_RETURN_IF_ERROR(visit(j));
+    }
+    return Status::Ok();
+  };
+  Status s = store_->check_folders_free(again);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("shared/2"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace hipq::db

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 
 #include "tests/db/run_history_fixture.h"
@@ -92,6 +94,26 @@ TEST_F(RunQueriesTest, EachFilterSelectsWhatItNames) {
   EXPECT_EQ(runs({.limit = 3}).size(), 3u);
   // Combined filters are ANDed.
   EXPECT_EQ(runs({.prompt = "fox", .host = "boxa"}).size(), 4u);  // 3 results + the failed one
+}
+
+TEST_F(RunQueriesTest, PagesAfterAJobListEveryRunOnceInOrder) {
+  const auto all = runs({});
+  ASSERT_EQ(all.size(), 14u);
+  std::vector<int64_t> paged;
+  RunFilter f{.limit = 4};
+  for (int page = 0; page < 10; ++page) {
+    const auto rows = runs(f);
+    for (const auto& r : rows) paged.push_back(r.job_id);
+    if (rows.size() < 4) break;
+    f.after_job = rows.back().job_id;
+  }
+  std::vector<int64_t> expected;
+  for (const auto& r : all) expected.push_back(r.job_id);
+  EXPECT_EQ(paged, expected);
+  EXPECT_EQ(runs({.prompt = "LIGHTHOUSE", .after_job = all[6].job_id}).size(),
+            static_cast<size_t>(std::count_if(all.begin() + 7, all.end(), [](const RunRow& r) {
+              return r.prompt.find("lighthouse") != std::string::npos;
+            })));
 }
 
 TEST_F(RunQueriesTest, TimeWindowIsHalfOpen) {
