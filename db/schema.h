@@ -31,7 +31,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 5;
+inline constexpr int kLatestSchemaVersion = 6;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

@@ -13,8 +13,10 @@
 #include "engine/parity.h"
 #include "engine/pipeline.h"
 #include "proto/parity_gate_codec.h"
+#include "proto/input_digests_codec.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/phases.h"
 
 namespace hipq::worker {
@@ -77,6 +79,22 @@ std::vector<std::string> EngineJobRunner::loaded_models() const {
 }
 
 
+std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
+  std::vector<proto::HeldModel> out;
+  for (const auto& [spec, p] : pipelines_) {
+    std::vector<spec::LoraSpec> loras;
+    std::vector<std::string> digests;
+    for (const auto& l : p->loras()) {
+      loras.push_back(l.spec);
+      digests.push_back(l.sha256);
+    }
+    proto::HeldModel& h = out.emplace_back();
+    h.set_model(spec);
+    h.set_lora_key(spec::lora_set_key(loras, digests));
+  }
+  return out;
+}
+
 Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
                                                         bool* loaded_now) {
   *loaded_now = false;
@@ -129,6 +147,8 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   engine::GenerationJob generation_job;
   generation_job.settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(generation_job.settings.validate());
+  if (job.has_inputs()) generation_job.inputs = proto::from_proto(job.inputs());
+  HIPQ_RETURN_IF_ERROR(generation_job.inputs.check_against(generation_job.settings));
   if (job.has_parity_gate()) generation_job.gate = proto::from_proto(job.parity_gate());
   HIPQ_RETURN_IF_ERROR(generation_job.gate.validate());
   const std::filesystem::path root = job.output_root();

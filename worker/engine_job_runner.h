@@ -55,6 +55,7 @@ class EngineJobRunner final : public JobRunner {
 
   void describe(proto::WorkerHello& hello) const override;
   std::vector<std::string> loaded_models() const override;
+  std::vector<proto::HeldModel> held_models() const override;
   Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                const std::atomic<bool>& cancel) override;
 
