@@ -217,31 +217,23 @@ prompts: [a cat]
   ASSERT_FALSE(bad.ok());
   const Status& s = bad.status();
   const std::string file = (dir.path() / "bad.yaml").string();
-  EXPECT_TRUE(has_problem(s, file, 6, 34, "defaults.loras[0].scal", "unknown key 'scal'; did you mean 'scale'?"))
+  EXPECT_TRUE(has_problem(s, file, 6, 35, "defaults.loras[0].scal", "unknown key 'scal'; did you mean 'scale'?"))
       << s.message();
   EXPECT_TRUE(has_problem(s, file, 7, 7, "defaults.loras[1]", "holds no LoRA pairs")) << s.message();
-  EXPECT_TRUE(has_problem(s, file, 8, 46, "defaults.loras[2].scale", "40 is out of range -16..16")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 8, 45, "defaults.loras[2].scale", "40 is out of range -16..16")) << s.message();
   EXPECT_TRUE(has_problem(s, file, 9, 15, "defaults.init_image", "small.png")) << s.message();
   EXPECT_TRUE(has_problem(s, file, 10, 20, "defaults.refiner.model", "did you mean 'tiny-sdxl'?")) << s.message();
-  EXPECT_TRUE(has_problem(s, file, 10, 52, "defaults.refiner.switch_at", "must be in (0, 1)")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 10, 53, "defaults.refiner.switch_at", "must be in (0, 1)")) << s.message();
 
-  auto missing = parse_manifest(dir.write("missing.yaml", "model: synthetic:tiny-sdxl
-defaults:
-"
-                                                          "  loras: [{path: gone.safetensors}]
-prompts: [a cat]
-"));
+  auto missing = parse_manifest(dir.write("missing.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n"
+                                                          "  loras: [{path: gone.safetensors}]\nprompts: [a cat]\n"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_TRUE(has_problem(missing.status(), (dir.path() / "missing.yaml").string(), 3, 20, "defaults.loras[0]",
+  EXPECT_TRUE(has_problem(missing.status(), (dir.path() / "missing.yaml").string(), 3, 18, "defaults.loras[0]",
                           "gone.safetensors does not exist"))
       << missing.status().message();
 
-  auto lone = parse_manifest(dir.write("lone.yaml", "model: synthetic:tiny-sdxl
-defaults:
-  strength: 0.5
-"
-                                                    "prompts: [a cat]
-"));
+  auto lone = parse_manifest(dir.write("lone.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  strength: 0.5\n"
+                                                    "prompts: [a cat]\n"));
   ASSERT_FALSE(lone.ok());
   EXPECT_TRUE(has_problem(lone.status(), (dir.path() / "lone.yaml").string(), 3, 3, "defaults.strength",
                           "strength needs init_image"))

@@ -163,10 +163,6 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
   cases.back().loras[0].scale = 0.3f;
   cases.back().strength = 0.35f;
   inputs.push_back(InputDigests{{std::string(64, 'a'), std::string(64, 'b')}, std::string(64, 'c'), std::string(64, 'd')});
-  GenerationSettings lora_only = sample_settings();
-  lora_only.loras = {{"/x/y.safetensors", 1.0f}};
-  cases.push_back(lora_only);
-  inputs.push_back(InputDigests{{std::string(64, 'e')}, "", ""});
   for (size_t i = 0; i < cases.size(); ++i) {
     auto settings_path = dir / ("s" + std::to_string(i) + ".json");
     auto inputs_path = dir / ("i" + std::to_string(i) + ".json");
