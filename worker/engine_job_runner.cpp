@@ -96,12 +96,15 @@ std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
 }
 
 Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
-                                                        bool* loaded_now) {
+                                                        const std::vector<spec::LoraSpec>& loras, bool* loaded_now) {
   *loaded_now = false;
   if (auto it = pipelines_.find(model); it != pipelines_.end()) return it->second.get();
   // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
+  // With the job's LoRA set merged as it loads, so the first job of a set is
+  // one load, not a load and a switch.
   engine::LoadOptions options;
   options.precision = precision;
+  options.loras = loras;
   options.placement = placement_;
   auto loaded = engine::Pipeline::load(model, *backend_, options);
   if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted && !pipelines_.empty()) {
@@ -179,7 +182,7 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   };
 
   engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
-    return pipeline_for(job.model(), generation_job.settings.precision, loaded_now);
+    return pipeline_for(job.model(), generation_job.settings.precision, generation_job.settings.loras, loaded_now);
   });
   if (!r.status.ok()) return job_error(r, job.model());
 
