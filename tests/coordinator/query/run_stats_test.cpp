@@ -85,7 +85,8 @@ TEST(RunStatsTest, RunsGroupByLoraSetAndMode) {
   auto stats = compute_stats(samples, *parsed);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   std::set<std::pair<std::string, std::string>> keys;
-  for (const auto& g : (*stats)["groups"]) keys.insert({g["key"]["lora"], g["key"]["mode"]});
+  for (const auto& g : (*stats)["groups"])
+    keys.emplace(g["key"]["lora"].get<std::string>(), g["key"]["mode"].get<std::string>());
   EXPECT_EQ(keys, (std::set<std::pair<std::string, std::string>>{{"watercolor:0.8", "txt2img"},
                                                                  {"watercolor:0.8", "img2img"},
                                                                  {"none", "refiner"},
