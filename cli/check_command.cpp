@@ -84,6 +84,21 @@ int run_check(const CheckFlags& f) {
   fmt::print("  model        {}\n", m->model);
   fmt::print("  settings     {}x{}, {} steps, guidance {}, {}, {}\n", m->defaults.width, m->defaults.height,
              m->defaults.steps, m->defaults.guidance, m->defaults.sampler, m->defaults.precision);
+  for (size_t i = 0; i < m->defaults.loras.size(); ++i) {
+    fmt::print("  lora         {} at scale {} (sha256 {})\n", m->defaults.loras[i].path,
+               spec::format_guidance(m->defaults.loras[i].scale), m->defaults.inputs.loras[i].substr(0, 12));
+  }
+  if (!m->defaults.init_image.empty()) {
+    fmt::print("  init image   {} (sha256 {}), strength {}: the last {} of the {} steps\n", m->defaults.init_image,
+               m->defaults.inputs.init_image.substr(0, 12), spec::format_guidance(static_cast<float>(m->defaults.strength)),
+               spec::denoising_steps(m->defaults.steps, static_cast<float>(m->defaults.strength)), m->defaults.steps);
+  }
+  if (!m->defaults.refiner.empty()) {
+    fmt::print("  refiner      {} from {} of the schedule (aesthetic scores {} / {})\n", m->defaults.refiner,
+               spec::format_guidance(static_cast<float>(m->defaults.refiner_switch_at)),
+               spec::format_guidance(static_cast<float>(m->defaults.aesthetic_score)),
+               spec::format_guidance(static_cast<float>(m->defaults.negative_aesthetic_score)));
+  }
   fmt::print("  jobs         {} ({} prompt{} x seeds x {} repeat{})\n", jobs.size(), m->prompts.size(),
              m->prompts.size() == 1 ? "" : "s", m->defaults.repeats, m->defaults.repeats == 1 ? "" : "s");
   fmt::print("  parity       golden {}, gate {}\n", m->parity.golden.empty() ? "none" : m->parity.golden,

@@ -114,9 +114,6 @@ Status check_flags(const GenerateArgs& a) {
   if (!s.init_image.empty() && spec::denoising_steps(s.steps, s.strength) < 1)
     return Status::InvalidArgument(fmt::format("--strength {} of --steps {}: runs no step (int(steps * strength) = 0); "
                                                "raise one of them", s.strength, s.steps));
-  if (!s.init_image.empty() && !a.golden.empty())
-    return Status::InvalidArgument("--golden with --init-image: golden keys do not cover init images yet; "
-                                   "compare img2img runs without --golden");
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -169,6 +166,7 @@ int run_generate(const GenerateArgs& a) {
 
   engine::GenerationJob job;
   job.settings = a.settings;
+  job.settings.loras = loras;
   job.model_spec = a.model;
   job.output_dir = out_dir;
   job.check_parity = !a.golden.empty();
@@ -185,7 +183,20 @@ int run_generate(const GenerateArgs& a) {
       job.golden.file = gp;
     }
     job.golden.allow_unpinned = a.allow_unpinned;
-    auto found = engine::look_up_golden(job.golden, model->weights_sha256, a.settings);
+    // The golden key names the LoRA files and the init image by content.
+    spec::InputDigests inputs;
+    for (const auto& l : loras) {
+      auto hashed = engine::lora::hash_lora_file(l.path);
+      if (!hashed.ok()) return fail(kExitFailure, "--lora " + l.path + ": " + hashed.status().message());
+      inputs.loras.push_back(hashed->sha256);
+    }
+    if (!a.settings.init_image.empty()) {
+      auto hashed = sha256_file(a.settings.init_image);
+      if (!hashed.ok()) return fail(kExitFailure, "--init-image " + a.settings.init_image + ": " + hashed.status().message());
+      inputs.init_image = *hashed;
+    }
+    job.inputs = inputs;
+    auto found = engine::look_up_golden(job.golden, model->weights_sha256, job.settings, inputs);
     if (!found.ok()) return fail(kExitFailure, "--golden: " + found.status().message());
     if (found->golden && found->golden->key != found->key) {
       spdlog::warn("golden {} was made for other inputs (key {}), this run's key is {}: comparing anyway",

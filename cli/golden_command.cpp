@@ -334,7 +334,9 @@ int run_promote(const GoldenArgs& a) {
     auto g = golden_from_job(job);
     Status st = g.status();
     if (st.ok()) {
-      g->key = spec::golden_key(g->weights_sha256, g->settings);
+      // The files by the digests submitted with the job (the run checked them).
+      if (g->inputs.empty()) g->inputs = job.inputs;
+      g->key = spec::golden_key(g->weights_sha256, g->settings, g->inputs);
       const fs::path dest = dir / spec::golden_file_name(g->key);
       auto existing = store.find(g->key);
       if (existing.ok() && existing->has_value() && !a.replace) {

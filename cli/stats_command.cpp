@@ -180,7 +180,8 @@ void add_stats_command(CLI::App& app, int& exit_code) {
   add_query_flags(cmd, flags->query);
   add_filter_flags(cmd, flags->filter);
   cmd->add_option("--group-by", flags->group_by,
-                  "comma list of: model, resolution, steps, precision, sampler, gpu, host, build, batch, day, "
+                  "comma list of: model, resolution, steps, precision, sampler, spacing, guidance, lora (the LoRA set), "
+                  "mode (txt2img, img2img, refiner), gpu, host, build, batch, day, "
                   "tag:NAME (the VALUE of the manifest's tags NAME:VALUE, e.g. tag:Category) "
                   "(warm and cold runs are always apart)");
   cmd->add_option("--clock", flags->clock, "host (wall clock) or gpu (device events)")

@@ -16,8 +16,9 @@
 #include "base/did_you_mean.h"
 #include "base/fs.h"
 #include "base/utf8.h"
-#include "coordinator/yaml_guard.h"
+#include "coordinator/manifest_files.h"
 #include "coordinator/prompt_sources.h"
+#include "coordinator/yaml_guard.h"
 #include "spec/synthetic_models.h"
 
 namespace hipq::coordinator {
@@ -33,7 +34,10 @@ const std::vector<std::string> kTopKeys = {"batch",  "description", "priority", 
                                            "defaults", "parity",    "outputs",  "prompts",      "prompts_file"};
 const std::vector<std::string> kDefaultsKeys = {"width",     "height",  "steps",           "guidance",
                                                 "sampler",   "precision", "rng",           "seeds",
-                                                "repeats",   "negative_prompt", "timestep_spacing", "guidance_rescale"};
+                                                "repeats",   "negative_prompt", "timestep_spacing", "guidance_rescale",
+                                                "loras",     "init_image", "strength",     "refiner"};
+const std::vector<std::string> kLoraKeys = {"path", "scale"};
+const std::vector<std::string> kRefinerKeys = {"model", "switch_at", "aesthetic_score", "negative_aesthetic_score"};
 const std::vector<std::string> kParityKeys = {"golden", "gate", "allow_unpinned"};
 const std::vector<std::string> kOutputsKeys = {"directory", "save", "layout"};
 const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds"};
@@ -469,8 +473,14 @@ class Parser {
   }
 
   void parse_model(const YAML::Node& n) {
-    auto s = get_string(n, "model", p_);
-    if (!s) return;
+    if (auto spec = model_spec(n, "model")) m_.model = *spec;
+  }
+
+  // A model spec: synthetic:NAME[@SEED] (a known name), or a path that exists
+  // (relative to the manifest), returned absolute.
+  std::optional<std::string> model_spec(const YAML::Node& n, const std::string& field) {
+    auto s = get_string(n, field, p_);
+    if (!s) return std::nullopt;
     if (s->starts_with(spec::kSyntheticModelPrefix)) {
       std::string name = s->substr(spec::kSyntheticModelPrefix.size());
       std::string seed;
@@ -480,26 +490,133 @@ class Parser {
       }
       const auto& known = spec::synthetic_model_names();
       if (name.empty()) {
-        p_.at(n, "model", "synthetic: needs a name, e.g. synthetic:tiny-sdxl (known: " + join(known) + ")");
+        p_.at(n, field, "synthetic: needs a name, e.g. synthetic:tiny-sdxl (known: " + join(known) + ")");
       } else if (std::find(known.begin(), known.end(), name) == known.end()) {
-        p_.at(n, "model", "unknown synthetic model '" + name + "'" + did_you_mean(name, known) + " (known: " +
+        p_.at(n, field, "unknown synthetic model '" + name + "'" + did_you_mean(name, known) + " (known: " +
                               join(known) + "; NAME@SEED picks the seed)");
       } else if (s->find('@') != std::string::npos &&
                  (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)) {
-        p_.at(n, "model", "synthetic model '" + *s + "': the seed after '@' must be a non-negative integer");
+        p_.at(n, field, "synthetic model '" + *s + "': the seed after '@' must be a non-negative integer");
       }
-      m_.model = *s;
-      return;
+      return s;
     }
     fs::path path = resolve(*s);
     std::error_code ec;
     if (!fs::exists(path, ec)) {
-      p_.at(n, "model", "'" + path.string() +
+      p_.at(n, field, "'" + path.string() +
                            "' does not exist (paths are relative to the manifest's folder; use synthetic:NAME for "
                            "generated weights)");
+      return std::nullopt;
+    }
+    return path.string();
+  }
+
+  // loras: [{path: a.safetensors, scale: 0.8}, b.safetensors, ...]
+  void parse_loras(const YAML::Node& n, ManifestDefaults& out) {
+    const std::string field = "defaults.loras";
+    if (!n.IsSequence()) {
+      p_.at(n, field, "expected a list of {path: FILE, scale: N} (or file names), got " + describe(n));
       return;
     }
-    m_.model = path.string();
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      const YAML::Node& e = n[i];
+      YAML::Node path_node = e;
+      spec::LoraSpec lora;
+      if (e.IsMap()) {
+        const size_t before = p_.size();
+        EntryMap m = read_map(e, f, kLoraKeys, p_);
+        if (!m.count("path")) {
+          p_.at(e, f, "missing path: (the LoRA's .safetensors file)");
+        } else if (auto s = get_string(m["path"].value, f + ".path", p_)) {
+          lora.path = *s;
+          path_node = m["path"].value;
+        }
+        if (m.count("scale")) {
+          if (auto x = get_number(m["scale"].value, f + ".scale", -spec::kMaxLoraScale, spec::kMaxLoraScale, p_))
+            lora.scale = static_cast<float>(canonical_guidance(*x));
+        }
+        if (p_.size() != before) continue;
+      } else if (auto s = get_string(e, f, p_)) {
+        lora.path = *s;
+      } else {
+        continue;
+      }
+      const fs::path file = resolve(lora.path);
+      lora.path = file.string();
+      auto digest = check_lora_file(file);
+      if (!digest.ok()) {
+        p_.at(path_node, f, digest.status().message());
+        continue;
+      }
+      out.loras.push_back(std::move(lora));
+      out.inputs.loras.push_back(*digest);
+    }
+  }
+
+  // refiner: {model: synthetic:sdxl-refiner | PATH, switch_at: 0.8, aesthetic_score: 6,
+  //           negative_aesthetic_score: 2.5}, or the model alone.
+  void parse_refiner(const YAML::Node& n, ManifestDefaults& out) {
+    const std::string field = "defaults.refiner";
+    if (n.IsScalar()) {
+      if (auto spec = model_spec(n, field)) out.refiner = *spec;
+      return;
+    }
+    EntryMap m = read_map(n, field, kRefinerKeys, p_);
+    if (!n.IsMap()) return;
+    if (!m.count("model")) p_.at(n, field, "missing model: (the refiner's model, e.g. synthetic:sdxl-refiner)");
+    else if (auto spec = model_spec(m["model"].value, field + ".model")) out.refiner = *spec;
+    if (m.count("switch_at")) {
+      const YAML::Node& v = m["switch_at"].value;
+      if (auto x = get_number(v, field + ".switch_at", 0.0, 1.0, p_)) {
+        if (*x <= 0.0 || *x >= 1.0)
+          p_.at(v, field + ".switch_at", "must be in (0, 1): the fraction of the schedule the base model runs");
+        else out.refiner_switch_at = canonical_guidance(*x);
+      }
+    }
+    if (m.count("aesthetic_score")) {
+      if (auto x = get_number(m["aesthetic_score"].value, field + ".aesthetic_score", 0.0, 10.0, p_))
+        out.aesthetic_score = canonical_guidance(*x);
+    }
+    if (m.count("negative_aesthetic_score")) {
+      if (auto x = get_number(m["negative_aesthetic_score"].value, field + ".negative_aesthetic_score", 0.0, 10.0, p_))
+        out.negative_aesthetic_score = canonical_guidance(*x);
+    }
+  }
+
+  // init_image and strength, checked together (after the size and sampler).
+  void parse_img2img(EntryMap& d, ManifestDefaults& out) {
+    if (d.count("strength")) {
+      const YAML::Node& v = d["strength"].value;
+      if (auto x = get_number(v, "defaults.strength", 0.0, 1.0, p_)) {
+        if (*x <= 0.0) p_.at(v, "defaults.strength", "must be in (0, 1]: the part of the schedule img2img runs");
+        else out.strength = canonical_guidance(*x);
+      }
+      if (!d.count("init_image"))
+        p_.at(d["strength"].key, "defaults.strength", "strength needs init_image: (without one the job is text-to-image)");
+    }
+    if (!d.count("init_image")) return;
+    const YAML::Node& v = d["init_image"].value;
+    auto s = get_string(v, "defaults.init_image", p_);
+    if (!s) return;
+    const fs::path file = resolve(*s);
+    const auto& allowed = spec::img2img_samplers();
+    if (std::find(allowed.begin(), allowed.end(), out.sampler) == allowed.end()) {
+      p_.at(v, "defaults.init_image", "sampler '" + out.sampler + "' cannot run img2img (known for img2img: " +
+                                          join(allowed) + ")");
+    }
+    if (d.count("strength") && spec::denoising_steps(out.steps, static_cast<float>(out.strength)) < 1) {
+      p_.at(d["strength"].value, "defaults.strength",
+            "strength " + spec::format_guidance(static_cast<float>(out.strength)) + " of " +
+                std::to_string(out.steps) + " steps runs no step (int(steps * strength) = 0); raise one of them");
+    }
+    auto digest = check_init_image_file(file, out.width, out.height);
+    if (!digest.ok()) {
+      p_.at(v, "defaults.init_image", digest.status().message());
+      return;
+    }
+    out.init_image = file.string();
+    out.inputs.init_image = *digest;
   }
 
   void parse_defaults(const YAML::Node& n) {
@@ -549,6 +666,9 @@ class Parser {
     if (d.count("negative_prompt")) {
       if (auto x = get_string(d["negative_prompt"].value, "defaults.negative_prompt", p_, true)) out.negative_prompt = *x;
     }
+    if (d.count("loras")) parse_loras(d["loras"].value, out);
+    parse_img2img(d, out);
+    if (d.count("refiner")) parse_refiner(d["refiner"].value, out);
   }
 
   void parse_parity(const YAML::Node& n) {
@@ -960,6 +1080,13 @@ Status Manifest::for_each_job(const std::function<Status(ManifestJob&)>& visit) 
         j.settings.rng = defaults.rng;
         j.settings.timestep_spacing = defaults.timestep_spacing;
         j.settings.guidance_rescale = static_cast<float>(guidance_rescale);
+        j.settings.loras = defaults.loras;
+        j.settings.init_image = defaults.init_image;
+        j.settings.strength = static_cast<float>(defaults.strength);
+        j.settings.refiner = defaults.refiner;
+        j.settings.refiner_switch_at = static_cast<float>(defaults.refiner_switch_at);
+        j.settings.aesthetic_score = static_cast<float>(defaults.aesthetic_score);
+        j.settings.negative_aesthetic_score = static_cast<float>(defaults.negative_aesthetic_score);
         j.output_dir = render_layout(parts, batch_name, j);
         HIPQ_RETURN_IF_ERROR(visit(j));
       }
@@ -1014,6 +1141,14 @@ Status Manifest::for_each_new_job(const db::NewJobVisitor& visit) const {
     n.rng = defaults.rng;
     n.timestep_spacing = defaults.timestep_spacing;
     n.guidance_rescale = guidance_rescale;
+    n.loras = defaults.loras;
+    n.init_image = defaults.init_image;
+    n.strength = defaults.strength;
+    n.refiner = defaults.refiner;
+    n.refiner_switch_at = defaults.refiner_switch_at;
+    n.aesthetic_score = defaults.aesthetic_score;
+    n.negative_aesthetic_score = defaults.negative_aesthetic_score;
+    n.inputs = defaults.inputs;
     n.output_dir = std::move(j.output_dir);
     return visit(n);
   });

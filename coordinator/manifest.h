@@ -7,7 +7,10 @@
 //   model: synthetic:tiny-sdxl   # or a path (relative to this file)
 //   defaults: {width, height, steps, guidance, sampler, precision, rng,
 //              seeds: [0, 1] | 7 | {from: 0, count: 8}, repeats, negative_prompt,
-//              timestep_spacing: leading | trailing | linspace, guidance_rescale: 0..1}
+//              timestep_spacing: leading | trailing | linspace, guidance_rescale: 0..1,
+//              loras: [{path: a.safetensors, scale: 0.8}], init_image: in.png, strength: 0.6,
+//              refiner: {model: synthetic:sdxl-refiner, switch_at: 0.8, aesthetic_score: 6,
+//                        negative_aesthetic_score: 2.5}}
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
 //   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
 //   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
@@ -25,8 +28,10 @@
 // and valid, so nothing is queued from a manifest with any problem.
 //
 // Paths (model when not synthetic:, golden directory, output directory,
-// prompt files) are relative to the manifest file's directory and returned
-// absolute and normalised.
+// prompt files, LoRA files, the init image, the refiner when not synthetic:)
+// are relative to the manifest file's directory and returned absolute and
+// normalised. LoRA files and the init image are checked as they are read
+// (coordinator/manifest_files.h) and pinned by their sha256 (defaults.inputs).
 //
 // The accepted samplers, precisions and rngs are spec/generation_settings.h's
 // (the engine's own list), the parity-gate keys spec/parity_gate.h's and the
@@ -48,6 +53,7 @@
 #include "base/status.h"
 #include "db/records.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/parity_gate.h"
 
 namespace hipq::coordinator {
@@ -87,6 +93,16 @@ struct ManifestDefaults {
   std::vector<uint64_t> seeds{0};
   int repeats = 1;
   std::string negative_prompt;
+  // LoRA, img2img and refiner (docs/manifest.md); paths absolute.
+  std::vector<spec::LoraSpec> loras;
+  std::string init_image;
+  double strength = spec::GenerationSettings{}.strength;
+  std::string refiner;             // "synthetic:NAME" or an absolute path; "" = none
+  double refiner_switch_at = spec::GenerationSettings{}.refiner_switch_at;
+  double aesthetic_score = spec::GenerationSettings{}.aesthetic_score;
+  double negative_aesthetic_score = spec::GenerationSettings{}.negative_aesthetic_score;
+  // The sha256 of each LoRA file and of the init image, as checked.
+  spec::InputDigests inputs;
 };
 
 struct ParitySpec {

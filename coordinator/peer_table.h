@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "db/records.h"
 #include "proto/hipq.pb.h"
 
 namespace hipq::coordinator {
@@ -38,6 +39,7 @@ struct Peer {
   int progress_step = 0;
   int progress_steps = 0;
   std::vector<std::string> loaded_models;
+  std::vector<db::ModelHolding> held_models;  // each loaded model's LoRA set (protocol 5)
   SteadyTime last_seen{};
   SteadyTime asked_at{};              // when it last sent Ready
   SteadyTime connected_at{};

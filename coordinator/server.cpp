@@ -513,6 +513,7 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
     peer.connected_at = now;
     peer.credit = 0;
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
+    peer.held_models = to_held_models(m.held_models());
     peer.running_job_id = 0;
     peer.running_attempt = 0;
   }
@@ -599,6 +600,7 @@ void Server::on_ready(Peer& peer, const proto::Ready& m) {
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
+    peer.held_models = to_held_models(m.held_models());
   }
 }
 
@@ -763,7 +765,7 @@ void Server::dispatch() {
     if (!peer) continue;
     while (peer->credit > 0 && peer->running_job_id == 0) {
       auto leased = store_->lease_next(peer->worker_id, peer->loaded_models, db::wall_clock_seconds(),
-                                       options_.lease_seconds);
+                                       options_.lease_seconds, peer->held_models);
       if (!leased.ok()) {
         spdlog::error("lease for {} failed: {}", peer->worker_id, leased.status().ToString());
         return;

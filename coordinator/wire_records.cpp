@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "proto/input_digests_codec.h"
 #include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 
@@ -18,6 +19,7 @@ proto::JobAssignment make_assignment(const db::LeasedJob& leased, const Dispatch
   a.set_batch_name(batch.name);
   a.set_model(job.model);
   *a.mutable_settings() = proto::to_proto(job.generation_settings());
+  if (!job.inputs.empty()) *a.mutable_inputs() = proto::to_proto(job.inputs);
   a.set_output_root(batch.output_root);
   a.set_output_dir(job.output_dir);
   for (const auto& s : batch.save) a.add_save(s);
@@ -98,6 +100,13 @@ db::WorkerRecord to_worker_record(const proto::WorkerHello& h, const std::string
   w.backend = h.backend();
   w.state = state;
   return w;
+}
+
+std::vector<db::ModelHolding> to_held_models(const google::protobuf::RepeatedPtrField<proto::HeldModel>& held) {
+  std::vector<db::ModelHolding> out;
+  out.reserve(static_cast<size_t>(held.size()));
+  for (const proto::HeldModel& h : held) out.push_back({h.model(), h.lora_key()});
+  return out;
 }
 
 }  // namespace hipq::coordinator

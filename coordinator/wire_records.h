@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "db/records.h"
@@ -32,5 +33,8 @@ db::NewResult to_db_result(const proto::JobResult& result, const std::string& wo
 // that does not.
 Status check_result_outputs(const proto::JobResult& result, std::string_view output_dir);
 db::WorkerRecord to_worker_record(const proto::WorkerHello& hello, const std::string& state);
+// The models a worker holds with their LoRA sets (WorkerHello / Ready), for
+// dispatch affinity.
+std::vector<db::ModelHolding> to_held_models(const google::protobuf::RepeatedPtrField<proto::HeldModel>& held);
 
 }  // namespace hipq::coordinator

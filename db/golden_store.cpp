@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "base/fs.h"
+#include "db/job_rows.h"
 #include "db/statement.h"
 #include "db/transaction.h"
 
@@ -190,7 +191,8 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
   static constexpr char kSelect[] =
       "SELECT j.id, j.batch_id, j.model, b.output_root, j.output_dir, r.outputs, r.verdict, r.worker_id, "
       "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng, "
-      "j.timestep_spacing, j.guidance_rescale FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "j.timestep_spacing, j.guidance_rescale, j.loras, j.init_image, j.init_image_sha256, j.strength, j.refiner, "
+      "j.refiner_switch_at, j.aesthetic_score, j.negative_aesthetic_score FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
       "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
   Statement s = db_.prepare(kSelect);
   s.bind_optional_int64(0, job_id);
@@ -222,6 +224,16 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
     p.settings.rng = s.column_text(17);
     p.settings.timestep_spacing = s.column_text(18);
     p.settings.guidance_rescale = static_cast<float>(s.column_double(19));
+    HIPQ_ASSIGN_OR_RETURN(auto loras, loras_from_json(s.column_text(20), "jobs.loras of job " + std::to_string(p.job_id)));
+    p.settings.loras = std::move(loras.first);
+    p.inputs.loras = std::move(loras.second);
+    p.settings.init_image = s.column_text(21);
+    p.inputs.init_image = s.column_text(22);
+    p.settings.strength = static_cast<float>(s.column_double(23));
+    p.settings.refiner = s.column_text(24);
+    p.settings.refiner_switch_at = static_cast<float>(s.column_double(25));
+    p.settings.aesthetic_score = static_cast<float>(s.column_double(26));
+    p.settings.negative_aesthetic_score = static_cast<float>(s.column_double(27));
     out.push_back(std::move(p));
   }
   return out;

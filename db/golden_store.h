@@ -28,7 +28,9 @@
 #include "base/status.h"
 #include "db/database.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/golden_format.h"
+#include "spec/input_digests.h"
 
 namespace hipq::db {
 
@@ -49,6 +51,7 @@ struct PromotableJob {
   int64_t batch_id = 0;
   std::string model;
   spec::GenerationSettings settings;  // the job's settings columns
+  spec::InputDigests inputs;          // its LoRA and init image sha256 as submitted
   std::string output_root;     // the batch's absolute output root
   std::string output_dir;      // relative to output_root
   std::string outputs;         // results.outputs JSON text

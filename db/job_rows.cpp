@@ -79,6 +79,33 @@ bool has_dotdot_or_absolute(const std::string& p) {
   return false;
 }
 
+std::string loras_to_json(const std::vector<spec::LoraSpec>& loras, const std::vector<std::string>& sha256s) {
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < loras.size(); ++i)
+    list.push_back({{"path", loras[i].path},
+                    {"scale", loras[i].scale},
+                    {"sha256", i < sha256s.size() ? sha256s[i] : std::string()}});
+  return list.dump();
+}
+
+Result<std::pair<std::vector<spec::LoraSpec>, std::vector<std::string>>> loras_from_json(const std::string& text,
+                                                                                      std::string_view what) {
+  std::pair<std::vector<spec::LoraSpec>, std::vector<std::string>> out;
+  nlohmann::json j = nlohmann::json::parse(text.empty() ? std::string("[]") : text, nullptr, false);
+  if (!j.is_array()) return Status::Corruption(std::string(what) + ": not a JSON array: " + text.substr(0, 80));
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("sha256") || !e.at("sha256").is_string())
+      return Status::Corruption(std::string(what) + ": entry " + e.dump() + " is not {path, scale, sha256}");
+    nlohmann::json spec_json = e;
+    spec_json.erase("sha256");
+    auto l = spec::LoraSpec::from_json(spec_json);
+    if (!l.ok()) return Status::Corruption(std::string(what) + ": " + l.status().message());
+    out.first.push_back(*l);
+    out.second.push_back(e.at("sha256").get<std::string>());
+  }
+  return out;
+}
+
 Result<JobRecord> read_job(const Statement& s) {
   JobRecord j;
   j.id = s.column_int64(0);
@@ -109,6 +136,16 @@ Result<JobRecord> read_job(const Statement& s) {
   j.updated_at = s.column_double(25);
   j.timestep_spacing = s.column_text(26);
   j.guidance_rescale = s.column_double(27);
+  HIPQ_ASSIGN_OR_RETURN(auto loras, loras_from_json(s.column_text(28), "jobs.loras of job " + std::to_string(j.id)));
+  j.loras = std::move(loras.first);
+  j.inputs.loras = std::move(loras.second);
+  j.init_image = s.column_text(29);
+  j.inputs.init_image = s.column_text(30);
+  j.strength = s.column_double(31);
+  j.refiner = s.column_text(32);
+  j.refiner_switch_at = s.column_double(33);
+  j.aesthetic_score = s.column_double(34);
+  j.negative_aesthetic_score = s.column_double(35);
   return j;
 }
 

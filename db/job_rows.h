@@ -25,7 +25,8 @@ class Statement;
 inline constexpr char kJobColumns[] =
     "id, batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, steps, "
     "guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, lease_worker, "
-    "lease_deadline, verdict, created_at, updated_at, timestep_spacing, guidance_rescale";
+    "lease_deadline, verdict, created_at, updated_at, timestep_spacing, guidance_rescale, loras, init_image, "
+    "init_image_sha256, strength, refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score";
 inline constexpr char kBatchColumns[] =
     "id, manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, parity_gate, "
     "allow_unpinned, job_count, created_at, finished_at";
@@ -64,6 +65,11 @@ std::string outputs_to_json(const std::vector<OutputFile>& outputs);
 Result<std::vector<OutputFile>> outputs_from_json(const std::string& text, int64_t job_id);
 bool has_dotdot_or_absolute(const std::string& p);
 // A row of kJobColumns / kBatchColumns.
+// jobs.loras: [{"path","scale","sha256"}], the LoRAs with their submitted digests.
+std::string loras_to_json(const std::vector<spec::LoraSpec>& loras, const std::vector<std::string>& sha256s);
+// Corruption naming `what` for text that is not that array.
+Result<std::pair<std::vector<spec::LoraSpec>, std::vector<std::string>>> loras_from_json(const std::string& text,
+                                                                                      std::string_view what);
 Result<JobRecord> read_job(const Statement& s);
 Result<BatchRecord> read_batch(const Statement& s);
 // The lease a report names, read inside the caller's transaction.

@@ -17,8 +17,9 @@
 // reads the clock, so tests control it.
 //
 // Dispatch (lease_next) is pull-based: among queued jobs, the highest batch
-// priority first; within it, a job whose model the worker has loaded
-// (affinity); then the oldest (lowest job id). Two connections (threads or
+// priority first; within it, a job whose model and LoRA set the worker holds
+// (`held`), else a job whose model it has loaded (affinity); then the oldest
+// (lowest job id). Two connections (threads or
 // processes) leasing from one file never get the same job: the select and the
 // update share one IMMEDIATE transaction.
 //
@@ -81,7 +82,8 @@ class JobStore {
   // row in state running). nullopt when nothing is queued.
   Result<std::optional<LeasedJob>> lease_next(std::string_view worker_id,
                                               const std::vector<std::string>& loaded_models,
-                                              double now, double lease_seconds);
+                                              double now, double lease_seconds,
+                                              const std::vector<ModelHolding>& held = {});
 
   // Moves the lease deadline of (job, attempt, worker) to now + lease_seconds.
   Status extend_lease(int64_t job_id, int attempt, std::string_view worker_id, double now,

@@ -23,7 +23,7 @@ namespace hipq::db {
 
 Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id,
                                                       const std::vector<std::string>& loaded_models, double now,
-                                                      double lease_seconds) {
+                                                      double lease_seconds, const std::vector<ModelHolding>& held) {
   if (worker_id.empty()) return Status::InvalidArgument("lease_next: empty worker id");
   HIPQ_ASSIGN_OR_RETURN(auto txn, Transaction::begin_write(db_));
   int priority = 0;
@@ -37,10 +37,25 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
     if (!row) return std::optional<LeasedJob>();  // nothing queued; txn rolls back
     priority = p.column_int(0);
   }
-  // Affinity: the oldest job at this priority whose model the worker holds.
-  // One indexed probe per loaded model (a worker holds few).
+  // Affinity: the oldest job at this priority whose model and LoRA set the
+  // worker holds (no merge at all), else whose model it holds (a LoRA switch,
+  // not a load). One indexed probe per held model (a worker holds few).
   std::optional<int64_t> job_id;
   {
+    static constexpr char kSelectQueuedForAdapters[] =
+        "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? AND model = ? AND lora_key = ? "
+        "ORDER BY id LIMIT 1";
+    Statement m = db_.prepare_cached(kSelectQueuedForAdapters);
+    for (const ModelHolding& h : held) {
+      m.reset();
+      m.bind_int(0, priority);
+      m.bind_text(1, h.model);
+      m.bind_text(2, h.lora_key);
+      HIPQ_ASSIGN_OR_RETURN(bool row, m.step());
+      if (row && (!job_id || m.column_int64(0) < *job_id)) job_id = m.column_int64(0);
+    }
+  }
+  if (!job_id) {
     static constexpr char kSelectQueuedForModel[] =
         "SELECT id FROM jobs WHERE state = 'queued' AND priority = ? AND model = ? ORDER BY id LIMIT 1";
     Statement m = db_.prepare_cached(kSelectQueuedForModel);

@@ -39,6 +39,12 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
                                      ": output dir '" + job.output_dir +
                                      "' must be a relative path inside the output root (no '..')");
     }
+    if (job.inputs.loras.size() != job.loras.size() || job.init_image.empty() != job.inputs.init_image.empty()) {
+      return Status::InvalidArgument("batch '" + batch.name + "' job " + std::to_string(job.ordinal) +
+                                     ": every LoRA file and the init image need their sha256 (" +
+                                     std::to_string(job.inputs.loras.size()) + " digests for " +
+                                     std::to_string(job.loras.size()) + " LoRAs)");
+    }
     return Status::Ok();
   };
 
@@ -86,8 +92,10 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
   static constexpr char kInsertJob[] =
       "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
       "steps, guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, created_at, "
-      "updated_at, timestep_spacing, guidance_rescale) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)";
+      "updated_at, timestep_spacing, guidance_rescale, loras, lora_key, init_image, init_image_sha256, strength, "
+      "refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+      "?)";
   Statement s = db_.prepare_cached(kInsertJob);
   int64_t count = 0;
   HIPQ_RETURN_IF_ERROR(for_each_new_job(batch, [&](const NewJob& job) -> Status {
@@ -116,6 +124,15 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     s.bind_double(19, now);
     s.bind_text(20, job.timestep_spacing);
     s.bind_double(21, job.guidance_rescale);
+    s.bind_text(22, loras_to_json(job.loras, job.inputs.loras));
+    s.bind_text(23, spec::lora_set_key(job.loras, job.inputs.loras));
+    s.bind_text(24, job.init_image);
+    s.bind_text(25, job.inputs.init_image);
+    s.bind_double(26, job.strength);
+    s.bind_text(27, job.refiner);
+    s.bind_double(28, job.refiner_switch_at);
+    s.bind_double(29, job.aesthetic_score);
+    s.bind_double(30, job.negative_aesthetic_score);
     Status ran = s.run();
     if (ran.code() == StatusCode::kAlreadyExists) {
       return Status::InvalidArgument("batch '" + batch.name + "': job ordinal " + std::to_string(job.ordinal) +

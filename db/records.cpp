@@ -76,6 +76,13 @@ spec::GenerationSettings JobRecord::generation_settings() const {
   s.rng = rng;
   s.timestep_spacing = timestep_spacing;
   s.guidance_rescale = static_cast<float>(guidance_rescale);
+  s.loras = loras;
+  s.init_image = init_image;
+  s.strength = static_cast<float>(strength);
+  s.refiner = refiner;
+  s.refiner_switch_at = static_cast<float>(refiner_switch_at);
+  s.aesthetic_score = static_cast<float>(aesthetic_score);
+  s.negative_aesthetic_score = static_cast<float>(negative_aesthetic_score);
   return s;
 }
 

@@ -20,6 +20,7 @@
 
 #include "base/result.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/parity_gate.h"
 
 namespace hipq::db {
@@ -61,6 +62,17 @@ struct NewJob {
   std::string rng = "torch-cpu";
   std::string timestep_spacing;     // "" = the model's scheduler config
   double guidance_rescale = 0;
+  // img2img, LoRA and refiner settings (schema 6); `inputs` holds the
+  // sha256 of each LoRA file and of the init image as submitted (the
+  // refiner's weights digest stays "" until a worker reports it).
+  std::vector<spec::LoraSpec> loras;
+  std::string init_image;           // absolute path; "" = text-to-image
+  double strength = 1;
+  std::string refiner;              // model spec; "" = none
+  double refiner_switch_at = 0.8;
+  double aesthetic_score = 6;
+  double negative_aesthetic_score = 2.5;
+  spec::InputDigests inputs;
   std::optional<std::string> golden_key;  // when the submitter knows it
   std::string output_dir;           // relative to the batch's output_root
 };
@@ -92,6 +104,14 @@ struct NewBatch {
 
 // Visits the jobs of `batch` (its job_stream, or else its jobs) in order.
 Status for_each_new_job(const NewBatch& batch, const NewJobVisitor& visit);
+
+// A model a worker holds in memory with the LoRA set merged into it
+// (spec::lora_set_key; "" = the base): dispatch affinity (JobStore::lease_next).
+struct ModelHolding {
+  std::string model;
+  std::string lora_key;
+  bool operator==(const ModelHolding&) const = default;
+};
 
 // ---- rows ----------------------------------------------------------------
 
@@ -139,6 +159,17 @@ struct JobRecord {
   std::string rng = "torch-cpu";
   std::string timestep_spacing;
   double guidance_rescale = 0;
+  // img2img, LoRA and refiner settings (schema 6); `inputs` holds the
+  // sha256 of each LoRA file and of the init image as submitted (the
+  // refiner's weights digest stays "" until a worker reports it).
+  std::vector<spec::LoraSpec> loras;
+  std::string init_image;           // absolute path; "" = text-to-image
+  double strength = 1;
+  std::string refiner;              // model spec; "" = none
+  double refiner_switch_at = 0.8;
+  double aesthetic_score = 6;
+  double negative_aesthetic_score = 2.5;
+  spec::InputDigests inputs;
   std::optional<std::string> golden_key;
   std::string output_dir;
   int priority = 0;
@@ -151,7 +182,8 @@ struct JobRecord {
   double updated_at = 0;
 
   // prompt, negative_prompt, seed, width, height, steps, guidance, sampler,
-  // precision, rng, timestep_spacing, guidance_rescale as one value (what the wire carries to the worker).
+  // precision, rng, timestep_spacing, guidance_rescale, loras, init_image,
+  // strength and the refiner's as one value (what the wire carries to the worker).
   spec::GenerationSettings generation_settings() const;
 };
 

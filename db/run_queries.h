@@ -81,6 +81,10 @@ struct RunRow {
   std::string sampler, precision;
   std::string timestep_spacing;  // "" = the model's scheduler config
   double guidance_rescale = 0;
+  std::string loras_json = "[]";  // jobs.loras: [{"path","scale","sha256"}]
+  std::string init_image;         // "" = text-to-image
+  double strength = 1;
+  std::string refiner;            // "" = none
   std::string state;
   std::optional<std::string> verdict;
   int attempts = 0;

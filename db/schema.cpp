@@ -183,6 +183,25 @@ ALTER TABLE jobs ADD COLUMN timestep_spacing TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN guidance_rescale REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Version 6: LoRA, img2img and refiner settings of a job (protocol 5).
+// loras: JSON [{"path","scale","sha256"}] in application order; lora_key: the
+// set's identity for dispatch affinity (spec::lora_set_key, "" = none), with
+// a partial index beside jobs_queued_by_model; the init image's path and
+// sha256 as submitted; the refiner's model spec ("" = none), switch point and
+// aesthetic scores. Jobs written before ran with none of them.
+constexpr char kSchemaV6[] = R"sql(
+ALTER TABLE jobs ADD COLUMN loras TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE jobs ADD COLUMN lora_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN init_image TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN init_image_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN strength REAL NOT NULL DEFAULT 1;
+ALTER TABLE jobs ADD COLUMN refiner TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN refiner_switch_at REAL NOT NULL DEFAULT 0.8;
+ALTER TABLE jobs ADD COLUMN aesthetic_score REAL NOT NULL DEFAULT 6;
+ALTER TABLE jobs ADD COLUMN negative_aesthetic_score REAL NOT NULL DEFAULT 2.5;
+CREATE INDEX jobs_queued_by_adapters ON jobs(priority, model, lora_key, id) WHERE state = 'queued';
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -195,6 +214,7 @@ constexpr Migration kMigrations[] = {
     {3, "settings stored once: jobs.rng, jobs.settings dropped", kSchemaV3},
     {4, "workers.curve_key", kSchemaV4},
     {5, "jobs.timestep_spacing and jobs.guidance_rescale", kSchemaV5},
+    {6, "jobs: loras, lora_key, init_image, strength and refiner settings", kSchemaV6},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

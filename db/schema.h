@@ -16,6 +16,10 @@
 //   4 — workers.curve_key: the CURVE public key that first registered each
 //       worker id (NULL without CURVE), so the id stays that key's across
 //       coordinator restarts.
+//   5 — jobs.timestep_spacing and jobs.guidance_rescale.
+//   6 — jobs: loras (with each file's sha256), lora_key (dispatch by LoRA
+//       set, index jobs_queued_by_adapters), init_image and its sha256,
+//       strength, refiner, refiner_switch_at, the aesthetic scores.
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -31,7 +35,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 5;
+inline constexpr int kLatestSchemaVersion = 6;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

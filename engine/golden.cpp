@@ -33,7 +33,7 @@ Status write_golden(const std::filesystem::path& path, Golden g) {
     return Status::InvalidArgument(path.string() + ": golden image holds " + std::to_string(g.image.size()) +
                                    " bytes, not " + std::to_string(g.image_width) + "x" +
                                    std::to_string(g.image_height) + "x3");
-  g.key = spec::golden_key(g.weights_sha256, g.settings);
+  g.key = spec::golden_key(g.weights_sha256, g.settings, g.inputs);
   g.content_sha256 = golden_content_sha256(g);
 
   std::vector<std::pair<std::string, HostTensor>> tensors;

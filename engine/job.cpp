@@ -27,6 +27,26 @@ Status removed_after_writing(const fs::path& path) {
   return Status::IOError(std::move(m));
 }
 
+// A file the job names changed since it was submitted: the job fails with
+// both digests instead of drawing another image than asked for.
+Status changed_since_submitted(const std::string& what, const std::string& path, const std::string& submitted,
+                               const std::string& now) {
+  return Status::InvalidArgument(what + " " + path + " changed since the job was submitted (sha256 " + submitted +
+                                 " then, " + now + " now); resubmit the batch to use the file as it is now");
+}
+
+// Whether the pipeline holds exactly `specs` (and, when given, files of those digests).
+bool holds_loras(const Pipeline& pipeline, const std::vector<spec::LoraSpec>& specs,
+                 const std::vector<std::string>& digests) {
+  const auto& held = pipeline.loras();
+  if (held.size() != specs.size()) return false;
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (!(held[i].spec == specs[i])) return false;
+    if (!digests.empty() && held[i].sha256 != digests[i]) return false;
+  }
+  return true;
+}
+
 Result<JobFile> describe_file(const fs::path& path, std::string kind) {
   auto hashed = sha256_file(path);
   if (!hashed.ok() && hashed.status().code() == StatusCode::kNotFound) return removed_after_writing(path);
@@ -100,9 +120,9 @@ std::string_view job_step_name(JobStep step) {
 }
 
 Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
-                                    const spec::GenerationSettings& settings) {
+                                    const spec::GenerationSettings& settings, const spec::InputDigests& inputs) {
   GoldenLookup found;
-  found.key = request.key.empty() ? spec::golden_key(weights_sha256, settings) : request.key;
+  found.key = request.key.empty() ? spec::golden_key(weights_sha256, settings, inputs) : request.key;
   fs::path path = request.file;
   if (path.empty() && !request.dir.empty()) {
     auto in_dir = spec::find_golden_file(request.dir, found.key);
@@ -149,15 +169,38 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   if (!job.settings.init_image.empty()) {
     auto image = spec::read_init_image(job.settings.init_image, {job.settings.width, job.settings.height});
     if (!image.ok()) return std::move(failed(JobStep::kGenerate, image.status()));
+    auto digest = sha256_file(job.settings.init_image);
+    if (!digest.ok()) return std::move(failed(JobStep::kGenerate, digest.status()));
+    if (!job.inputs.init_image.empty() && *digest != job.inputs.init_image) {
+      return std::move(failed(JobStep::kGenerate, changed_since_submitted("init image", job.settings.init_image,
+                                                                          job.inputs.init_image, *digest)));
+    }
+    r.inputs.init_image = *digest;
   }
 
   // 2. load
   const auto load_start = Clock::now();
   auto loaded = load(&r.loaded_now);
   if (!loaded.ok()) return std::move(failed(JobStep::kLoad, loaded.status()));
-  const double load_ms = ms_since(load_start);
   Pipeline& pipeline = **loaded;
   r.pipeline = &pipeline;
+  // The job's LoRA set, switched from the retained base when the pipeline
+  // holds another (or the same paths whose files changed since).
+  bool switched = false;
+  if (!holds_loras(pipeline, job.settings.loras, job.inputs.loras)) {
+    if (Status st = pipeline.set_loras(job.settings.loras); !st.ok()) return std::move(failed(JobStep::kLoad, st));
+    switched = true;
+  }
+  for (size_t i = 0; i < job.inputs.loras.size() && i < pipeline.loras().size(); ++i) {
+    const lora::AppliedLora& held = pipeline.loras()[i];
+    if (held.sha256 != job.inputs.loras[i]) {
+      return std::move(failed(JobStep::kLoad, changed_since_submitted("LoRA file", held.spec.path,
+                                                                      job.inputs.loras[i], held.sha256)));
+    }
+  }
+  for (const lora::AppliedLora& l : pipeline.loras()) r.inputs.loras.push_back(l.sha256);
+  r.inputs.refiner_weights = job.inputs.refiner_weights;
+  const double load_ms = ms_since(load_start);
 
   // 3. golden lookup (timed as part of parity)
   double lookup_ms = 0;
@@ -166,13 +209,14 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
       r.golden = *job.golden_found;
     } else {
       const auto lookup_start = Clock::now();
-      auto found = look_up_golden(job.golden, pipeline.weights_sha256(), job.settings);
+      auto found = look_up_golden(job.golden, pipeline.weights_sha256(), job.settings, r.inputs);
       if (!found.ok()) return std::move(failed(JobStep::kGolden, found.status()));
       r.golden = std::move(*found);
       lookup_ms = ms_since(lookup_start);
     }
   } else {
-    r.golden.key = job.golden.key.empty() ? spec::golden_key(pipeline.weights_sha256(), job.settings) : job.golden.key;
+    r.golden.key =
+        job.golden.key.empty() ? spec::golden_key(pipeline.weights_sha256(), job.settings, r.inputs) : job.golden.key;
   }
 
   // 4. generate
@@ -183,7 +227,7 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   }
   if (!generated.ok()) return std::move(failed(JobStep::kGenerate, generated.status()));
   r.output = std::move(*generated);
-  if (r.loaded_now && std::none_of(r.output.phases.begin(), r.output.phases.end(),
+  if ((r.loaded_now || switched) && std::none_of(r.output.phases.begin(), r.output.phases.end(),
                                    [](const PhaseTiming& t) { return t.phase == spec::kPhaseLoad; })) {
     r.phases.push_back(PhaseTiming{std::string(spec::kPhaseLoad), load_ms, 0});
   }

@@ -6,10 +6,13 @@
 //      device work, so a missing or read-only directory fails in
 //      milliseconds, not after the run, and no file is written;
 //   2. load: the caller's loader hands over the pipeline (cached or loaded
-//      now); a load that happened now is timed as phase "load" unless the
+//      now), then the job's LoRA set when the pipeline holds another
+//      (Pipeline::set_loras, from the retained base) with each file checked
+//      against the submitted digest (GenerationJob::inputs); a load or
+//      switch that happened now is timed as phase "load" unless the
 //      pipeline reports one itself;
 //   3. golden lookup: the golden of this run's key (golden_key(weights
-//      sha256, settings), or the key the job names) in a directory of
+//      sha256, settings, input digests), or the key the job names) in a directory of
 //      <key>.safetensors, or a golden file; a directory without one means
 //      NO_GOLDEN, not an error;
 //   4. generate, with progress and cancellation; on running out of device
@@ -21,7 +24,7 @@
 //   7. timings.json (docs/pipeline.md): every phase above, the steps, and the
 //      parity block with the golden key and the gate.
 //
-// Phases reported (GenerationRun::phases): load (when loaded now and the pipeline
+// Phases reported (GenerationRun::phases): load (when loaded now or the LoRA set switched, and the pipeline
 // gave none), the pipeline's own (load, text_encode, denoise, decode), write,
 // parity (golden lookup and comparison; absent when parity is off).
 //
@@ -50,6 +53,7 @@
 #include "engine/phase_timer.h"
 #include "engine/pipeline.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/parity_gate.h"
 
 namespace hipq::engine {
@@ -74,14 +78,20 @@ struct GoldenLookup {
 // (`hipq generate`) and hand it to run_job through GenerationJob::golden_found.
 // Errors: NotFound when request.file does not exist; find_golden_file errors
 // other than NotFound; read_golden errors.
+// `inputs`: the digests of the files the settings name (LoRAs, init image),
+// which the key hashes instead of their paths.
 Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
-                                    const spec::GenerationSettings& settings);
+                                    const spec::GenerationSettings& settings, const spec::InputDigests& inputs = {});
 
 // What to run: one generation's settings, outputs, golden and gate. (The
 // manifest's expansion is coordinator::ManifestJob, the wire's
 // proto::JobAssignment.)
 struct GenerationJob {
   spec::GenerationSettings settings;  // validated by the caller
+  // The sha256 of the LoRA files and the init image as submitted (empty:
+  // not pinned, whatever the files hold now is used). A file whose content
+  // differs fails the job with InvalidArgument naming it and both digests.
+  spec::InputDigests inputs;
   // The model as its outputs name it (latent and timings metadata, PNG
   // provenance); "" = the pipeline's model_spec().
   std::string model_spec;
@@ -137,6 +147,9 @@ struct GenerationRun {
   GenerationOutput output;           // tensors, the pipeline's phases and steps, peak memory, warm
   std::vector<PhaseTiming> phases;   // in order: see the header comment
   std::vector<JobFile> files;        // in the order written: latent, png, timings
+  // The digests of what ran: the LoRAs the pipeline held, the init image
+  // read, the refiner's as the job gave it (the golden key's `inputs`).
+  spec::InputDigests inputs;
   GoldenLookup golden;               // key always set once loaded; golden when one was read
   std::optional<ParityResult> parity;  // empty when check_parity is off
   double wall_ms = 0;                // host time of the whole job

@@ -13,7 +13,11 @@ namespace hipq::proto {
 // ParityGate (field 16) instead of the parity_gate_json string (field 10).
 // 4: GenerationSettings carries timestep_spacing and guidance_rescale, which
 // an older worker would ignore and so draw another image than asked for.
-inline constexpr uint32_t kProtocolVersion = 4;
+// 5: GenerationSettings carries loras, init_image, strength and the refiner's
+// settings, JobAssignment the input files' sha256 (InputDigests), WorkerHello
+// and Ready the LoRA set of each held model (affinity); an older worker would
+// ignore the settings and draw a text-to-image base-model image instead.
+inline constexpr uint32_t kProtocolVersion = 5;
 
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).

@@ -16,6 +16,17 @@ GenerationSettings to_proto(const spec::GenerationSettings& s) {
   p.set_rng(s.rng);
   p.set_timestep_spacing(s.timestep_spacing);
   p.set_guidance_rescale(s.guidance_rescale);
+  for (const spec::LoraSpec& l : s.loras) {
+    LoraSetting* out = p.add_loras();
+    out->set_path(l.path);
+    out->set_scale(l.scale);
+  }
+  p.set_init_image(s.init_image);
+  p.set_strength(s.strength);
+  p.set_refiner(s.refiner);
+  p.set_refiner_switch_at(s.refiner_switch_at);
+  p.set_aesthetic_score(s.aesthetic_score);
+  p.set_negative_aesthetic_score(s.negative_aesthetic_score);
   return p;
 }
 
@@ -33,6 +44,13 @@ spec::GenerationSettings from_proto(const GenerationSettings& p) {
   s.rng = p.rng();
   s.timestep_spacing = p.timestep_spacing();
   s.guidance_rescale = p.guidance_rescale();
+  for (const LoraSetting& l : p.loras()) s.loras.push_back(spec::LoraSpec{l.path(), l.scale()});
+  s.init_image = p.init_image();
+  s.strength = p.strength();
+  s.refiner = p.refiner();
+  s.refiner_switch_at = p.refiner_switch_at();
+  s.aesthetic_score = p.aesthetic_score();
+  s.negative_aesthetic_score = p.negative_aesthetic_score();
   return s;
 }
 

@@ -85,7 +85,8 @@ std::vector<std::string> GoldenProvenance::missing_fields() const {
   return missing;
 }
 
-std::string golden_key_material(std::string_view weights_sha256, const GenerationSettings& s) {
+std::string golden_key_material(std::string_view weights_sha256, const GenerationSettings& s,
+                                const InputDigests& inputs) {
   nlohmann::json j;
   j["key_version"] = kGoldenKeyVersion;
   j["weights_sha256"] = std::string(weights_sha256);
@@ -106,11 +107,31 @@ std::string golden_key_material(std::string_view weights_sha256, const Generatio
   // as they were.
   if (!s.timestep_spacing.empty()) j["timestep_spacing"] = s.timestep_spacing;
   if (s.guidance_rescale != 0.0f) j["guidance_rescale"] = format_guidance(s.guidance_rescale);
+  // Files by content, never by path: the same LoRA moved elsewhere is the
+  // same golden, an edited one another.
+  if (!s.loras.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i = 0; i < s.loras.size(); ++i)
+      list.push_back({{"sha256", i < inputs.loras.size() ? inputs.loras[i] : std::string()},
+                      {"scale", format_guidance(s.loras[i].scale)}});
+    j["loras"] = std::move(list);
+  }
+  if (!s.init_image.empty()) {
+    j["init_image_sha256"] = inputs.init_image;
+    j["strength"] = format_guidance(s.strength);
+  }
+  if (!s.refiner.empty()) {
+    j["refiner"] = {{"weights_sha256", inputs.refiner_weights},
+                    {"switch_at", format_guidance(s.refiner_switch_at)},
+                    {"aesthetic_score", format_guidance(s.aesthetic_score)},
+                    {"negative_aesthetic_score", format_guidance(s.negative_aesthetic_score)}};
+  }
   return dump_canonical(j);
 }
 
-std::string golden_key(std::string_view weights_sha256, const GenerationSettings& settings) {
-  return sha256_hex(golden_key_material(weights_sha256, settings));
+std::string golden_key(std::string_view weights_sha256, const GenerationSettings& settings,
+                       const InputDigests& inputs) {
+  return sha256_hex(golden_key_material(weights_sha256, settings, inputs));
 }
 
 std::string golden_file_name(std::string_view key) { return std::string(key) + ".safetensors"; }
@@ -136,7 +157,8 @@ std::map<std::string, std::string> golden_metadata(const GoldenHeader& h) {
   meta["provenance"] = dump_canonical(h.provenance.to_json());
   meta["content_sha256"] = h.content_sha256;
   meta["created_at"] = h.provenance.created_at;
-  meta["key_material"] = golden_key_material(h.weights_sha256, h.settings);
+  meta["key_material"] = golden_key_material(h.weights_sha256, h.settings, h.inputs);
+  if (!h.inputs.empty()) meta["inputs"] = dump_canonical(h.inputs.to_json());
   return meta;
 }
 
@@ -155,6 +177,13 @@ Result<GoldenHeader> read_golden_metadata(const std::map<std::string, std::strin
   auto settings = GenerationSettings::from_json(settings_json);
   if (!settings.ok()) return Status::Corruption(file + ": " + settings.status().message());
   g.settings = *settings;
+  if (meta.count("inputs")) {
+    HIPQ_ASSIGN_OR_RETURN(nlohmann::json inputs_json, parse_meta_json(meta, "inputs", file, true));
+    auto inputs = InputDigests::from_json(inputs_json);
+    if (!inputs.ok()) return Status::Corruption(file + ": " + inputs.status().message());
+    g.inputs = *inputs;
+  }
+  if (Status st = g.inputs.check_against(g.settings); !st.ok()) return Status::Corruption(file + ": " + st.message());
   // Informational, and written by Python, whose json module emits the
   // non-JSON tokens -Infinity / Infinity / NaN for non-finite floats (e.g.
   // DPMSolver's lambda_min_clipped): read those as strings.
@@ -180,7 +209,7 @@ Result<GoldenHeader> read_golden_metadata(const std::map<std::string, std::strin
 Result<bool> check_golden_header(const GoldenHeader& g, const std::string& file, bool allow_unpinned) {
   if (g.weights_sha256.empty())
     return Status::FailedPrecondition(file + ": golden has no weights_sha256: nothing ties it to a model");
-  std::string expected_key = golden_key(g.weights_sha256, g.settings);
+  std::string expected_key = golden_key(g.weights_sha256, g.settings, g.inputs);
   if (g.key != expected_key)
     return Status::Corruption(file + ": key \"" + g.key + "\" does not match its settings and weights (expected " +
                               expected_key + ")");

@@ -7,7 +7,8 @@
 //   metadata "format" = "hipq-golden/1", "key", "provenance" (JSON),
 //            "settings" (GenerationSettings JSON), "model", "weights_sha256",
 //            "scheduler_config" (JSON), "content_sha256", "created_at",
-//            "key_material".
+//            "key_material"; "inputs" (InputDigests JSON) when the job names
+//            LoRA, init image or refiner files.
 // The key (golden_key) is sha256 of a canonical JSON of everything that
 // determines the output: the weights' sha256 and the settings, the precision
 // only when it is not fp32 (the reference draws fp16/bf16 noise from the same
@@ -35,6 +36,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 
 namespace hipq::spec {
 
@@ -68,6 +70,7 @@ struct GoldenHeader {
   std::string model;              // model spec as given to the reference tool
   std::string weights_sha256;
   GenerationSettings settings;
+  InputDigests inputs;            // LoRA / init image / refiner digests (empty for a plain job)
   nlohmann::json scheduler_config = nlohmann::json::object();
   GoldenProvenance provenance;
   std::string content_sha256;     // sha256 over the latent's bytes then the image's
@@ -76,9 +79,15 @@ struct GoldenHeader {
 // The canonical JSON the key hashes (sorted keys, no spaces, UTF-8 unescaped,
 // guidance as format_guidance): {"guidance":"5","height":..,"key_version":1,
 // "negative_prompt":..,"prompt":..,"rng":..,"sampler":..,"seed":..,"steps":..,
-// "weights_sha256":..,"width":..}.
-std::string golden_key_material(std::string_view weights_sha256, const GenerationSettings& settings);
-std::string golden_key(std::string_view weights_sha256, const GenerationSettings& settings);
+// "weights_sha256":..,"width":..}. The files a job names besides the model
+// enter by content (`inputs`), only when set, so keys of plain jobs stay as
+// they were: "loras": [{"scale":"0.8","sha256":..}] in order,
+// "init_image_sha256" and "strength", "refiner": {"aesthetic_score":..,
+// "negative_aesthetic_score":..,"switch_at":..,"weights_sha256":..}.
+std::string golden_key_material(std::string_view weights_sha256, const GenerationSettings& settings,
+                                const InputDigests& inputs = {});
+std::string golden_key(std::string_view weights_sha256, const GenerationSettings& settings,
+                       const InputDigests& inputs = {});
 // "<key>.safetensors": the file name goldens are stored under in a directory.
 std::string golden_file_name(std::string_view key);
 // <dir>/<key>.safetensors when it exists, else NotFound.

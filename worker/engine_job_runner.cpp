@@ -13,8 +13,10 @@
 #include "engine/parity.h"
 #include "engine/pipeline.h"
 #include "proto/parity_gate_codec.h"
+#include "proto/input_digests_codec.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
+#include "spec/input_digests.h"
 #include "spec/phases.h"
 
 namespace hipq::worker {
@@ -77,13 +79,32 @@ std::vector<std::string> EngineJobRunner::loaded_models() const {
 }
 
 
+std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
+  std::vector<proto::HeldModel> out;
+  for (const auto& [spec, p] : pipelines_) {
+    std::vector<spec::LoraSpec> loras;
+    std::vector<std::string> digests;
+    for (const auto& l : p->loras()) {
+      loras.push_back(l.spec);
+      digests.push_back(l.sha256);
+    }
+    proto::HeldModel& h = out.emplace_back();
+    h.set_model(spec);
+    h.set_lora_key(spec::lora_set_key(loras, digests));
+  }
+  return out;
+}
+
 Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
-                                                        bool* loaded_now) {
+                                                        const std::vector<spec::LoraSpec>& loras, bool* loaded_now) {
   *loaded_now = false;
   if (auto it = pipelines_.find(model); it != pipelines_.end()) return it->second.get();
   // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
+  // With the job's LoRA set merged as it loads, so the first job of a set is
+  // one load, not a load and a switch.
   engine::LoadOptions options;
   options.precision = precision;
+  options.loras = loras;
   options.placement = placement_;
   auto loaded = engine::Pipeline::load(model, *backend_, options);
   if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted && !pipelines_.empty()) {
@@ -129,6 +150,8 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   engine::GenerationJob generation_job;
   generation_job.settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(generation_job.settings.validate());
+  if (job.has_inputs()) generation_job.inputs = proto::from_proto(job.inputs());
+  HIPQ_RETURN_IF_ERROR(generation_job.inputs.check_against(generation_job.settings));
   if (job.has_parity_gate()) generation_job.gate = proto::from_proto(job.parity_gate());
   HIPQ_RETURN_IF_ERROR(generation_job.gate.validate());
   const std::filesystem::path root = job.output_root();
@@ -159,7 +182,7 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   };
 
   engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
-    return pipeline_for(job.model(), generation_job.settings.precision, loaded_now);
+    return pipeline_for(job.model(), generation_job.settings.precision, generation_job.settings.loras, loaded_now);
   });
   if (!r.status.ok()) return job_error(r, job.model());
 

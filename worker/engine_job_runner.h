@@ -3,13 +3,14 @@
 // Owns one kernels::Backend (cpu, or hip on one device) and a Pipeline per
 // model spec, loaded on the first job that needs it and kept for the next
 // ones (those report warm = true; `loaded_models()` drives dispatch
-// affinity). When a load or a generation runs out of device memory, the
-// other cached pipelines are released and the job is tried once more before
-// the failure is reported.
+// affinity, `held_models()` adds each pipeline's LoRA set). When a load or a
+// generation runs out of device memory, the other cached pipelines are
+// released and the job is tried once more before the failure is reported.
 //
 // Per job: runs the job sequence of engine/job.h (output directory proven
-// writable BEFORE any GPU work, load, golden lookup, generate, write, parity,
-// timings.json) and translates its engine::GenerationRun into a proto::JobResult.
+// writable BEFORE any GPU work, load, the job's LoRA set switched in when the
+// pipeline holds another, the files checked against the assignment's
+// digests, golden lookup, generate, write, parity, timings.json) and translates its engine::GenerationRun into a proto::JobResult.
 // Outputs, as the batch asks: latent.safetensors, the image (image_file_name:
 // BATCH-jJOB-sSEED.png, with the settings as "parameters" text,
 // engine/image_parameters.h) and timings.json under output_root/output_dir,
@@ -27,8 +28,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
+#include "spec/lora_spec.h"
 #include "worker/job_runner.h"
 
 namespace hipq::kernels {
@@ -55,14 +58,17 @@ class EngineJobRunner final : public JobRunner {
 
   void describe(proto::WorkerHello& hello) const override;
   std::vector<std::string> loaded_models() const override;
+  std::vector<proto::HeldModel> held_models() const override;
   Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                const std::atomic<bool>& cancel) override;
 
  private:
   EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,
                   engine::Placement placement);
-  // The cached pipeline of `model`, else one loaded at `precision`.
-  Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision, bool* loaded_now);
+  // The cached pipeline of `model` (whatever LoRA set it holds: the job
+  // sequence switches it), else one loaded at `precision` with `loras`.
+  Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision,
+                                         const std::vector<spec::LoraSpec>& loras, bool* loaded_now);
 
   std::unique_ptr<kernels::Backend> backend_;
   std::string backend_name_;

@@ -46,6 +46,10 @@ class JobRunner {
   virtual void describe(proto::WorkerHello& hello) const = 0;
   // Model specs held in memory now (dispatch affinity).
   virtual std::vector<std::string> loaded_models() const = 0;
+  // Each model held in memory with the LoRA set merged into it
+  // (spec::lora_set_key; "" = the base): dispatch prefers jobs that need no
+  // LoRA switch. Default: none reported (affinity by model alone).
+  virtual std::vector<proto::HeldModel> held_models() const { return {}; }
   virtual Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                          const std::atomic<bool>& cancel) = 0;
 };

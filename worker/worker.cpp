@@ -113,6 +113,7 @@ void Worker::send_hello() {
   h->set_hipq_version(build_info::kVersion);
   if (idle()) {
     for (const auto& m : runner_.loaded_models()) h->add_loaded_models(m);
+    for (const auto& m : runner_.held_models()) *h->add_held_models() = m;
   }
   h->set_running_job_id(running_job_id_);
   h->set_running_attempt(running_attempt_);
@@ -131,6 +132,7 @@ void Worker::send_ready() {
   proto::Envelope e;
   e.mutable_ready()->set_credit(1);
   for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
+  for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
   send(e);
   asked_ = true;
 }

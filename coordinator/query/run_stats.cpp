@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -24,9 +25,37 @@ const std::vector<std::string>& known_phases() { return spec::statistics_phases(
 
 const std::vector<std::string>& known_dimensions() {
   static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler", "spacing",
-                                          "guidance", "gpu", "host", "build", "batch", "day"};
+                                          "guidance", "lora", "mode", "gpu", "host", "build", "batch", "day"};
   return k;
 }
+
+namespace {
+
+// "name:scale" per LoRA in order (the file's stem, as <lora:NAME:SCALE>),
+// joined by "+"; "none" without LoRA; "?" for a column that does not parse.
+std::string lora_label(const db::RunRow& r) {
+  const json list = json::parse(r.loras_json.empty() ? std::string("[]") : r.loras_json, nullptr, false);
+  if (!list.is_array()) return "?";
+  std::string out;
+  for (const auto& l : list) {
+    if (!l.is_object() || !l.contains("path") || !l.at("path").is_string() || !l.contains("scale") ||
+        !l.at("scale").is_number())
+      return "?";
+    if (!out.empty()) out += '+';
+    out += std::filesystem::path(l.at("path").get<std::string>()).stem().string();
+    out += ':';
+    out += spec::format_guidance(l.at("scale").get<float>());
+  }
+  return out.empty() ? std::string("none") : out;
+}
+
+// txt2img | img2img | refiner (base + refiner, with or without an init image).
+std::string run_mode(const db::RunRow& r) {
+  if (!r.refiner.empty()) return "refiner";
+  return r.init_image.empty() ? "txt2img" : "img2img";
+}
+
+}  // namespace
 
 Status check_phase_name(const std::string& phase) {
   const auto& k = known_phases();
@@ -223,6 +252,11 @@ json run_to_json(const db::RunRow& r) {
               {"sampler", r.sampler},
               {"timestep_spacing", r.timestep_spacing},
               {"guidance_rescale", r.guidance_rescale},
+              {"mode", run_mode(r)},
+              {"loras", json::parse(r.loras_json.empty() ? std::string("[]") : r.loras_json, nullptr, false)},
+              {"init_image", r.init_image},
+              {"strength", r.strength},
+              {"refiner", r.refiner},
               {"precision", r.precision},
               {"state", r.state},
               {"verdict", opt(r.verdict)},
@@ -351,6 +385,8 @@ std::string dimension_value(const db::RunRow& r, const std::string& d) {
   if (d == "steps") return std::to_string(r.steps);
   if (d == "precision") return r.precision;
   if (d == "sampler") return r.sampler;
+  if (d == "lora") return lora_label(r);
+  if (d == "mode") return run_mode(r);
   // "model" when the job kept the model's own spacing.
   if (d == "spacing") return r.timestep_spacing.empty() ? std::string("model") : r.timestep_spacing;
   // "off" for guidance <= 1 (one UNet pass a step), else the scale.
@@ -488,12 +524,12 @@ Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOpt
 }
 
 json parity_table(const std::vector<db::RunRow>& rows) {
-  using Key =
-      std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string, double>;
+  using Key = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string,
+                         double, std::string, std::string>;
   std::map<Key, std::vector<const db::RunRow*>> groups;
   for (const auto& r : rows) {
     groups[{r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance, r.timestep_spacing,
-            r.guidance_rescale}]
+            r.guidance_rescale, run_mode(r), lora_label(r)}]
         .push_back(&r);
   }
   json out = json::array();
@@ -509,6 +545,8 @@ json parity_table(const std::vector<db::RunRow>& rows) {
     p["guidance"] = std::get<7>(k);
     if (!std::get<8>(k).empty()) p["timestep_spacing"] = std::get<8>(k);
     if (std::get<9>(k) != 0) p["guidance_rescale"] = std::get<9>(k);
+    if (std::get<10>(k) != "txt2img") p["mode"] = std::get<10>(k);
+    if (std::get<11>(k) != "none") p["lora"] = std::get<11>(k);
     out.push_back(std::move(p));
   }
   return out;

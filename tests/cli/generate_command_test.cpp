@@ -207,22 +207,27 @@ namespace hipq::cli {
 namespace {
 
 // img2img from the command line: a text-to-image result as the init image,
-// half the steps run, "Denoising strength" in the PNG's parameters, and the
+// half the steps run, the golden key another than the text-to-image job's, "Denoising strength" in the PNG's parameters, and the
 // refusals a user meets (size, flags) before any device work.
 TEST(GenerateCommandTest, Img2ImgFromAnInitImage) {
   auto dir = temp_dir("img2img");
   CmdResult t2i = hipq(kTiny + " --seed 1 --out " + (dir / "t2i").string());
   ASSERT_EQ(t2i.status, 0) << t2i.out;
   const std::string init = (dir / "t2i" / "image.png").string();
-  CmdResult r = hipq(kTiny + " --seed 1 --init-image " + init + " --strength 0.5 --out " + (dir / "i2i").string());
+  // The golden folder holds seed 1's text-to-image golden: the init image and
+  // the strength are in the key, so this run has none.
+  CmdResult r = hipq(kTiny + " --seed 1 --init-image " + init + " --strength 0.5 --golden " + goldens("tiny") +
+                     " --out " + (dir / "i2i").string());
   ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("parity: NO_GOLDEN"), std::string::npos) << r.out;
   auto timings = nlohmann::json::parse(read_file(dir / "i2i" / "timings.json").value());
   EXPECT_EQ(timings["steps"].size(), 2u);
   EXPECT_EQ(timings["settings"]["strength"].dump(), "0.5");
   EXPECT_EQ(timings["settings"]["init_image"], init);
   std::vector<std::string> phases;
   for (const auto& p : timings["phases"]) phases.push_back(p["phase"]);
-  EXPECT_EQ(phases, (std::vector<std::string>{"load", "text_encode", "image_encode", "denoise", "decode", "write"}));
+  EXPECT_EQ(phases,
+            (std::vector<std::string>{"load", "text_encode", "image_encode", "denoise", "decode", "write", "parity"}));
   auto text = hipq::testing::read_png_text_with_libpng(read_file(dir / "i2i" / "image.png").value());
   ASSERT_TRUE(text.error.empty()) << text.error;
   EXPECT_NE(text.text["parameters"].find("Denoising strength: 0.5"), std::string::npos) << text.text["parameters"];

@@ -17,6 +17,7 @@
 #include "base/fs.h"
 #include "db/database.h"
 #include "db/job_store.h"
+#include "spec/png.h"
 #include "tests/spec/png_text.h"
 
 namespace hipq::cli {
@@ -181,6 +182,62 @@ prompts_file: {path: p.tsv, sample: 3, seed: 5, stratify: Category}
   CmdResult bad = hipq("stats --db " + db + " --group-by tag:");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("tag:NAME"), std::string::npos) << bad.out;
+}
+
+// A manifest's LoRA and init image reach the worker: the pipeline merges the
+// LoRA (its <lora:> tag and "Lora hashes" in the PNG come from the applied
+// set), runs img2img, the database keeps the files' digests, and `hipq stats`
+// groups the runs by LoRA set and mode.
+TEST(RunOutputsTest, AManifestsLoraAndInitImageRunOnTheWorkerAndStatsGroupsByThem) {
+  const fs::path dir = temp_dir("lora");
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  const fs::path corpus = fs::path(src != nullptr ? src : ".") / "tests" / "fuzz" / "corpus" / "lora";
+  fs::copy_file(corpus / "kohya-sgm-linear", dir / "fox_style.safetensors");
+  ASSERT_TRUE(spec::write_png(dir / "init.png", spec::RgbImage{64, 48, std::vector<uint8_t>(64 * 48 * 3, 90)}).ok());
+  const std::string manifest = R"(batch: adapted
+model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 48
+  steps: 2
+  loras: [{path: fox_style.safetensors, scale: 4}]
+  init_image: init.png
+  strength: 0.5
+parity: {golden: none}
+outputs: {directory: out, save: [png], layout: "{prompt}"}
+prompts: [a red fox sleeping in the snow]
+)";
+  ASSERT_TRUE(write_file_atomic(dir / "m.yaml", manifest).ok());
+  const std::string db = (dir / "hipq.db").string();
+  CmdResult r = hipq("run " + (dir / "m.yaml").string() + " --db " + db + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  auto opened = db::Database::open_and_migrate(db);
+  ASSERT_TRUE(opened.ok());
+  db::JobStore store(**opened);
+  auto jobs = store.list_jobs(1);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  const db::JobRecord& job = jobs->front();
+  EXPECT_EQ(job.inputs.loras, std::vector<std::string>{*sha256_file(dir / "fox_style.safetensors")});
+  EXPECT_EQ(job.inputs.init_image, *sha256_file(dir / "init.png"));
+
+  const fs::path png = dir / "out" / "0" / ("adapted-j" + std::to_string(job.id) + "-s0.png");
+  auto bytes = read_file(png);
+  ASSERT_TRUE(bytes.ok()) << png << "\n" << r.out;
+  auto text = hipq::testing::read_png_text_with_libpng(*bytes);
+  ASSERT_TRUE(text.error.empty()) << text.error;
+  const std::string& params = text.text["parameters"];
+  EXPECT_EQ(params.rfind("a red fox sleeping in the snow <lora:fox_style:4>\n", 0), 0u) << params;
+  EXPECT_NE(params.find("Lora hashes: \"fox_style: "), std::string::npos) << params;
+  EXPECT_NE(params.find("Denoising strength: 0.5"), std::string::npos) << params;
+
+  CmdResult s = hipq("stats --db " + db + " --group-by lora,mode --phase denoise --format json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  auto j = nlohmann::json::parse(s.out.substr(s.out.find('{')));
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["groups"][0]["key"]["lora"], "fox_style:4") << j.dump(1);
+  EXPECT_EQ(j["groups"][0]["key"]["mode"], "img2img") << j.dump(1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "db/database.h"
 #include "db/job_store.h"
 #include "db/schema.h"
+#include "spec/png.h"
 #include "tests/coordinator/manifest_test_util.h"
 
 namespace hipq::coordinator {
@@ -139,6 +140,104 @@ TEST(ManifestTest, ScheduleOptionsReachEveryJobAndBadOnesAreNamed) {
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("bad.yaml:4:21: defaults.guidance_rescale"), std::string::npos) << msg;
+}
+
+TEST(ManifestTest, LorasInitImageAndRefinerReachEveryJobPinnedByTheirFiles) {
+  ManifestDir dir;
+  const std::string lora = testing::safetensors_with({"lora_unet_x.lora_down.weight", "lora_unet_x.lora_up.weight"});
+  dir.write("adapters/style.safetensors", lora);
+  dir.write("adapters/detail.safetensors", testing::safetensors_with({"unet.x.lora_A.weight", "unet.x.lora_B.weight"}));
+  ASSERT_TRUE(spec::write_png(dir.path() / "inits/fox.png", spec::RgbImage{64, 48, std::vector<uint8_t>(64 * 48 * 3, 9)}).ok());
+  auto m = parse_manifest(dir.write("i2i.yaml", R"yaml(
+model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 48
+  steps: 10
+  loras:
+    - {path: adapters/style.safetensors, scale: 0.8}
+    - adapters/detail.safetensors
+  init_image: inits/fox.png
+  strength: 0.7
+  refiner: {model: synthetic:tiny-sdxl, switch_at: 0.75, aesthetic_score: 7}
+prompts:
+  - a fox
+  - a hare
+)yaml"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::string style = (dir.path() / "adapters/style.safetensors").string();
+  const std::string detail = (dir.path() / "adapters/detail.safetensors").string();
+  const std::string init = (dir.path() / "inits/fox.png").string();
+  const std::vector<spec::LoraSpec> want_loras = {{style, 0.8f}, {detail, 1.0f}};
+  const auto jobs = m->expand_jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.settings.loras, want_loras);
+    EXPECT_EQ(j.settings.init_image, init);
+    EXPECT_FLOAT_EQ(j.settings.strength, 0.7f);
+    EXPECT_EQ(j.settings.refiner, "synthetic:tiny-sdxl");
+    EXPECT_FLOAT_EQ(j.settings.refiner_switch_at, 0.75f);
+    EXPECT_FLOAT_EQ(j.settings.aesthetic_score, 7.0f);
+    EXPECT_FLOAT_EQ(j.settings.negative_aesthetic_score, 2.5f);
+    EXPECT_TRUE(j.settings.validate().ok()) << j.settings.validate().ToString();
+  }
+  const spec::InputDigests want_inputs{{sha256_hex(lora), *sha256_file(detail)}, *sha256_file(init), ""};
+  EXPECT_EQ(m->defaults.inputs, want_inputs);
+
+  // Through the database and back, as the worker will be sent them.
+  auto db = db::Database::open_in_memory();
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db::migrate(**db).ok());
+  db::JobStore store(**db);
+  auto id = store.insert_batch(m->to_new_batch(), 1);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto rows = store.list_jobs(*id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].generation_settings(), jobs[1].settings);
+  EXPECT_EQ((*rows)[1].inputs, want_inputs);
+}
+
+TEST(ManifestTest, BadLorasInitImagesAndRefinersAreNamedWithTheirPlace) {
+  ManifestDir dir;
+  dir.write("not-a-lora.safetensors", testing::safetensors_with({"conv_in.weight"}));
+  ASSERT_TRUE(spec::write_png(dir.path() / "small.png", spec::RgbImage{8, 8, std::vector<uint8_t>(8 * 8 * 3, 1)}).ok());
+  auto bad = parse_manifest(dir.write("bad.yaml", R"yaml(model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 48
+  loras:
+    - {path: missing.safetensors, scal: 2}
+    - not-a-lora.safetensors
+    - {path: not-a-lora.safetensors, scale: 40}
+  init_image: small.png
+  refiner: {model: synthetic:tiny-sdxll, switch_at: 1}
+prompts: [a cat]
+)yaml"));
+  ASSERT_FALSE(bad.ok());
+  const Status& s = bad.status();
+  const std::string file = (dir.path() / "bad.yaml").string();
+  EXPECT_TRUE(has_problem(s, file, 6, 35, "defaults.loras[0].scal", "unknown key 'scal'; did you mean 'scale'?"))
+      << s.message();
+  EXPECT_TRUE(has_problem(s, file, 7, 7, "defaults.loras[1]", "holds no LoRA pairs")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 8, 45, "defaults.loras[2].scale", "40 is out of range -16..16")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 9, 15, "defaults.init_image", "small.png")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 10, 20, "defaults.refiner.model", "did you mean 'tiny-sdxl'?")) << s.message();
+  EXPECT_TRUE(has_problem(s, file, 10, 53, "defaults.refiner.switch_at", "must be in (0, 1)")) << s.message();
+
+  auto missing = parse_manifest(dir.write("missing.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n"
+                                                          "  loras: [{path: gone.safetensors}]\nprompts: [a cat]\n"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(has_problem(missing.status(), (dir.path() / "missing.yaml").string(), 3, 18, "defaults.loras[0]",
+                          "gone.safetensors does not exist"))
+      << missing.status().message();
+
+  auto lone = parse_manifest(dir.write("lone.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  strength: 0.5\n"
+                                                    "prompts: [a cat]\n"));
+  ASSERT_FALSE(lone.ok());
+  EXPECT_TRUE(has_problem(lone.status(), (dir.path() / "lone.yaml").string(), 3, 3, "defaults.strength",
+                          "strength needs init_image"))
+      << lone.status().message();
 }
 
 TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,21 @@ class ManifestDir {
  private:
   std::filesystem::path path_;
 };
+
+// The bytes of a safetensors file of F32 [1, 1] tensors named `keys` (one
+// zero each): enough for the manifest's LoRA header check.
+inline std::string safetensors_with(const std::vector<std::string>& keys) {
+  std::string header = "{";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    header.append(i ? "," : "").append("\"").append(keys[i]).append("\":{\"dtype\":\"F32\",\"shape\":[1,1],");
+    header.append("\"data_offsets\":[").append(std::to_string(4 * i)).append(",").append(std::to_string(4 * (i + 1)));
+    header.append("]}");
+  }
+  header += "}";
+  std::string out(8, '\0');
+  for (size_t b = 0; b < 8; ++b) out[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+  return out + header + std::string(4 * keys.size(), '\0');
+}
 
 // $HIPQ_SOURCE_DIR (set by ctest); empty when unset.
 inline std::filesystem::path source_dir() {

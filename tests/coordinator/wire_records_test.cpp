@@ -55,6 +55,47 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   EXPECT_EQ(make_assignment(l, s).golden_dir(), "");
 }
 
+// A job's LoRAs, init image and refiner travel in its settings, the files'
+// digests beside them; a plain job sends no digests. What a worker holds
+// comes back as (model, LoRA set) pairs for dispatch.
+TEST(WireRecords, AssignmentCarriesTheFilesAndTheirDigestsAndHeldModelsComeBack) {
+  db::LeasedJob l;
+  l.job.id = 9;
+  l.job.model = "synthetic:tiny-sdxl";
+  l.job.sampler = "euler";
+  l.job.precision = "fp32";
+  l.job.loras = {{"/l/a.safetensors", 0.8f}};
+  l.job.init_image = "/in/fox.png";
+  l.job.strength = 0.6;
+  l.job.refiner = "synthetic:sdxl-refiner";
+  l.job.refiner_switch_at = 0.75;
+  l.job.inputs.loras = {std::string(64, 'a')};
+  l.job.inputs.init_image = std::string(64, 'c');
+  proto::JobAssignment a = make_assignment(l, DispatchSettings{"/g", 3.0});
+  ASSERT_EQ(a.settings().loras_size(), 1);
+  EXPECT_EQ(a.settings().loras(0).path(), "/l/a.safetensors");
+  EXPECT_FLOAT_EQ(a.settings().loras(0).scale(), 0.8f);
+  EXPECT_EQ(a.settings().init_image(), "/in/fox.png");
+  EXPECT_FLOAT_EQ(a.settings().strength(), 0.6f);
+  EXPECT_EQ(a.settings().refiner(), "synthetic:sdxl-refiner");
+  EXPECT_FLOAT_EQ(a.settings().refiner_switch_at(), 0.75f);
+  ASSERT_TRUE(a.has_inputs());
+  EXPECT_EQ(a.inputs().loras(0), std::string(64, 'a'));
+  EXPECT_EQ(a.inputs().init_image(), std::string(64, 'c'));
+
+  db::LeasedJob plain;
+  plain.job.id = 10;
+  EXPECT_FALSE(make_assignment(plain, DispatchSettings{"/g", 3.0}).has_inputs());
+
+  proto::Ready ready;
+  proto::HeldModel* h = ready.add_held_models();
+  h->set_model("synthetic:tiny-sdxl");
+  h->set_lora_key(std::string(64, 'a') + "*0.8");
+  ready.add_held_models()->set_model("m2");
+  const std::vector<db::ModelHolding> held = to_held_models(ready.held_models());
+  EXPECT_EQ(held, (std::vector<db::ModelHolding>{{"synthetic:tiny-sdxl", std::string(64, 'a') + "*0.8"}, {"m2", ""}}));
+}
+
 TEST(WireRecords, ResultKeepsMetricsOnlyWhenMeasured) {
   proto::JobResult r;
   r.set_job_id(1);

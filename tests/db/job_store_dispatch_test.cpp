@@ -89,6 +89,33 @@ TEST_F(JobStoreTest, AffinityPrefersLoadedModelWithinPriority) {
   EXPECT_EQ(lease("w", kT0, {"model-x", "model-a"}).job.ordinal, 2);
 }
 
+// A worker holding model-a with LoRA set X takes the oldest job needing
+// exactly that (no switch) before an older model-a job with another set (a
+// switch), and that before another model (a load).
+TEST_F(JobStoreTest, AffinityPrefersTheHeldLoraSetThenTheHeldModel) {
+  auto with_lora = [](int ordinal, const std::string& model, char digest, float scale) {
+    NewJob j = make_job(ordinal, model);
+    j.loras = {{"/loras/" + std::string(1, digest) + ".safetensors", scale}};
+    j.inputs.loras = {std::string(64, digest)};
+    return j;
+  };
+  NewBatch b = make_batch(0);
+  b.jobs = {make_job(0, "model-b"), make_job(1, "model-a"), with_lora(2, "model-a", 'c', 0.5f),
+            with_lora(3, "model-a", 'd', 0.5f), with_lora(4, "model-a", 'd', 0.8f)};
+  insert(b);
+  const std::string held = std::string(64, 'd') + "*0.5";
+  auto next = [&](const std::vector<ModelHolding>& holding) {
+    auto l = store_->lease_next("w", {"model-a"}, kT0, kLease, holding);
+    EXPECT_TRUE(l.ok() && l->has_value());
+    return l.ok() && l->has_value() ? (*l)->job.ordinal : -1;
+  };
+  EXPECT_EQ(next({{"model-a", held}}), 3) << "the same files at the same scales";
+  EXPECT_EQ(next({{"model-a", held}}), 1) << "then the held model, oldest first";
+  EXPECT_EQ(next({{"model-a", ""}}), 2) << "the base model held: oldest of model-a";
+  EXPECT_EQ(next({{"model-a", std::string(64, 'd') + "*0.8"}}), 4);
+  EXPECT_EQ(next({{"model-a", held}}), 0) << "nothing of model-a left: FIFO";
+}
+
 TEST_F(JobStoreTest, PriorityBeatsAffinity) {
   insert(make_batch(1, 0, 3, "low", "model-a"));
   int64_t high = insert(make_batch(1, 9, 3, "high", "model-b"));

@@ -52,6 +52,13 @@ TEST(RecordsTest, AJobsColumnsAreItsGenerationSettings) {
   j.rng = want.rng;
   j.timestep_spacing = want.timestep_spacing;
   j.guidance_rescale = want.guidance_rescale;
+  j.loras = want.loras;
+  j.init_image = want.init_image;
+  j.strength = want.strength;
+  j.refiner = want.refiner;
+  j.refiner_switch_at = want.refiner_switch_at;
+  j.aesthetic_score = want.aesthetic_score;
+  j.negative_aesthetic_score = want.negative_aesthetic_score;
   EXPECT_EQ(j.generation_settings(), want);
   EXPECT_TRUE(j.generation_settings().validate().ok());
 }

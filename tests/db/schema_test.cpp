@@ -286,6 +286,88 @@ TEST(SchemaTest, VersionFourJobsKeepTheModelsScheduleAfterMigrationToFive) {
   EXPECT_FLOAT_EQ(s.guidance_rescale, 0.7f);
 }
 
+// A database written by a version-5 hipq (no LoRA, img2img or refiner
+// columns) migrates to version 6: its jobs read back as the text-to-image,
+// base-model jobs they were, and a new job keeps every new setting and the
+// digests of its files.
+TEST(SchemaTest, VersionFiveJobsStayTextToImageAfterMigrationToSixAndNewJobsKeepTheirFiles) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v5.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 5).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, priority, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'sweep', 0, 'active', 3, '/out', 1, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, negative_prompt, seed, width, height, steps, guidance,
+                        sampler, precision, rng, output_dir, priority, state, created_at, updated_at,
+                        timestep_spacing, guidance_rescale)
+        VALUES (1, 1, 0, 'm', 'a cat', '', 7, 64, 64, 4, 5.0, 'euler', 'fp32', 'torch-cpu', 'o/0', 0, 'queued', 10, 10,
+                'trailing', 0.5);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(*schema_version(**db), 5);
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+  JobStore store(**db);
+  auto jobs = store.list_jobs(1);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  const spec::GenerationSettings old = (*jobs)[0].generation_settings();
+  EXPECT_EQ(old, [] {
+    spec::GenerationSettings s;
+    s.prompt = "a cat";
+    s.seed = 7;
+    s.width = 64;
+    s.height = 64;
+    s.steps = 4;
+    s.timestep_spacing = "trailing";
+    s.guidance_rescale = 0.5f;
+    return s;
+  }());
+  EXPECT_TRUE((*jobs)[0].inputs.empty());
+
+  NewBatch b = testing::make_batch(1);
+  b.jobs[0].loras = {{"/loras/a.safetensors", 0.8f}, {"/loras/b.safetensors", -0.25f}};
+  b.jobs[0].init_image = "/inits/fox.png";
+  b.jobs[0].strength = 0.6;
+  b.jobs[0].refiner = "synthetic:sdxl-refiner";
+  b.jobs[0].refiner_switch_at = 0.75;
+  b.jobs[0].aesthetic_score = 7;
+  b.jobs[0].negative_aesthetic_score = 2;
+  b.jobs[0].inputs.loras = {std::string(64, 'a'), std::string(64, 'b')};
+  b.jobs[0].inputs.init_image = std::string(64, 'c');
+  auto id = store.insert_batch(b, 20);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto added = store.list_jobs(*id);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  const JobRecord& j = (*added)[0];
+  const spec::GenerationSettings s = j.generation_settings();
+  EXPECT_EQ(s.loras, b.jobs[0].loras);
+  EXPECT_EQ(s.init_image, "/inits/fox.png");
+  EXPECT_FLOAT_EQ(s.strength, 0.6f);
+  EXPECT_EQ(s.refiner, "synthetic:sdxl-refiner");
+  EXPECT_FLOAT_EQ(s.refiner_switch_at, 0.75f);
+  EXPECT_FLOAT_EQ(s.aesthetic_score, 7.0f);
+  EXPECT_FLOAT_EQ(s.negative_aesthetic_score, 2.0f);
+  EXPECT_EQ(j.inputs, b.jobs[0].inputs);
+  Statement key(**db, "SELECT lora_key FROM jobs WHERE id = ?");
+  key.bind_int64(0, j.id);
+  ASSERT_TRUE(*key.step());
+  EXPECT_EQ(key.column_text(0), std::string(64, 'a') + "*0.8," + std::string(64, 'b') + "*-0.25");
+
+  // A LoRA without its digest is refused before anything is written.
+  NewBatch unpinned = testing::make_batch(1);
+  unpinned.jobs[0].loras = {{"/loras/a.safetensors", 1.0f}};
+  auto refused = store.insert_batch(unpinned, 30);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("need their sha256"), std::string::npos) << refused.status().message();
+}
+
 // The gate's stored form (its JSON in batches.parity_gate) is the one every
 // version wrote: gates stored by a version-1 hipq read back typed after the
 // migrations, "{}" as the default gate, and the next batch stores its own.
@@ -355,6 +437,11 @@ TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {
                        "SELECT id FROM jobs WHERE state = 'queued' AND priority = 0 AND model = 'm' "
                        "ORDER BY id LIMIT 1")
                 .find("jobs_queued_by_model"),
+            std::string::npos);
+  EXPECT_NE(query_plan(*db,
+                       "SELECT id FROM jobs WHERE state = 'queued' AND priority = 0 AND model = 'm' AND "
+                       "lora_key = 'k' ORDER BY id LIMIT 1")
+                .find("jobs_queued_by_adapters"),
             std::string::npos);
   EXPECT_NE(query_plan(*db, "SELECT id FROM jobs WHERE state = 'leased' AND lease_deadline < 5 ORDER BY id")
                 .find("jobs_leased"),

@@ -51,6 +51,19 @@ TEST(ImageParametersTest, Img2ImgAddsTheWebUisDenoisingStrengthAfterTheModel) {
   EXPECT_NE(p.find("Model: sd_xl_base_1.0, Denoising strength: 0.6, RNG: CPU"), std::string::npos) << p;
 }
 
+TEST(ImageParametersTest, RefinerAddsTheWebUisRefinerAndSwitchPointAfterTheDenoisingStrength) {
+  GenerationSettings s = settings();
+  EXPECT_EQ(a1111_parameters(s, in_batch()).find("Refiner"), std::string::npos);
+  s.init_image = "/data/inits/fox.png";
+  s.strength = 0.6f;
+  s.refiner = "/models/sd_xl_refiner_1.0.safetensors";
+  s.refiner_switch_at = 0.75f;
+  const std::string p = a1111_parameters(s, in_batch());
+  EXPECT_NE(p.find("Denoising strength: 0.6, Refiner: sd_xl_refiner_1.0, Refiner switch at: 0.75, RNG: CPU"),
+            std::string::npos)
+      << p;
+}
+
 TEST(ImageParametersTest, NoNegativeLineWithoutANegativePromptAndNoBatchOutsideOne) {
   GenerationSettings s = settings();
   s.negative_prompt.clear();

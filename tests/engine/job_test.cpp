@@ -17,6 +17,7 @@
 #include "engine/golden.h"
 #include "engine/pipeline.h"
 #include "spec/golden_format.h"
+#include "spec/png.h"
 #include "kernels/backend.h"
 
 namespace hipq::engine {
@@ -257,6 +258,36 @@ TEST_F(JobTest, ALoaderErrorComesBackUnchangedWithItsStep) {
   EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status.message(), "model folder /nowhere: no such directory");
   EXPECT_TRUE(fs::is_empty(out));
+}
+
+// A file the job names that changed since it was submitted fails the job
+// naming the file and both digests, before the model is loaded; the digest
+// it was submitted with runs and keys the golden by content.
+TEST_F(JobTest, AnInitImageThatChangedSinceSubmissionFailsBeforeLoadingAndTheSubmittedOneRuns) {
+  const fs::path out = temp_dir("changed_init");
+  const fs::path init = out.parent_path() / "hipq_job_init.png";
+  ASSERT_TRUE(spec::write_png(init, spec::RgbImage{64, 64, std::vector<uint8_t>(64 * 64 * 3, 200)}).ok());
+  GenerationJob s = job_spec(out);
+  s.settings.init_image = init.string();
+  s.settings.strength = 0.5f;
+  s.check_parity = false;
+  s.inputs.init_image = std::string(64, '0');
+  GenerationRun r = run_job(s, loader());
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("init image " + init.string() + " changed since the job was submitted"),
+            std::string::npos)
+      << r.status.message();
+  EXPECT_NE(r.status.message().find(*sha256_file(init)), std::string::npos) << r.status.message();
+  EXPECT_EQ(loads_, 0);
+  EXPECT_TRUE(fs::is_empty(out));
+
+  s.inputs.init_image = *sha256_file(init);
+  GenerationRun ok = run_job(s, loader());
+  ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
+  EXPECT_EQ(ok.inputs.init_image, s.inputs.init_image);
+  EXPECT_EQ(ok.golden.key, spec::golden_key(ok.pipeline->weights_sha256(), s.settings, s.inputs));
+  EXPECT_NE(ok.golden.key, spec::golden_key(ok.pipeline->weights_sha256(), s.settings));
 }
 
 TEST_F(JobTest, ACorruptGoldenIsAnErrorOfTheGoldenStepBeforeAnyGeneration) {

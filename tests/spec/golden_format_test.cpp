@@ -76,6 +76,54 @@ TEST(GoldenFormatTest, SameInputsGiveTheSameKeyAndEveryChangeANewOne) {
   EXPECT_EQ(golden_key_material(w, base).find("precision"), std::string::npos) << "fp32 keys are unchanged";
 }
 
+// LoRA files, the init image and the refiner enter the key by content and
+// only when set: a plain job's key is what it was.
+TEST(GoldenFormatTest, FilesEnterTheKeyByContentOnlyWhenSet) {
+  const std::string w(64, 'b');
+  const std::string da(64, '1'), db(64, '2'), dc(64, '3');
+  GenerationSettings base = sample_settings();
+  const std::string plain = golden_key(w, base);
+  EXPECT_EQ(golden_key(w, base, InputDigests{}), plain);
+
+  GenerationSettings lora = base;
+  lora.loras = {{"/a/style.safetensors", 0.8f}};
+  const std::string k_lora = golden_key(w, lora, InputDigests{{da}, "", ""});
+  EXPECT_NE(k_lora, plain);
+  GenerationSettings moved = lora;
+  moved.loras[0].path = "/elsewhere/renamed.safetensors";
+  EXPECT_EQ(golden_key(w, moved, InputDigests{{da}, "", ""}), k_lora) << "the path is not the file";
+  EXPECT_NE(golden_key(w, lora, InputDigests{{db}, "", ""}), k_lora) << "another file";
+  GenerationSettings rescaled = lora;
+  rescaled.loras[0].scale = 0.5f;
+  EXPECT_NE(golden_key(w, rescaled, InputDigests{{da}, "", ""}), k_lora) << "another scale";
+
+  GenerationSettings i2i = base;
+  i2i.init_image = "/in/fox.png";
+  i2i.strength = 0.6f;
+  const std::string k_i2i = golden_key(w, i2i, InputDigests{{}, dc, ""});
+  EXPECT_NE(k_i2i, plain);
+  EXPECT_NE(golden_key(w, i2i, InputDigests{{}, da, ""}), k_i2i) << "another image";
+  GenerationSettings stronger = i2i;
+  stronger.strength = 0.7f;
+  EXPECT_NE(golden_key(w, stronger, InputDigests{{}, dc, ""}), k_i2i) << "another strength";
+  EXPECT_NE(golden_key_material(w, i2i, InputDigests{{}, dc, ""}).find("\"strength\":\"0.6\""), std::string::npos);
+
+  GenerationSettings refined = base;
+  refined.refiner = "synthetic:sdxl-refiner";
+  const std::string k_ref = golden_key(w, refined, InputDigests{{}, "", da});
+  EXPECT_NE(k_ref, plain);
+  EXPECT_NE(golden_key(w, refined, InputDigests{{}, "", db}), k_ref) << "another refiner";
+  GenerationSettings later = refined;
+  later.refiner_switch_at = 0.9f;
+  EXPECT_NE(golden_key(w, later, InputDigests{{}, "", da}), k_ref) << "another switch point";
+  GenerationSettings aesthetic = refined;
+  aesthetic.aesthetic_score = 7.0f;
+  EXPECT_NE(golden_key(w, aesthetic, InputDigests{{}, "", da}), k_ref);
+  aesthetic = refined;
+  aesthetic.negative_aesthetic_score = 2.0f;
+  EXPECT_NE(golden_key(w, aesthetic, InputDigests{{}, "", da}), k_ref);
+}
+
 TEST(GoldenFormatTest, KeyMaterialIsTheDocumentedCanonicalJson) {
   GenerationSettings s = sample_settings();
   s.prompt = "caf\xC3\xA9 \"q\"\n";
@@ -108,16 +156,27 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
   few.guidance = 0.0f;
   few.guidance_rescale = 0.7f;
   cases.push_back(few);
+  std::vector<InputDigests> inputs(cases.size());
+  // Two LoRAs, an init image and a refiner, with scales and strengths whose
+  // float32 value prints differently from the decimal written.
+  cases.push_back(testing::every_field_set());
+  cases.back().loras[0].scale = 0.3f;
+  cases.back().strength = 0.35f;
+  inputs.push_back(InputDigests{{std::string(64, 'a'), std::string(64, 'b')}, std::string(64, 'c'), std::string(64, 'd')});
   for (size_t i = 0; i < cases.size(); ++i) {
     auto settings_path = dir / ("s" + std::to_string(i) + ".json");
+    auto inputs_path = dir / ("i" + std::to_string(i) + ".json");
     auto out_path = dir / ("k" + std::to_string(i) + ".txt");
     ASSERT_TRUE(write_file_atomic(settings_path, cases[i].to_json().dump()).ok());
+    ASSERT_TRUE(write_file_atomic(inputs_path, inputs[i].to_json().dump()).ok());
     std::string cmd = "python3 \"" + std::string(src) + "/tools/golden/golden_key.py\" w0 \"$(cat '" +
-                      settings_path.string() + "')\" > '" + out_path.string() + "'";
+                      settings_path.string() + "')\" \"$(cat '" + inputs_path.string() + "')\" > '" +
+                      out_path.string() + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     auto text = read_file(out_path);
     ASSERT_TRUE(text.ok());
-    std::string expected = golden_key_material("w0", cases[i]) + "\n" + golden_key("w0", cases[i]) + "\n";
+    std::string expected =
+        golden_key_material("w0", cases[i], inputs[i]) + "\n" + golden_key("w0", cases[i], inputs[i]) + "\n";
     EXPECT_EQ(*text, expected) << "case " << i;
   }
 }
@@ -140,6 +199,31 @@ TEST(GoldenFormatTest, MetadataRoundTripsAndIsChecked) {
   auto not_golden = read_golden_metadata(meta, "g.safetensors");
   EXPECT_EQ(not_golden.status().code(), StatusCode::kCorruption);
   EXPECT_NE(not_golden.status().message().find("g.safetensors: not a hipq golden"), std::string::npos);
+}
+
+TEST(GoldenFormatTest, InputDigestsTravelInTheMetadataAndTheKeyIsCheckedAgainstThem) {
+  GoldenHeader h = sample_header();
+  h.settings.loras = {{"/a/style.safetensors", 0.8f}};
+  h.settings.init_image = "/in/fox.png";
+  h.settings.strength = 0.5f;
+  h.inputs = InputDigests{{std::string(64, '1')}, std::string(64, '2'), ""};
+  h.key = golden_key(h.weights_sha256, h.settings, h.inputs);
+  auto meta = golden_metadata(h);
+  EXPECT_EQ(meta.at("inputs"), h.inputs.to_json().dump());
+  auto back = read_golden_metadata(meta, "g.safetensors");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->inputs, h.inputs);
+  EXPECT_TRUE(check_golden_header(*back, "g.safetensors", false).ok());
+  EXPECT_EQ(golden_metadata(sample_header()).count("inputs"), 0u) << "a plain golden has no inputs entry";
+
+  // Another LoRA file under the same key: the key no longer matches.
+  meta["inputs"] = InputDigests{{std::string(64, '9')}, std::string(64, '2'), ""}.to_json().dump();
+  auto swapped = read_golden_metadata(meta, "g.safetensors");
+  ASSERT_TRUE(swapped.ok());
+  EXPECT_EQ(check_golden_header(*swapped, "g.safetensors", false).status().code(), StatusCode::kCorruption);
+  // Digests that do not fit the settings are a corrupt golden.
+  meta["inputs"] = InputDigests{{}, std::string(64, '2'), ""}.to_json().dump();
+  EXPECT_EQ(read_golden_metadata(meta, "g.safetensors").status().code(), StatusCode::kCorruption);
 }
 
 TEST(GoldenFormatTest, HeaderChecksNameTheFile) {

@@ -34,6 +34,13 @@ inline GenerationSettings every_field_set() {
   s.rng = "torch-cuda";
   s.timestep_spacing = "trailing";
   s.guidance_rescale = 0.7f;
+  s.loras = {{"/loras/watercolor style.safetensors", 0.75f}, {"/loras/detail.safetensors", -0.5f}};
+  s.init_image = "/inits/fox \"1\".png";
+  s.strength = 0.6f;
+  s.refiner = "synthetic:sdxl-refiner";
+  s.refiner_switch_at = 0.75f;
+  s.aesthetic_score = 7.0f;
+  s.negative_aesthetic_score = 2.0f;
   return s;
 }
 

@@ -11,11 +11,19 @@ encoded as UTF-8, where obj is
    "negative_prompt": str, "prompt": str, "rng": str, "sampler": str,
    "seed": int, "steps": int, "weights_sha256": str, "width": int}
 
-plus "precision": "fp16" | "bf16" when the precision is not fp32.
+plus "precision": "fp16" | "bf16" when the precision is not fp32, and, only
+when set: "timestep_spacing", "guidance_rescale"; the files a job names besides
+the model, by content (their sha256 in INPUTS, never their paths):
+"loras": [{"scale": "%.6g", "sha256": ...}] in order, "init_image_sha256" with
+"strength", "refiner": {"aesthetic_score", "negative_aesthetic_score",
+"switch_at" (each "%.6g"), "weights_sha256"}.
+
+INPUTS is the golden's "inputs" metadata (spec/input_digests.h):
+{"loras": [sha256, ...], "init_image": sha256, "refiner_weights": sha256}.
 
 See docs/golden-format.md. Standard library only, so it runs anywhere.
 
-Command line (for checks): golden_key.py WEIGHTS_SHA256 SETTINGS_JSON
+Command line (for checks): golden_key.py WEIGHTS_SHA256 SETTINGS_JSON [INPUTS_JSON]
 prints the canonical text on the first line and the key on the second.
 """
 import hashlib
@@ -24,6 +32,10 @@ import struct
 import sys
 
 KEY_VERSION = 1
+
+# The key covers init images (sha256 + strength), LoRAs and the refiner.
+COVERS_INIT_IMAGE = True
+COVERS_LORA = True
 
 DEFAULTS = {
     "prompt": "",
@@ -38,6 +50,13 @@ DEFAULTS = {
     "rng": "torch-cpu",
     "timestep_spacing": "",
     "guidance_rescale": 0.0,
+    "init_image": "",
+    "strength": 1.0,
+    "loras": [],
+    "refiner": "",
+    "refiner_switch_at": 0.8,
+    "aesthetic_score": 6.0,
+    "negative_aesthetic_score": 2.5,
 }
 
 
@@ -57,8 +76,9 @@ def full_settings(settings):
     return out
 
 
-def key_material(weights_sha256, settings):
+def key_material(weights_sha256, settings, inputs=None):
     s = full_settings(settings)
+    inputs = inputs or {}
     obj = {
         "key_version": KEY_VERSION,
         "weights_sha256": str(weights_sha256),
@@ -82,11 +102,35 @@ def key_material(weights_sha256, settings):
         obj["timestep_spacing"] = str(s["timestep_spacing"])
     if as_float32(s["guidance_rescale"]) != 0.0:
         obj["guidance_rescale"] = format_guidance(s["guidance_rescale"])
+    # Files by content, never by path.
+    if s["loras"]:
+        digests = list(inputs.get("loras", []))
+        obj["loras"] = [{"sha256": str(digests[i]) if i < len(digests) else "",
+                         "scale": format_guidance(lora.get("scale", 1.0))}
+                        for i, lora in enumerate(s["loras"])]
+    if str(s["init_image"]):
+        obj["init_image_sha256"] = str(inputs.get("init_image", ""))
+        obj["strength"] = format_guidance(s["strength"])
+    if str(s["refiner"]):
+        obj["refiner"] = {
+            "weights_sha256": str(inputs.get("refiner_weights", "")),
+            "switch_at": format_guidance(s["refiner_switch_at"]),
+            "aesthetic_score": format_guidance(s["aesthetic_score"]),
+            "negative_aesthetic_score": format_guidance(s["negative_aesthetic_score"]),
+        }
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def golden_key(weights_sha256, settings):
-    return hashlib.sha256(key_material(weights_sha256, settings).encode("utf-8")).hexdigest()
+def golden_key(weights_sha256, settings, inputs=None):
+    return hashlib.sha256(key_material(weights_sha256, settings, inputs).encode("utf-8")).hexdigest()
+
+
+def inputs_json(inputs):
+    """The "inputs" metadata entry (spec/input_digests.h), canonical; None when empty."""
+    obj = {k: v for k, v in (inputs or {}).items() if v}
+    if not obj:
+        return None
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def settings_json(settings):
@@ -113,15 +157,27 @@ def settings_json(settings):
         obj["timestep_spacing"] = str(s["timestep_spacing"])
     if as_float32(s["guidance_rescale"]) != 0.0:
         obj["guidance_rescale"] = float(format_guidance(s["guidance_rescale"]))
+    # As GenerationSettings::to_json writes them: only when set.
+    if str(s["init_image"]):
+        obj["init_image"] = str(s["init_image"])
+    if as_float32(s["strength"]) != 1.0:
+        obj["strength"] = float(format_guidance(s["strength"]))
+    if s["loras"]:
+        obj["loras"] = [{"path": str(l["path"]), "scale": as_float32(l.get("scale", 1.0))} for l in s["loras"]]
+    if str(s["refiner"]):
+        obj["refiner"] = str(s["refiner"])
+        for k in ("refiner_switch_at", "aesthetic_score", "negative_aesthetic_score"):
+            obj[k] = float(format_guidance(s[k]))
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def main(argv):
-    if len(argv) != 3:
-        sys.stderr.write("usage: golden_key.py WEIGHTS_SHA256 SETTINGS_JSON\n")
+    if len(argv) not in (3, 4):
+        sys.stderr.write("usage: golden_key.py WEIGHTS_SHA256 SETTINGS_JSON [INPUTS_JSON]\n")
         return 2
     settings = json.loads(argv[2])
-    sys.stdout.write(key_material(argv[1], settings) + "\n" + golden_key(argv[1], settings) + "\n")
+    inputs = json.loads(argv[3]) if len(argv) == 4 else None
+    sys.stdout.write(key_material(argv[1], settings, inputs) + "\n" + golden_key(argv[1], settings, inputs) + "\n")
     return 0
 
 

@@ -176,6 +176,14 @@ def jobs_from_manifest(path, common):
                   "timestep_spacing", "guidance_rescale", "init_image", "strength"):
         if field in defaults:
             d[field] = defaults[field]
+    # Paths in a manifest are relative to its folder (docs/manifest.md).
+    if d.get("init_image") and "init_image" in defaults:
+        d["init_image"] = os.path.join(base_dir, d["init_image"])
+    if defaults.get("loras"):
+        d["loras"] = [{"path": os.path.join(base_dir, l["path"]), "scale": float(l.get("scale", 1.0))}
+                      for l in defaults["loras"]]
+    if defaults.get("refiner"):
+        d["refiner"] = defaults["refiner"]
     seeds = _seed_list(defaults.get("seeds", [0]))
     entries = []
     for p in m.get("prompts", []) or []:
@@ -327,9 +335,10 @@ def main():
     ap.add_argument("--lora", action="append", default=[], metavar="PATH[:SCALE]",
                     help="LoRA adapter (repeatable), fused into the weights as hipq applies it: "
                          "load_lora_weights + set_adapters(weights=scales) + fuse_lora (docs/adapters.md). "
-                         "The golden key does not carry LoRAs yet: write LoRA goldens to their own --out folder")
+                         "The golden key carries each file's sha256 and scale; a job's own loras (a manifest's "
+                         "defaults.loras, a --jobs entry's \"loras\") take precedence")
     args = ap.parse_args()
-    loras = [parse_lora(t) for t in args.lora]
+    cli_loras = [{"path": p, "scale": sc} for p, sc in (parse_lora(t) for t in args.lora)]
 
     import numpy as np
     import torch
@@ -356,23 +365,41 @@ def main():
     device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else \
         (platform.processor() or platform.machine() or "cpu")
 
+    digests = {}
+
+    def digest(path):
+        if path not in digests:
+            digests[path] = file_sha256(path)
+        return digests[path]
+
     for n, job in enumerate(jobs):
+        if cli_loras and not job.get("loras"):
+            job = dict(job, loras=cli_loras)
         s = golden_key.full_settings(job)
-        key = golden_key.golden_key(weights_sha, s)
+        if s["refiner"]:
+            sys.exit("make_goldens: refiner jobs are not made here yet (base denoising_end -> refiner "
+                     "denoising_start); leave them out of --jobs / the manifest")
+        loras = [(str(l["path"]), float(l.get("scale", 1.0))) for l in s["loras"]]
+        # The files by content (spec/input_digests.h): the key and the "inputs" metadata.
+        inputs = {"loras": [digest(p) for p, _ in loras]}
+        if s["init_image"]:
+            inputs["init_image"] = digest(s["init_image"])
+        key = golden_key.golden_key(weights_sha, s, inputs)
         precision = args.compute_precision or s["precision"]
-        if precision not in pipes:
+        pipe_key = (precision, tuple(loras))
+        if pipe_key not in pipes:
             cls = getattr(diffusers, pipeline_class_name)
             kw = {}
             if pipeline_class_name == "StableDiffusionPipeline":
                 kw = {"safety_checker": None, "requires_safety_checker": False}
-            pipes[precision] = cls.from_pretrained(args.model, torch_dtype=dtypes[precision], **kw).to(device)
-            pipes[precision].set_progress_bar_config(disable=True)
+            pipes[pipe_key] = cls.from_pretrained(args.model, torch_dtype=dtypes[precision], **kw).to(device)
+            pipes[pipe_key].set_progress_bar_config(disable=True)
             if loras:
-                fuse_loras(pipes[precision], loras)
-            base_scheduler_config[precision] = pipes[precision].scheduler.config
-        pipe = pipes[precision]
+                fuse_loras(pipes[pipe_key], loras)
+            base_scheduler_config[pipe_key] = pipes[pipe_key].scheduler.config
+        pipe = pipes[pipe_key]
         # Always from the folder's config, never from the previous job's scheduler.
-        pipe.scheduler = make_scheduler(base_scheduler_config[precision], s["sampler"], s["timestep_spacing"])
+        pipe.scheduler = make_scheduler(base_scheduler_config[pipe_key], s["sampler"], s["timestep_spacing"])
         gen_device = "cpu" if s["rng"] == "torch-cpu" else "cuda"
         generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
         h, w = int(s["height"]), int(s["width"])
@@ -387,10 +414,6 @@ def main():
         if s.get("init_image"):
             # img2img (docs/pipeline.md, "img2img"): the init image as diffusers' load_image gives it
             # (PIL, convert("RGB")), of exactly the job's size: hipq never resizes.
-            if not getattr(golden_key, "COVERS_INIT_IMAGE", False):
-                sys.exit("make_goldens: golden keys do not cover init images yet (the init image's sha256 and the "
-                         "strength must join key_material first, in C++ and golden_key.py), so an img2img golden "
-                         "would take a text-to-image job's key")
             if precision != s["precision"]:
                 sys.exit("make_goldens: img2img goldens compute in the job's own precision (no --compute-precision)")
             from diffusers.utils import load_image
@@ -460,7 +483,7 @@ def main():
             "created_at": created,
             "source": "tools/golden/make_goldens.py " + " ".join(sys.argv[1:]),
             "extra": {
-                "loras": [{"name": os.path.splitext(os.path.basename(p))[0], "scale": sc, "sha256": file_sha256(p)}
+                "loras": [{"name": os.path.splitext(os.path.basename(p))[0], "scale": sc, "sha256": digest(p)}
                           for p, sc in loras],
                 "transformers_version": transformers.__version__,
                 "python_version": platform.python_version(),
@@ -474,7 +497,7 @@ def main():
         metadata = {
             "format": GOLDEN_FORMAT,
             "key": key,
-            "key_material": golden_key.key_material(weights_sha, s),
+            "key_material": golden_key.key_material(weights_sha, s, inputs),
             "model": args.model_name or args.model,
             "weights_sha256": weights_sha,
             "settings": golden_key.settings_json(s),
@@ -483,6 +506,8 @@ def main():
             "content_sha256": content.hexdigest(),
             "created_at": created,
         }
+        if golden_key.inputs_json(inputs):
+            metadata["inputs"] = golden_key.inputs_json(inputs)
         path = os.path.join(args.out, key + ".safetensors")
         tmp = path + ".tmp"
         save_file(tensors, tmp, metadata=metadata)

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <utility>
+
 #include "db/run_queries.h"
 #include "tests/db/run_history_fixture.h"
 
@@ -63,6 +66,33 @@ TEST(RunStatsTest, SamplesCarryEveryStepTheDatabaseHolds) {
   }
   EXPECT_EQ(with_steps, h.done_jobs.size());
   EXPECT_EQ(phase_values(*samples, "step").size(), with_steps * db::testing::RunHistory::kSteps);
+}
+
+// group_by lora names each LoRA set by its files' stems and scales, mode the
+// kind of job; runs of one set and mode fall in one group.
+TEST(RunStatsTest, RunsGroupByLoraSetAndMode) {
+  std::vector<db::RunRow> rows(4);
+  rows[0].loras_json = R"([{"path":"/l/watercolor.safetensors","scale":0.8,"sha256":"a"}])";
+  rows[1] = rows[0];
+  rows[1].init_image = "/in/fox.png";
+  rows[2].refiner = "synthetic:sdxl-refiner";
+  rows[3].loras_json = R"([{"path":"/l/watercolor.safetensors","scale":0.8,"sha256":"a"},)"
+                       R"({"path":"/m/detail.safetensors","scale":-0.5,"sha256":"b"}])";
+  std::vector<RunSample> samples;
+  for (const auto& r : rows) samples.push_back(RunSample{&r, {{"denoise", 10.0}, {"total", 12.0}}, {}});
+  auto parsed = parse_stats_options(json{{"group_by", "lora,mode"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto stats = compute_stats(samples, *parsed);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& g : (*stats)["groups"])
+    keys.emplace(g["key"]["lora"].get<std::string>(), g["key"]["mode"].get<std::string>());
+  EXPECT_EQ(keys, (std::set<std::pair<std::string, std::string>>{{"watercolor:0.8", "txt2img"},
+                                                                 {"watercolor:0.8", "img2img"},
+                                                                 {"none", "refiner"},
+                                                                 {"watercolor:0.8+detail:-0.5", "txt2img"}}))
+      << stats->dump(1);
+  EXPECT_FALSE(parse_stats_options(json{{"group_by", "loras"}}).ok());
 }
 
 }  // namespace
