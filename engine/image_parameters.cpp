@@ -80,6 +80,11 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
   }
   // img2img: the web UI's field (the init image itself is in the "hipq" chunk's settings).
   if (!s.init_image.empty()) f.push_back("Denoising strength: " + spec::format_guidance(s.strength));
+  // Base + refiner: the web UI's two refiner fields.
+  if (!s.refiner.empty()) {
+    f.push_back("Refiner: " + field_value(model_name(s.refiner)));
+    f.push_back("Refiner switch at: " + spec::format_guidance(s.refiner_switch_at));
+  }
   f.push_back(std::string("RNG: ") + (s.rng == "torch-cuda" ? "GPU" : "CPU"));
   if (p.batch_id > 0) {
     const std::string id = std::to_string(p.batch_id);

@@ -6,8 +6,9 @@
 //      device work, so a missing or read-only directory fails in
 //      milliseconds, not after the run, and no file is written;
 //   2. load: the caller's loader hands over the pipeline (cached or loaded
-//      now); a load that happened now is timed as phase "load" unless the
-//      pipeline reports one itself;
+//      now), and for a base + refiner job (settings.refiner) the refiner
+//      loader the refiner's; a load that happened now is timed as phase
+//      "load" unless the pipeline reports one itself;
 //   3. golden lookup: the golden of this run's key (golden_key(weights
 //      sha256, settings), or the key the job names) in a directory of
 //      <key>.safetensors, or a golden file; a directory without one means
@@ -77,6 +78,10 @@ struct GoldenLookup {
 Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
                                     const spec::GenerationSettings& settings);
 
+// Hands over the pipeline to run on; sets *loaded_now when it loaded the
+// model for this job (cached: false).
+using PipelineLoader = std::function<Result<Pipeline*>(bool* loaded_now)>;
+
 // What to run: one generation's settings, outputs, golden and gate. (The
 // manifest's expansion is coordinator::ManifestJob, the wire's
 // proto::JobAssignment.)
@@ -109,11 +114,12 @@ struct GenerationJob {
   // Called once when generation runs out of device memory; true when it
   // freed something, and the generation is tried once more.
   std::function<bool()> release_memory;
+  // Base + refiner jobs (settings.refiner set): hands over the refiner's
+  // pipeline (settings.refiner loaded on the base's backend, cached or now).
+  // Empty: such a job fails at kLoad with FailedPrecondition.
+  PipelineLoader load_refiner;
 };
 
-// Hands over the pipeline to run on; sets *loaded_now when it loaded the
-// model for this job (cached: false).
-using PipelineLoader = std::function<Result<Pipeline*>(bool* loaded_now)>;
 
 enum class JobStep { kOutputDir, kLoad, kGolden, kGenerate, kWrite, kParity };
 std::string_view job_step_name(JobStep step);  // "output_dir", "load", "golden", ...
@@ -133,6 +139,7 @@ struct GenerationRun {
   JobStep failed_step = JobStep::kOutputDir;  // meaningful when !status.ok()
 
   Pipeline* pipeline = nullptr;      // what the loader handed over (null before kLoad)
+  Pipeline* refiner = nullptr;       // what load_refiner handed over (base + refiner jobs)
   bool loaded_now = false;
   GenerationOutput output;           // tensors, the pipeline's phases and steps, peak memory, warm
   std::vector<PhaseTiming> phases;   // in order: see the header comment
