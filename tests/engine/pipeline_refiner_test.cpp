@@ -162,6 +162,12 @@ TEST_F(PipelineRefinerTest, BaseThenRefinerRunsEndToEndDeterministicallyWithStep
   auto c = base_->generate(job(4), {}, nullptr, refiner_);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(c->latent, a->latent);
+  // The aesthetic scores condition the refiner's steps.
+  GenerationSettings scored = job(3);
+  scored.aesthetic_score = 3.0f;
+  auto e = base_->generate(scored, {}, nullptr, refiner_);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NE(e->latent, a->latent);
   GenerationSettings base_only = job(3);
   base_only.refiner.clear();
   auto d = base_->generate(base_only);

@@ -455,8 +455,10 @@ def main():
             i2i_class = {"StableDiffusionXLPipeline": "StableDiffusionXLImg2ImgPipeline",
                          refiner_class: refiner_class,
                          "StableDiffusionPipeline": "StableDiffusionImg2ImgPipeline"}[pipeline_class_name]
-            # The same modules (weights shared), the job's scheduler.
-            run = getattr(diffusers, i2i_class)(**pipe.components)
+            # The same modules (weights shared), the job's scheduler. The refiner's folder loads as its
+            # img2img pipeline already, with its config (requires_aesthetics_score, force_zeros_for_empty_prompt
+            # false), which a pipeline made from its components would lose.
+            run = pipe if pipeline_class_name == refiner_class else getattr(diffusers, i2i_class)(**pipe.components)
             # hipq encodes the init image whole (no tiled_encode); a previous job's decode may have
             # left tiling on.
             run.vae.disable_tiling()
