@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -114,6 +115,29 @@ Status check_flags(const GenerateArgs& a) {
   if (!s.init_image.empty() && spec::denoising_steps(s.steps, s.strength) < 1)
     return Status::InvalidArgument(fmt::format("--strength {} of --steps {}: runs no step (int(steps * strength) = 0); "
                                                "raise one of them", s.strength, s.steps));
+  if (!s.refiner.empty() && !(s.refiner_switch_at > 0.0f && s.refiner_switch_at < 1.0f))
+    return Status::InvalidArgument(fmt::format("--refiner-switch-at {}: must be in (0, 1), the share of the schedule "
+                                               "the base runs", spec::format_guidance(s.refiner_switch_at)));
+  if (!(s.aesthetic_score >= 0.0f && s.aesthetic_score <= 10.0f))
+    return Status::InvalidArgument(fmt::format("--aesthetic-score {}: must be in 0..10",
+                                               spec::format_guidance(s.aesthetic_score)));
+  if (!(s.negative_aesthetic_score >= 0.0f && s.negative_aesthetic_score <= 10.0f))
+    return Status::InvalidArgument(fmt::format("--negative-aesthetic-score {}: must be in 0..10",
+                                               spec::format_guidance(s.negative_aesthetic_score)));
+  if (!s.refiner.empty() && !s.init_image.empty())
+    return Status::InvalidArgument("--refiner with --init-image: not implemented; to refine an image, give the "
+                                   "refiner as --model with --init-image and --strength");
+  if (!s.refiner.empty()) {
+    const auto& ok = spec::img2img_samplers();  // the split's tail is an img2img cut
+    if (std::find(ok.begin(), ok.end(), s.sampler) == ok.end())
+      return Status::InvalidArgument(fmt::format("--sampler {} with --refiner: the split of its schedule between two "
+                                                 "models is not implemented; base + refiner runs with {}",
+                                                 s.sampler, spec::join_names(ok)));
+  }
+  if (!s.refiner.empty() && !a.golden.empty())
+    return Status::InvalidArgument("--golden with --refiner: hipq generate looks the golden up before it loads the "
+                                   "refiner, whose weights are in the key; run base + refiner jobs with a golden "
+                                   "through a manifest (hipq run / submit)");
   if (Status v = s.validate(); !v.ok()) return v;
   if (a.device < 0) return Status::InvalidArgument(fmt::format("--device {}: must be >= 0", a.device));
   return Status::Ok();
@@ -163,6 +187,32 @@ int run_generate(const GenerateArgs& a) {
   auto model = engine::open_model(a.model);
   if (!model.ok()) return fail(kExitFailure, "--model " + a.model + ": " + model.status().message());
   for (const std::string& w : model->warnings) spdlog::warn("generate: {}", w);
+  const std::string& refiner_spec = a.settings.refiner;
+  std::optional<engine::ModelComponents> refiner_model;
+  if (!refiner_spec.empty()) {
+    // Both models are opened, and their roles checked, before any device work.
+    if (!(refiner_spec.rfind("synthetic:", 0) == 0)) {
+      std::error_code ec;
+      if (!fs::exists(refiner_spec, ec))
+        return fail(kExitFailure, "--refiner " + refiner_spec + ": no such file or directory");
+    }
+    auto r = engine::open_model(refiner_spec);
+    if (!r.ok()) return fail(kExitFailure, "--refiner " + refiner_spec + ": " + r.status().message());
+    for (const std::string& w : r->warnings) spdlog::warn("generate: refiner: {}", w);
+    if (!engine::is_sdxl_refiner(*r))
+      return fail(kExitUsage, "--refiner " + refiner_spec +
+                                  ": not an SDXL refiner (it has text encoder 1 or is not SDXL); give "
+                                  "stable-diffusion-xl-refiner-1.0 (folder or checkpoint) or synthetic:tiny-sdxl-refiner");
+    if (model->family != "sdxl" || engine::is_sdxl_refiner(*model))
+      return fail(kExitUsage, "--refiner needs an SDXL base as --model; " + a.model + " is " +
+                                  (engine::is_sdxl_refiner(*model) ? std::string("itself a refiner")
+                                                                   : "a " + model->family + " model"));
+    refiner_model = std::move(r).value();
+  } else if (engine::is_sdxl_refiner(*model) && a.settings.init_image.empty()) {
+    return fail(kExitUsage, "--model " + a.model +
+                                " is an SDXL refiner: it runs img2img (--init-image and --strength), or as "
+                                "--refiner after an SDXL base");
+  }
 
   engine::GenerationJob job;
   job.settings = a.settings;
@@ -216,6 +266,10 @@ int run_generate(const GenerateArgs& a) {
                model->family.empty() ? "family from weights" : model->family, backend_name,
                be.info().device_name, a.device, a.settings.width, a.settings.height, a.settings.steps,
                a.settings.sampler, a.settings.precision, a.settings.seed);
+  if (refiner_model)
+    spdlog::info("refiner: {} from {} of the schedule (aesthetic score {}, negative {})", refiner_spec,
+                 spec::format_guidance(a.settings.refiner_switch_at), spec::format_guidance(a.settings.aesthetic_score),
+                 spec::format_guidance(a.settings.negative_aesthetic_score));
   if (!a.settings.init_image.empty())
     spdlog::info("img2img: init image {}, strength {}: the last {} of the {} steps", a.settings.init_image,
                  spec::format_guidance(a.settings.strength),
@@ -225,6 +279,18 @@ int run_generate(const GenerateArgs& a) {
   job.progress = std::ref(progress);
   job.cancel = &g_cancel;
   std::unique_ptr<engine::Pipeline> pipeline;
+  std::unique_ptr<engine::Pipeline> refiner;
+  if (refiner_model) {
+    // The refiner runs without LoRAs (they are the base's).
+    job.load_refiner = [&](bool* loaded_now) -> Result<engine::Pipeline*> {
+      engine::LoadOptions lo;
+      lo.precision = a.settings.precision;
+      lo.placement = *placement;
+      HIPQ_ASSIGN_OR_RETURN(refiner, engine::Pipeline::load(*refiner_model, be, lo));
+      *loaded_now = true;
+      return refiner.get();
+    };
+  }
   std::signal(SIGINT, on_sigint);
   engine::GenerationRun r = engine::run_job(job, [&](bool* loaded_now) -> Result<engine::Pipeline*> {
     engine::LoadOptions lo;
@@ -259,6 +325,15 @@ int run_generate(const GenerateArgs& a) {
   }
   fmt::print("  denoise: {} UNet calls at batch {} ({})\n", out.model_calls, out.unet_batch,
              out.unet_batch == 1 ? "guidance off: the conditional pass only" : "classifier-free guidance");
+  if (out.refiner) {
+    const engine::RefinerSplit& sp = *out.refiner;
+    fmt::print("  refiner {}: base {} steps (timesteps >= {}), refiner {} steps from step {} (timesteps < {})\n",
+               sp.model_spec, sp.base_steps, sp.base_cutoff, sp.refiner_steps, sp.refiner_start + 1,
+               sp.refiner_cutoff);
+    for (const auto& m : out.model_phases)
+      fmt::print("    {:<8} {:<12} {:>10.1f} ms host {:>10.1f} ms device\n", m.model, m.timing.phase,
+                 m.timing.host_ms, m.timing.gpu_ms);
+  }
   fmt::print("  peak device memory {:.1f} MiB, warm {}; placement {} (plan: {})\n", out.peak_memory_bytes / 1048576.0,
              out.warm, engine::placement_name(out.memory_plan.placement), out.memory_plan.describe());
   if (parity) {
@@ -306,6 +381,19 @@ void add_generate_command(CLI::App& app, int& exit_code) {
                   "img2img: a PNG or JPEG of exactly --width x --height pixels to start from");
   cmd->add_option("--strength", args->settings.strength,
                   "img2img denoising strength in (0, 1]: the share of the steps run (1: the image fully noised)")
+      ->capture_default_str();
+  cmd->add_option("--refiner", args->settings.refiner,
+                  "SDXL refiner (folder, checkpoint or synthetic:NAME): the base (--model) runs the first part of "
+                  "the schedule, the refiner the rest on the same latent, as diffusers' denoising_end / "
+                  "denoising_start");
+  cmd->add_option("--refiner-switch-at", args->settings.refiner_switch_at,
+                  "With --refiner: the share of the schedule the base runs, in (0, 1)")
+      ->capture_default_str();
+  cmd->add_option("--aesthetic-score", args->settings.aesthetic_score,
+                  "Refiner conditioning, 0..10 (the refiner as --refiner or as an img2img --model)")
+      ->capture_default_str();
+  cmd->add_option("--negative-aesthetic-score", args->settings.negative_aesthetic_score,
+                  "Refiner conditioning of the negative branch, 0..10")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu | hip | auto (hip when a GPU is there)")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU index for --backend hip")->capture_default_str();

@@ -145,9 +145,15 @@ Result<CheckpointConfigs> checkpoint_configs(const MappedCheckpoint& ckpt,
   unet.upcast_attention = family == "sd2";  // stable-diffusion-2-1's unet/config.json
   unet.sample_size = variant.resolution / 8;
 
+  // The SDXL refiner's conditioner holds OpenCLIP bigG alone (no text_encoder).
+  const bool refiner = family == "sdxl" && !ckpt.components.count("text_encoder") &&
+                       ckpt.components.count("text_encoder_2");
   const char* te_act = family == "sd2" ? "gelu" : "quick_gelu";
-  HIPQ_ASSIGN_OR_RETURN(const WeightSource* te_w, weights("text_encoder"));
-  HIPQ_ASSIGN_OR_RETURN(ClipTextConfig te, text_config(*te_w, te_act, /*projection=*/false));
+  ClipTextConfig te;
+  if (!refiner) {
+    HIPQ_ASSIGN_OR_RETURN(const WeightSource* te_w, weights("text_encoder"));
+    HIPQ_ASSIGN_OR_RETURN(te, text_config(*te_w, te_act, /*projection=*/false));
+  }
   if (family == "sd2") {
     // SD 2.x conditions on OpenCLIP-H's penultimate layer; diffusers' text
     // encoder is the tower without its last layer (final_layer_norm kept).
@@ -156,20 +162,21 @@ Result<CheckpointConfigs> checkpoint_configs(const MappedCheckpoint& ckpt,
                                 std::to_string(te.num_hidden_layers));
     te.num_hidden_layers -= 1;
   }
-  out.configs["text_encoder"] = te.to_json();
+  if (!refiner) out.configs["text_encoder"] = te.to_json();
   if (family == "sdxl") {
     HIPQ_ASSIGN_OR_RETURN(const WeightSource* te2_w, weights("text_encoder_2"));
     HIPQ_ASSIGN_OR_RETURN(ClipTextConfig te2, text_config(*te2_w, "gelu", /*projection=*/true));
     out.configs["text_encoder_2"] = te2.to_json();
-    // add_embedding input = pooled text (projection_dim) + 6 time ids of
-    // addition_time_embed_dim each.
+    // add_embedding input = pooled text (projection_dim) + 6 time ids (the
+    // refiner: 5, the last its aesthetic score) of addition_time_embed_dim each.
+    const int64_t ids = refiner ? 5 : 6;
     const int64_t time_width = unet.projection_class_embeddings_input_dim - te2.projection_dim;
-    if (time_width <= 0 || time_width % 6 != 0)
+    if (time_width <= 0 || time_width % ids != 0)
       return Status::Corruption(where + ": add_embedding input width " +
                                 std::to_string(unet.projection_class_embeddings_input_dim) +
-                                " is not the pooled width " + std::to_string(te2.projection_dim) +
-                                " plus 6 time embeddings");
-    unet.addition_time_embed_dim = time_width / 6;
+                                " is not the pooled width " + std::to_string(te2.projection_dim) + " plus " +
+                                std::to_string(ids) + " time embeddings");
+    unet.addition_time_embed_dim = time_width / ids;
   }
   out.configs["unet"] = unet.to_json();
 
@@ -182,7 +189,7 @@ Result<CheckpointConfigs> checkpoint_configs(const MappedCheckpoint& ckpt,
   nlohmann::json scheduler = default_scheduler_config(family);
   scheduler["prediction_type"] = variant.prediction_type;
   out.configs["scheduler"] = scheduler;
-  out.configs["model_index"] = diffusers_model_index(family);
+  out.configs["model_index"] = diffusers_model_index(family, refiner);
 
   std::map<std::string, nlohmann::json> patches;
   for (const char* name : {"unet", "vae", "text_encoder", "text_encoder_2", "scheduler"}) {

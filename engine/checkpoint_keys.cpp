@@ -271,8 +271,14 @@ Result<MappedCheckpoint> map_checkpoint(std::shared_ptr<const SafetensorsFile> f
     return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return starts_with(k, prefix); });
   };
   MappedCheckpoint out;
+  // OpenCLIP bigG: the base's second embedder, the refiner's only one.
+  std::string open_clip_g;
   if (has_prefix("conditioner.embedders.1.model.")) {
     out.family = "sdxl";
+    open_clip_g = "conditioner.embedders.1.model.";
+  } else if (has_prefix("conditioner.embedders.0.model.")) {
+    out.family = "sdxl";  // the refiner (sd_xl_refiner_1.0.safetensors)
+    open_clip_g = "conditioner.embedders.0.model.";
   } else if (has_prefix("cond_stage_model.model.")) {
     out.family = "sd2";
   } else if (has_prefix("cond_stage_model.transformer.")) {
@@ -281,6 +287,7 @@ Result<MappedCheckpoint> map_checkpoint(std::shared_ptr<const SafetensorsFile> f
     return Status::InvalidArgument(
         "'" + file->path().string() +
         "' is not a single-file SDXL / SD 1.x / SD 2.x checkpoint: no key starts with conditioner.embedders.1.model., "
+        "conditioner.embedders.0.model. (SDXL refiner), "
         "cond_stage_model.model. or cond_stage_model.transformer.");
   }
   if (!has_prefix("model.diffusion_model."))
@@ -310,7 +317,7 @@ Result<MappedCheckpoint> map_checkpoint(std::shared_ptr<const SafetensorsFile> f
       te[clip_name(k.substr(29))] = {k};
     }
   }
-  if (out.family == "sdxl") map_open_clip("conditioner.embedders.1.model.", keys, te2);
+  if (out.family == "sdxl") map_open_clip(open_clip_g, keys, te2);
   if (out.family == "sd2") map_open_clip("cond_stage_model.model.", keys, te);
 
   const std::string where = std::string("'") + file->path().string() + "'";

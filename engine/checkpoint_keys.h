@@ -12,6 +12,8 @@
 //   first_stage_model.*                           -> vae
 //   conditioner.embedders.0.transformer.*         -> text_encoder   (sdxl, CLIP-L)
 //   conditioner.embedders.1.model.*               -> text_encoder_2 (sdxl, OpenCLIP bigG)
+//   conditioner.embedders.0.model.*               -> text_encoder_2 (sdxl refiner: OpenCLIP bigG
+//                                                    alone; no text_encoder)
 //   cond_stage_model.transformer.*                -> text_encoder   (sd1, CLIP-L)
 //   cond_stage_model.model.*                      -> text_encoder   (sd2, OpenCLIP H)
 // Errors: InvalidArgument when no known family matches (naming the file and the

@@ -144,8 +144,22 @@ Status write_weights(const WeightSource& w, const fs::path& file, DType dtype) {
 
 }  // namespace
 
-nlohmann::json diffusers_model_index(std::string_view family) {
+nlohmann::json diffusers_model_index(std::string_view family, bool refiner) {
   nlohmann::json j;
+  if (family == "sdxl" && refiner) {
+    j["_class_name"] = "StableDiffusionXLImg2ImgPipeline";
+    j["_diffusers_version"] = "0.30.0";
+    j["force_zeros_for_empty_prompt"] = false;
+    j["requires_aesthetics_score"] = true;
+    j["scheduler"] = {"diffusers", "EulerDiscreteScheduler"};
+    j["text_encoder"] = {nullptr, nullptr};
+    j["text_encoder_2"] = {"transformers", "CLIPTextModelWithProjection"};
+    j["tokenizer"] = {nullptr, nullptr};
+    j["tokenizer_2"] = {"transformers", "CLIPTokenizer"};
+    j["unet"] = {"diffusers", "UNet2DConditionModel"};
+    j["vae"] = {"diffusers", "AutoencoderKL"};
+    return j;
+  }
   if (family == "sdxl") {
     j["_class_name"] = "StableDiffusionXLPipeline";
     j["_diffusers_version"] = "0.30.0";
@@ -231,9 +245,12 @@ Status export_diffusers_folder(const ModelComponents& m, const fs::path& out, co
   }
   if (family != "sdxl" && family != "sd1" && family != "sd2")
     return Status::InvalidArgument("export: unknown model family '" + family + "'");
-  const std::vector<std::string> all = family == "sdxl"
-                                           ? std::vector<std::string>{"text_encoder", "text_encoder_2", "unet", "vae"}
-                                           : std::vector<std::string>{"text_encoder", "unet", "vae"};
+  // The SDXL refiner (model_files.h is_sdxl_refiner): text encoder 2 alone.
+  const bool refiner = family == "sdxl" && !m.weights.count("text_encoder") && m.weights.count("text_encoder_2");
+  const std::vector<std::string> all =
+      refiner ? std::vector<std::string>{"text_encoder_2", "unet", "vae"}
+              : family == "sdxl" ? std::vector<std::string>{"text_encoder", "text_encoder_2", "unet", "vae"}
+                                 : std::vector<std::string>{"text_encoder", "unet", "vae"};
   for (const std::string& c : options.components)
     if (std::find(all.begin(), all.end(), c) == all.end())
       return Status::InvalidArgument("export: unknown component '" + c + "' for a " + family + " model");
@@ -251,13 +268,14 @@ Status export_diffusers_folder(const ModelComponents& m, const fs::path& out, co
     HIPQ_RETURN_IF_ERROR(write_weights(*it->second, dir / file, options.dtype).WithContext("export " + key));
   }
   // SD 2.x's OpenCLIP tokenizer pads with "!" (id 0), like SDXL's second one.
-  HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer", family == "sd2" ? "!" : "<|endoftext|>"));
+  if (!refiner) HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer", family == "sd2" ? "!" : "<|endoftext|>"));
   if (family == "sdxl") HIPQ_RETURN_IF_ERROR(write_tokenizer(m, out / "tokenizer_2", "!"));
   auto sched = m.configs.find("scheduler");
   HIPQ_RETURN_IF_ERROR(write_json(out / "scheduler" / "scheduler_config.json",
                                   sched != m.configs.end() ? sched->second : default_scheduler_config(family)));
   auto index = m.configs.find("model_index");
-  return write_json(out / "model_index.json", index != m.configs.end() ? index->second : diffusers_model_index(family));
+  return write_json(out / "model_index.json",
+                    index != m.configs.end() ? index->second : diffusers_model_index(family, refiner));
 }
 
 }  // namespace hipq::engine

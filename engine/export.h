@@ -10,6 +10,8 @@
 //   text_encoder/config.json + model.safetensors       (text_encoder_2/ for SDXL)
 //   tokenizer/  vocab.json merges.txt tokenizer_config.json special_tokens_map.json
 //   tokenizer_2/ (SDXL: same vocabulary, pads with "!")
+//   (the SDXL refiner: text_encoder_2/ and tokenizer_2/ alone, model_index
+//   StableDiffusionXLImg2ImgPipeline)
 //   scheduler/scheduler_config.json
 // Configs come from the source (ModelComponents::configs) or are derived from
 // the weights' shapes; the CLIP vocabulary is copied, or converted from
@@ -43,8 +45,11 @@ struct ExportOptions {
 Status export_diffusers_folder(const ModelComponents& model, const std::filesystem::path& out,
                                const ExportOptions& options = {});
 
-// diffusers' model_index.json for a family ("sdxl" | "sd1" | "sd2").
-nlohmann::json diffusers_model_index(std::string_view family);
+// diffusers' model_index.json for a family ("sdxl" | "sd1" | "sd2"); with
+// `refiner` (SDXL), the refiner's: StableDiffusionXLImg2ImgPipeline,
+// text_encoder / tokenizer null, requires_aesthetics_score true,
+// force_zeros_for_empty_prompt false (stable-diffusion-xl-refiner-1.0's).
+nlohmann::json diffusers_model_index(std::string_view family, bool refiner = false);
 // The scheduler config hipq assumes for a family when a source has none:
 // EulerDiscreteScheduler with the SD/SDXL training betas.
 nlohmann::json default_scheduler_config(std::string_view family);

@@ -87,6 +87,9 @@ Status write_timings(const GenerationJob& job, const GenerationRun& r, const Out
   GenerationOutput timed;  // timings_json reads only the timing members
   timed.phases = r.phases;
   timed.steps = r.output.steps;
+  timed.step_models = r.output.step_models;
+  timed.model_phases = r.output.model_phases;
+  timed.refiner = r.output.refiner;
   timed.peak_memory_bytes = r.output.peak_memory_bytes;
   timed.warm = r.output.warm;
   timed.memory_plan = r.output.memory_plan;
@@ -200,6 +203,20 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   }
   for (const lora::AppliedLora& l : pipeline.loras()) r.inputs.loras.push_back(l.sha256);
   r.inputs.refiner_weights = job.inputs.refiner_weights;
+  if (!job.settings.refiner.empty()) {
+    if (!job.load_refiner)
+      return std::move(failed(JobStep::kLoad, Status::FailedPrecondition(
+                                                  "the job names refiner " + job.settings.refiner +
+                                                  " but this runner cannot load a refiner model")));
+    bool refiner_loaded_now = false;
+    auto refiner = job.load_refiner(&refiner_loaded_now);
+    if (!refiner.ok()) return std::move(failed(JobStep::kLoad, refiner.status().WithContext("refiner")));
+    r.refiner = *refiner;
+    // The refiner's weights enter the golden key by content; the coordinator
+    // cannot know them, the loaded model does.
+    r.inputs.refiner_weights = (*refiner)->weights_sha256();
+    r.loaded_now = r.loaded_now || refiner_loaded_now;
+  }
   const double load_ms = ms_since(load_start);
 
   // 3. golden lookup (timed as part of parity)
@@ -220,10 +237,10 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load) {
   }
 
   // 4. generate
-  auto generated = pipeline.generate(job.settings, job.progress, job.cancel);
+  auto generated = pipeline.generate(job.settings, job.progress, job.cancel, r.refiner);
   if (!generated.ok() && generated.status().code() == StatusCode::kResourceExhausted && job.release_memory &&
       job.release_memory()) {
-    generated = pipeline.generate(job.settings, job.progress, job.cancel);
+    generated = pipeline.generate(job.settings, job.progress, job.cancel, r.refiner);
   }
   if (!generated.ok()) return std::move(failed(JobStep::kGenerate, generated.status()));
   r.output = std::move(*generated);

@@ -8,7 +8,8 @@
 //   2. load: the caller's loader hands over the pipeline (cached or loaded
 //      now), then the job's LoRA set when the pipeline holds another
 //      (Pipeline::set_loras, from the retained base) with each file checked
-//      against the submitted digest (GenerationJob::inputs); a load or
+//      against the submitted digest (GenerationJob::inputs), and for a base +
+//      refiner job (settings.refiner) the refiner loader's pipeline; a load or
 //      switch that happened now is timed as phase "load" unless the
 //      pipeline reports one itself;
 //   3. golden lookup: the golden of this run's key (golden_key(weights
@@ -83,6 +84,10 @@ struct GoldenLookup {
 Result<GoldenLookup> look_up_golden(const GoldenRequest& request, std::string_view weights_sha256,
                                     const spec::GenerationSettings& settings, const spec::InputDigests& inputs = {});
 
+// Hands over the pipeline to run on; sets *loaded_now when it loaded the
+// model for this job (cached: false).
+using PipelineLoader = std::function<Result<Pipeline*>(bool* loaded_now)>;
+
 // What to run: one generation's settings, outputs, golden and gate. (The
 // manifest's expansion is coordinator::ManifestJob, the wire's
 // proto::JobAssignment.)
@@ -119,11 +124,12 @@ struct GenerationJob {
   // Called once when generation runs out of device memory; true when it
   // freed something, and the generation is tried once more.
   std::function<bool()> release_memory;
+  // Base + refiner jobs (settings.refiner set): hands over the refiner's
+  // pipeline (settings.refiner loaded on the base's backend, cached or now).
+  // Empty: such a job fails at kLoad with FailedPrecondition.
+  PipelineLoader load_refiner;
 };
 
-// Hands over the pipeline to run on; sets *loaded_now when it loaded the
-// model for this job (cached: false).
-using PipelineLoader = std::function<Result<Pipeline*>(bool* loaded_now)>;
 
 enum class JobStep { kOutputDir, kLoad, kGolden, kGenerate, kWrite, kParity };
 std::string_view job_step_name(JobStep step);  // "output_dir", "load", "golden", ...
@@ -143,6 +149,7 @@ struct GenerationRun {
   JobStep failed_step = JobStep::kOutputDir;  // meaningful when !status.ok()
 
   Pipeline* pipeline = nullptr;      // what the loader handed over (null before kLoad)
+  Pipeline* refiner = nullptr;       // what load_refiner handed over (base + refiner jobs)
   bool loaded_now = false;
   GenerationOutput output;           // tensors, the pipeline's phases and steps, peak memory, warm
   std::vector<PhaseTiming> phases;   // in order: see the header comment

@@ -100,49 +100,68 @@ std::string MemoryPlan::describe() const {
 }
 
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& s, Placement p,
-                               const kernels::Backend& backend, int64_t vae_tile) {
+                               const kernels::Backend& backend, int64_t vae_tile, const ModelShapes* refiner) {
   const bool keeps_conv_forms = backend.info().keeps_conv_weight_forms;
   if (p == Placement::kAuto) return Status::InvalidArgument("plan_memory: resolve placement 'auto' first");
   if (vae_tile < 0 || (vae_tile > 0 && (p != Placement::kLow || vae_tile % 8 != 0 || vae_tile < 16)))
     return Status::InvalidArgument("plan_memory: a VAE tile (" + std::to_string(vae_tile) +
                                    " px) is a multiple of 8 px, at least 16, in the low placement only");
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
-  const DType vae_dtype = vae_dtype_for(shapes.family, shapes.vae, dtype);
+  // The decoding model's VAE (the refiner's in a base + refiner job).
+  const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
+  const DType vae_dtype = vae_dtype_for(decoder.family, decoder.vae, dtype);
   MemoryPlan plan;
   plan.placement = p;
 
-  HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(shapes.unet));
-  const ParamBytes unet = param_bytes(unet_specs, dtype, backend);
-  plan.unet_weights = unet.all;
-  if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms = unet.conv;
-  for (const ClipTextConfig& c : shapes.text_encoders) {
-    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ClipTextModel::parameters(c));
-    plan.text_weights += param_bytes(specs, dtype, backend).all;
-  }
-  HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(shapes.vae));
-  plan.vae_weights = param_bytes(vae_specs, vae_dtype, backend, "decoder.", "post_quant_conv.").all;
-
   const int64_t lh = s.height / 8, lw = s.width / 8;
   const int64_t batch = s.guidance > 1.0f ? 2 : 1;
-  const int64_t c0 = shapes.unet.block_out_channels.empty() ? 320 : shapes.unet.block_out_channels[0];
-  const int64_t unit = batch * lh * lw * c0 * dsize(dtype);
-  const int64_t unet_act = kUnetActivationUnits * unit;
-  // Latents, noise and the step's fixed buffers (a few units), and every
-  // cross attention's k | v of the 77-token context (ContextKV).
-  int64_t fixed = 4 * unit;
-  for (const ParamSpec& p : unet_specs)
-    if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
-      fixed += 2 * batch * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
-  int64_t text_act = 0;
-  for (const ClipTextConfig& c : shapes.text_encoders)
-    text_act = std::max(text_act, kTextActivationRows * batch * ClipTokenizer::kMaxLength *
-                                      std::max(c.intermediate_size, c.hidden_size) * 4);
+  // One model's weights and the activations of its UNet and text encoders.
+  struct ModelNeeds {
+    int64_t unet_act = 0, fixed = 0, text_act = 0;
+  };
+  auto add_model = [&](const ModelShapes& m) -> Result<ModelNeeds> {
+    ModelNeeds n;
+    const DType vae_dt = vae_dtype_for(m.family, m.vae, dtype);
+    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(m.unet));
+    const ParamBytes unet = param_bytes(unet_specs, dtype, backend);
+    plan.unet_weights += unet.all;
+    if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms += unet.conv;
+    for (const ClipTextConfig& c : m.text_encoders) {
+      HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ClipTextModel::parameters(c));
+      plan.text_weights += param_bytes(specs, dtype, backend).all;
+    }
+    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(m.vae));
+    plan.vae_weights += param_bytes(vae_specs, vae_dt, backend, "decoder.", "post_quant_conv.").all;
+    const int64_t c0 = m.unet.block_out_channels.empty() ? 320 : m.unet.block_out_channels[0];
+    const int64_t unit = batch * lh * lw * c0 * dsize(dtype);
+    n.unet_act = kUnetActivationUnits * unit;
+    // Latents, noise and the step's fixed buffers (a few units), and every
+    // cross attention's k | v of the 77-token context (ContextKV).
+    n.fixed = 4 * unit;
+    for (const ParamSpec& p : unet_specs)
+      if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
+        n.fixed += 2 * batch * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
+    for (const ClipTextConfig& c : m.text_encoders)
+      n.text_act = std::max(n.text_act, kTextActivationRows * batch * ClipTokenizer::kMaxLength *
+                                            std::max(c.intermediate_size, c.hidden_size) * 4);
+    return n;
+  };
+  HIPQ_ASSIGN_OR_RETURN(ModelNeeds needs, add_model(shapes));
+  if (refiner != nullptr) {
+    // Both models stay on the device; one UNet runs at a time (the base's
+    // steps, then the refiner's), so the activations are the larger one's.
+    HIPQ_ASSIGN_OR_RETURN(ModelNeeds r, add_model(*refiner));
+    needs.unet_act = std::max(needs.unet_act, r.unet_act);
+    needs.fixed = std::max(needs.fixed, r.fixed);
+    needs.text_act = std::max(needs.text_act, r.text_act);
+  }
+  const int64_t unet_act = needs.unet_act, fixed = needs.fixed, text_act = needs.text_act;
 
   // The VAE's widest moments at full resolution: the first resnet of the last
   // up block (input, its norm and conv1's output: 2 * c1 + c0 channels), its
   // second conv (c1 + 3 * c0) and the upsampler into it (2.25 * c1), for the
   // pixels one decode pass holds (a tile in the low placement).
-  const std::vector<int64_t>& vb = shapes.vae.block_out_channels;
+  const std::vector<int64_t>& vb = decoder.vae.block_out_channels;
   const int64_t v0 = vb.empty() ? 128 : vb[0], v1 = vb.size() > 1 ? vb[1] : v0;
   int64_t ph = s.height, pw = s.width;
   if (vae_tile > 0 && (lh > vae_tile / 8 || lw > vae_tile / 8)) {
@@ -174,7 +193,7 @@ int64_t usable_device_memory(const kernels::MemoryStats& m) {
 }
 
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
-                                    Placement requested, const kernels::Backend& backend) {
+                                    Placement requested, const kernels::Backend& backend, const ModelShapes* refiner) {
   const kernels::MemoryStats mem = backend.memory_stats();
   const int64_t usable = usable_device_memory(mem);
   struct Try {
@@ -185,11 +204,11 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   if (requested != Placement::kLow) order.push_back({Placement::kStandard, 0});
   if (requested != Placement::kStandard) {
     order.push_back({Placement::kLow, 0});
-    order.push_back({Placement::kLow, low_placement_vae_tile(shapes.vae)});
+    order.push_back({Placement::kLow, low_placement_vae_tile(refiner != nullptr ? refiner->vae : shapes.vae)});
   }
   MemoryPlan last;
   for (const Try& t : order) {
-    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile));
+    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner));
     if (usable == 0 || last.peak() <= usable) return last;
   }
   const std::string device = backend.info().device_name.empty() ? backend.info().name : backend.info().device_name;

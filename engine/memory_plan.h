@@ -48,6 +48,7 @@ const std::vector<std::string>& known_placements();
 struct ModelShapes {
   std::string family;  // "sdxl" | "sd1" | "sd2"
   UNetConfig unet;
+  // The text encoders the model has, in order (SDXL refiner: only the second).
   std::vector<ClipTextConfig> text_encoders;
   VaeConfig vae;
 };
@@ -93,8 +94,14 @@ struct MemoryPlan {
 // decoding in tiles of `vae_tile` pixels (0: whole; a low placement only).
 // Weights are counted in `backend`'s blocks (Backend::block_bytes), plus the
 // forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms).
+// With `refiner` (a base + refiner job, docs/pipeline.md "Refiner"), both
+// models' weights count in every phase (both UNets stay on the device in
+// either placement; the low placement drops both models' text encoders after
+// the prompts are encoded), the activations are the larger UNet's (one runs
+// at a time) and the refiner's VAE decodes.
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
-                               const kernels::Backend& backend, int64_t vae_tile = 0);
+                               const kernels::Backend& backend, int64_t vae_tile = 0,
+                               const ModelShapes* refiner = nullptr);
 
 // Bytes the backend may hold: its cap when one is set, else the device's
 // memory less what the runtime keeps for itself; 0 when unknown (a cpu
@@ -106,6 +113,7 @@ int64_t usable_device_memory(const kernels::MemoryStats& m);
 // decoding in low_placement_vae_tile() tiles (kLow, kAuto). FailedPrecondition when the
 // needed plan does not fit: the need, the device, and what to do.
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
-                                    Placement requested, const kernels::Backend& backend);
+                                    Placement requested, const kernels::Backend& backend,
+                                    const ModelShapes* refiner = nullptr);
 
 }  // namespace hipq::engine

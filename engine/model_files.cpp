@@ -123,10 +123,13 @@ Result<ModelComponents> open_folder(const fs::path& dir, std::string spec) {
     m.weights[comp] = src;
     all_files.insert(all_files.end(), files->begin(), files->end());
   }
-  for (const char* comp : {"unet", "vae", "text_encoder"}) {
+  for (const char* comp : {"unet", "vae"}) {
     if (!m.weights.count(comp))
       return Status::NotFound("diffusers folder '" + dir.string() + "' has no " + comp + "/ weights");
   }
+  // The SDXL refiner has text_encoder_2 alone (model_index.json: text_encoder null).
+  if (!m.weights.count("text_encoder") && !m.weights.count("text_encoder_2"))
+    return Status::NotFound("diffusers folder '" + dir.string() + "' has no text_encoder/ (or text_encoder_2/) weights");
   for (const char* name : {"scheduler_config.json", "config.json"}) {
     if (is_file(dir / "scheduler" / name)) {
       HIPQ_ASSIGN_OR_RETURN(m.configs["scheduler"], read_json(dir / "scheduler" / name));
@@ -136,6 +139,10 @@ Result<ModelComponents> open_folder(const fs::path& dir, std::string spec) {
   if (is_file(dir / "tokenizer" / "vocab.json") && is_file(dir / "tokenizer" / "merges.txt")) {
     m.vocab = dir / "tokenizer" / "vocab.json";
     m.merges = dir / "tokenizer" / "merges.txt";
+  } else if (is_file(dir / "tokenizer_2" / "vocab.json") && is_file(dir / "tokenizer_2" / "merges.txt")) {
+    // The refiner ships tokenizer_2 alone (the same CLIP BPE vocabulary).
+    m.vocab = dir / "tokenizer_2" / "vocab.json";
+    m.merges = dir / "tokenizer_2" / "merges.txt";
   } else {
     HIPQ_ASSIGN_OR_RETURN(m.vocab, find_default_clip_vocab());
   }
@@ -169,6 +176,15 @@ Result<ModelComponents> open_single_file(const fs::path& file, std::string spec)
 }
 
 }  // namespace
+
+bool is_sdxl_refiner(const ModelComponents& m) {
+  auto has = [&](const char* key) {
+    auto it = m.weights.find(key);
+    return it != m.weights.end() && it->second != nullptr;
+  };
+  // An empty family is derived from the weights later; only SDXL has text_encoder_2.
+  return (m.family == "sdxl" || m.family.empty()) && !has("text_encoder") && has("text_encoder_2");
+}
 
 Result<std::string> detect_family(const WeightSource& unet) {
   const char* probe = "down_blocks.1.attentions.0.transformer_blocks.0.attn2.to_k.weight";

@@ -39,6 +39,12 @@ Result<ModelComponents> open_model(std::string_view spec);
 // (cross-attention width 2048 + add_embedding -> sdxl, 1024 -> sd2, 768 -> sd1).
 Result<std::string> detect_family(const WeightSource& unet);
 
+// An SDXL refiner (stabilityai/stable-diffusion-xl-refiner-1.0's layout):
+// SDXL (or a family still to be derived) with text encoder 2 and no text
+// encoder 1 (its model_index.json lists text_encoder null; its checkpoint's
+// conditioner holds OpenCLIP bigG alone).
+bool is_sdxl_refiner(const ModelComponents& model);
+
 // sha256 over the hex sha256 of each file, in the given order ("path\n" is not
 // included, so a moved folder keeps its identity). Per-file hashes are cached
 // in-process by (path, size, mtime) and across processes by WeightsHashCache

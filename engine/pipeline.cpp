@@ -16,6 +16,7 @@
 #include "engine/safetensors.h"
 #include "engine/guidance.h"
 #include "engine/img2img.h"
+#include "engine/refiner.h"
 #include "engine/models/vae_encoder.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -65,6 +66,13 @@ struct Pipeline::Impl {
   std::vector<lora::AppliedLora> loras;
   LoadOptions options;
   std::string family;
+  // The SDXL refiner's layout (stabilityai/stable-diffusion-xl-refiner-1.0):
+  // text encoder 2 alone, five time ids ending in the aesthetic score
+  // (model_index.json's requires_aesthetics_score).
+  bool refiner_model = false;
+  // model_index.json's force_zeros_for_empty_prompt (SDXL; the base's true,
+  // the refiner's false: it encodes the empty negative prompt).
+  bool force_zeros_for_empty_prompt = true;
   SchedulerConfig scheduler;
   nlohmann::json scheduler_json;
   std::optional<ClipTokenizer> tokenizer;
@@ -83,6 +91,9 @@ struct Pipeline::Impl {
   std::optional<PhaseTiming> pending_load;
 
   Status load_models(const std::string& precision);
+  // Which of text encoders 1 and 2 (index 0, 1) the model has, in order:
+  // shapes.text_encoders[j] is encoder text_encoder_indices()[j].
+  std::vector<size_t> text_encoder_indices() const;
   // The UNet and text encoders again from `components` (after a LoRA switch),
   // at the loaded precision, those whose source differs from `before`'s;
   // shapes and the VAE stay.
@@ -98,7 +109,8 @@ struct Pipeline::Impl {
     int batch = 1;
   };
   Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg);
-  // SDXL micro-conditioning (original size, crop top-left, target size) per row.
+  // SDXL micro-conditioning per row: the base's original size, crop top-left,
+  // target size; the refiner's original size, crop top-left, aesthetic score.
   std::vector<float> time_ids(const spec::GenerationSettings& s, int batch) const;
   // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w],
   // in tiles of `tile` pixels when > 0 (else options.vae_tile_above_latent_pixels' rule).
@@ -159,9 +171,16 @@ Result<std::vector<float>> Pipeline::Impl::init_latent(const spec::RgbImage& ima
   return add_noise_at_start(full, t_start, latent, noise, latent_dtype);
 }
 
+std::vector<size_t> Pipeline::Impl::text_encoder_indices() const {
+  if (refiner_model) return {1};
+  if (family == "sdxl") return {0, 1};
+  return {0};
+}
+
 std::vector<float> Pipeline::Impl::time_ids(const spec::GenerationSettings& s, int batch) const {
   std::vector<float> ids;
   if (family != "sdxl") return ids;
+  if (refiner_model) return refiner_time_ids(s, batch, loaded_dtype);
   const std::vector<float> one = {static_cast<float>(s.height), static_cast<float>(s.width), 0.f, 0.f,
                                   static_cast<float>(s.height), static_cast<float>(s.width)};
   for (int b = 0; b < batch; ++b) ids.insert(ids.end(), one.begin(), one.end());
@@ -204,7 +223,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   } else {
     HIPQ_ASSIGN_OR_RETURN(sh.unet, UNetConfig::from_weights(*unet_weights));
   }
-  for (size_t i = 0; i < (family == "sdxl" ? 2u : 1u); ++i) {
+  for (size_t i : text_encoder_indices()) {
     const std::string key = kTextEncoderKeys[i];
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, key));
     ClipTextConfig ccfg;
@@ -214,6 +233,20 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
       HIPQ_ASSIGN_OR_RETURN(ccfg, ClipTextConfig::from_weights(*w));
     }
     sh.text_encoders.push_back(std::move(ccfg));
+  }
+  if (family == "sdxl") {
+    // add_embedding's input: the pooled text of encoder 2 and the time ids
+    // (base 6, refiner 5), each addition_time_embed_dim wide.
+    const int64_t pooled = sh.text_encoders.back().projection_dim;
+    const int64_t time_width = sh.unet.projection_class_embeddings_input_dim - pooled;
+    const int64_t want = refiner_model ? 5 : 6;
+    if (time_width != want * sh.unet.addition_time_embed_dim)
+      return Status::InvalidArgument(
+          components.spec + ": the UNet's add_embedding takes " +
+          std::to_string(sh.unet.projection_class_embeddings_input_dim) + " values, not the pooled text (" +
+          std::to_string(pooled) + ") and " + std::to_string(want) + " time ids of " +
+          std::to_string(sh.unet.addition_time_embed_dim) + " an SDXL " + (refiner_model ? "refiner" : "base") +
+          " (text encoder" + (refiner_model ? " 2 alone" : "s 1 and 2") + ") conditions it on");
   }
   HIPQ_ASSIGN_OR_RETURN(auto vae_weights, component(components, "vae"));
   if (const auto* j = find_config(components, "vae")) {
@@ -291,10 +324,12 @@ Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
 
 Status Pipeline::Impl::load_text_encoders() {
   TextEncoderSlot* slots[2] = {&enc1, &enc2};
-  for (size_t i = 0; i < shapes.text_encoders.size() && i < 2; ++i) {
+  const std::vector<size_t> indices = text_encoder_indices();
+  for (size_t j = 0; j < shapes.text_encoders.size() && j < indices.size(); ++j) {
+    const size_t i = indices[j];
     if (slots[i]->model) continue;
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
-    HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(shapes.text_encoders[i], *w, *backend, loaded_dtype));
+    HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(shapes.text_encoders[j], *w, *backend, loaded_dtype));
     slots[i]->model.emplace(std::move(m));
   }
   return Status::Ok();
@@ -317,7 +352,7 @@ Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec:
   TextConditioning out;
   // diffusers' SDXL pipelines zero the negative conditioning when no negative
   // prompt is given (force_zeros_for_empty_prompt); SD 1.x/2.x encode "".
-  const bool zero_negative = cfg && family == "sdxl" && s.negative_prompt.empty();
+  const bool zero_negative = cfg && family == "sdxl" && force_zeros_for_empty_prompt && s.negative_prompt.empty();
   const bool encode_negative = cfg && !zero_negative;
   const int enc_batch = encode_negative ? 2 : 1;
   out.batch = cfg ? 2 : 1;
@@ -336,7 +371,18 @@ Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec:
   // Encoded rows (negative first when encoded), widths summed over encoders.
   DeviceTensor hidden_enc;
   DeviceTensor pooled_enc;
-  if (family == "sdxl") {
+  if (refiner_model) {
+    // The refiner conditions on OpenCLIP bigG alone: its penultimate layer
+    // (no concatenation) and its pooled projection.
+    HIPQ_ASSIGN_OR_RETURN(auto ids2, ids_for(enc2.pad_with_eos));
+    ClipTextRequest req;
+    req.last_hidden_state = false;
+    req.penultimate = true;
+    req.pooled = true;
+    HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o2, enc2.model->forward(be, ids2, enc_batch, req));
+    hidden_enc = std::move(o2.penultimate);
+    pooled_enc = std::move(o2.pooled);
+  } else if (family == "sdxl") {
     HIPQ_ASSIGN_OR_RETURN(auto ids1, ids_for(enc1.pad_with_eos));
     HIPQ_ASSIGN_OR_RETURN(auto ids2, ids_for(enc2.pad_with_eos));
     ClipTextRequest req;
@@ -399,6 +445,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
     HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(model, "unet"));
     HIPQ_ASSIGN_OR_RETURN(impl->family, detect_family(*unet_weights));
   }
+  impl->refiner_model = impl->family == "sdxl" && is_sdxl_refiner(model);
+  if (const auto* index = find_config(model, "model_index")) {
+    if (const auto it = index->find("force_zeros_for_empty_prompt"); it != index->end() && it->is_boolean())
+      impl->force_zeros_for_empty_prompt = it->get<bool>();
+  }
   if (!options.loras.empty()) {
     HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(model, impl->family, options.loras));
     impl->components = std::move(set.components);
@@ -455,8 +506,110 @@ Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
 
 const std::vector<lora::AppliedLora>& Pipeline::loras() const { return impl_->loras; }
 
+namespace {
+
+// One model's share of the denoising loop: the UNet of `im` over `schedule`
+// on the job's latents (on the device) and generator. Steps are appended to
+// out.steps (and tagged in out.step_models when `model` is set); progress
+// counts from `step_offset` of `total_steps`.
+struct LoopRun {
+  const spec::GenerationSettings* settings = nullptr;
+  const ProgressFn* progress = nullptr;
+  const std::atomic<bool>* cancel = nullptr;
+  std::string model;  // "" (a job of one model) | "base" | "refiner"
+  int step_offset = 0;
+  int total_steps = 0;
+};
+
+Status denoise_loop(Pipeline::Impl& im, const kernels::Tensor& hidden, const kernels::Tensor* pooled,
+                    const std::vector<float>& time_ids, int batch, const Schedule& schedule,
+                    const SchedulerConfig& scheduler_cfg, kernels::Tensor& latents, const StepNoiseSource& noise,
+                    const LoopRun& run, GenerationOutput& out) {
+  kernels::Backend& be = *im.backend;
+  const spec::GenerationSettings& s = *run.settings;
+  auto cancelled = [&] { return run.cancel != nullptr && run.cancel->load(); };
+  const bool cfg = batch == 2;
+  const int64_t lc = latents.dim(1), lh = latents.dim(2), lw = latents.dim(3);
+  const float guidance = s.guidance;
+  // diffusers applies guidance_rescale only with classifier-free guidance.
+  const bool rescale = cfg && s.guidance_rescale > 0.0f;
+  DeviceTensor rescale_tmp;
+  if (rescale) {
+    HIPQ_ASSIGN_OR_RETURN(rescale_tmp, DeviceTensor::make(be, DType::kF32, {1, lc, lh, lw}));
+  }
+  // The UNet call of every step on fixed buffers: eager first, then a graph replay (engine/unet_step.h).
+  // Destroyed right after the loop, so its graph's reserved memory is free for the decode.
+  std::optional<UNetStep> unet_step;
+  {
+    HIPQ_ASSIGN_OR_RETURN(UNetStep made,
+                          UNetStep::make(be, *im.unet, hidden, pooled, time_ids, batch, lh, lw, schedule.timesteps));
+    unet_step.emplace(std::move(made));
+  }
+
+  // Progress and cancellation follow the device without draining it: after
+  // step i is enqueued, the host waits on the event that closed step i - 1
+  // (Backend::elapsed_ms synchronises on its end event only), so one step
+  // stays queued while progress is reported and the cancel flag is read.
+  // A step's timing is the same interval on both clocks: from the end of the
+  // step before (or the loop's start) to the end of its guidance combine, on
+  // the device's events (gpu_ms) and as the host sees those ends (host_ms).
+  std::vector<int> step_done;  // an event after each enqueued step
+  HIPQ_ASSIGN_OR_RETURN(int loop_start, be.record_event());
+  auto last_seen = std::chrono::steady_clock::now();
+  const int total = run.total_steps > 0 ? run.total_steps : static_cast<int>(schedule.timesteps.size());
+  auto report_finished = [&](int finished) -> Status {
+    const int from = finished == 0 ? loop_start : step_done[static_cast<size_t>(finished) - 1];
+    HIPQ_ASSIGN_OR_RETURN(double gpu_ms, be.elapsed_ms(from, step_done[static_cast<size_t>(finished)]));
+    const auto now = std::chrono::steady_clock::now();
+    out.steps.push_back(
+        {std::string(spec::kPhaseStep), std::chrono::duration<double, std::milli>(now - last_seen).count(), gpu_ms});
+    if (!run.model.empty()) out.step_models.push_back(run.model);
+    last_seen = now;
+    if (*run.progress) (*run.progress)(run.step_offset + finished + 1, total);
+    return Status::Ok();
+  };
+  const int offset = run.step_offset;
+  Denoiser denoise = [&](const kernels::Tensor& model_input, const DenoiseStep& step,
+                         kernels::Tensor& model_output) -> Status {
+    if (cancelled())
+      return Status::Cancelled("generation cancelled at step " + std::to_string(offset + step.index + 1) + " of " +
+                               std::to_string(total));
+    HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
+    const kernels::Tensor uncond = pred->slice(0, 0, 1);
+    if (cfg) {
+      const kernels::Tensor text_pred = pred->slice(0, 1, 1);
+      HIPQ_RETURN_IF_ERROR(combine_guidance(be, uncond, text_pred, guidance, model_output));
+      if (rescale) HIPQ_RETURN_IF_ERROR(rescale_guidance(be, text_pred, s.guidance_rescale, model_output, rescale_tmp.t));
+    } else {
+      HIPQ_RETURN_IF_ERROR(be.copy(uncond, model_output));
+    }
+    HIPQ_ASSIGN_OR_RETURN(int done, be.record_event());
+    step_done.push_back(done);
+    if (step.index > 0) HIPQ_RETURN_IF_ERROR(report_finished(step.index - 1));
+    // A cancel seen now drops this step, queued but not waited for.
+    if (cancelled())
+      return Status::Cancelled("generation cancelled at step " + std::to_string(offset + step.index + 1) + " of " +
+                               std::to_string(total));
+    return Status::Ok();
+  };
+  last_seen = std::chrono::steady_clock::now();
+  Status sampled = sample(be, schedule, scheduler_cfg, latents, denoise, noise);
+  if (sampled.ok() && !step_done.empty()) sampled = report_finished(static_cast<int>(step_done.size()) - 1);
+  unet_step.reset();
+  return sampled;
+}
+
+// The model's scheduler config, with the job's timestep spacing when it names one.
+SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSettings& s) {
+  SchedulerConfig c = im.scheduler;
+  if (!s.timestep_spacing.empty()) c.timestep_spacing = s.timestep_spacing;
+  return c;
+}
+
+}  // namespace
+
 Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
-                                            const std::atomic<bool>* cancel) {
+                                            const std::atomic<bool>* cancel, Pipeline* refiner_pipeline) {
   HIPQ_RETURN_IF_ERROR(s.validate());
   Impl& im = *impl_;
   kernels::Backend& be = *im.backend;
@@ -468,40 +621,122 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_ASSIGN_OR_RETURN(spec::RgbImage img, spec::read_init_image(s.init_image, {s.width, s.height}));
     init_image.emplace(std::move(img));
   }
+  // Base + refiner (docs/pipeline.md, "Refiner"): both models checked before any device work.
+  Impl* rf = nullptr;
+  if (!s.refiner.empty()) {
+    if (refiner_pipeline == nullptr)
+      return Status::FailedPrecondition("the job names refiner " + s.refiner +
+                                        " but no refiner model was loaded for it (the caller hands the refiner's "
+                                        "pipeline to generate())");
+    if (refiner_pipeline == this) return Status::InvalidArgument("refiner: the base and the refiner are one pipeline");
+    rf = refiner_pipeline->impl_.get();
+    if (im.family != "sdxl" || im.refiner_model)
+      return Status::InvalidArgument("refiner " + s.refiner + ": the base model " + im.components.spec + " is " +
+                                     (im.refiner_model ? "itself an SDXL refiner" : "not SDXL (" + im.family + ")") +
+                                     "; a refiner follows an SDXL base");
+    if (!rf->refiner_model)
+      return Status::InvalidArgument("refiner " + rf->components.spec +
+                                     " is not an SDXL refiner (it has text encoder 1 or is not SDXL); give "
+                                     "stable-diffusion-xl-refiner-1.0 or synthetic:tiny-sdxl-refiner");
+  } else if (refiner_pipeline != nullptr) {
+    return Status::InvalidArgument("a refiner pipeline was given but the settings name no refiner");
+  }
+  if (im.refiner_model && !img2img && rf == nullptr)
+    return Status::InvalidArgument(im.components.spec +
+                                   " is an SDXL refiner: it runs as img2img (an init image and a strength) or as "
+                                   "the refiner of an SDXL base (--refiner), not text-to-image");
   HIPQ_ASSIGN_OR_RETURN(SamplerKind kind, parse_sampler_kind(s.sampler));
   HIPQ_ASSIGN_OR_RETURN(RngKind rng_kind, parse_rng_kind(s.rng));
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
 
   GenerationOutput out;
   out.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
+  if (rf) out.warm = out.warm && !rf->pending_load.has_value() && rf->loaded_precision == s.precision;
   be.reset_peak();
   if (im.loaded_precision != s.precision) {
     HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
   }
-  if (im.pending_load) {
-    out.phases.push_back(*im.pending_load);
-    im.pending_load.reset();
+  if (rf && rf->loaded_precision != s.precision) {
+    HIPQ_RETURN_IF_ERROR(rf->load_models(s.precision));
   }
-  HIPQ_ASSIGN_OR_RETURN(out.memory_plan, choose_placement(im.shapes, s, im.options.placement, be));
+  if (rf && (rf->unet->config().in_channels != im.unet->config().in_channels ||
+             rf->shapes.vae.latent_channels != im.shapes.vae.latent_channels))
+    return Status::InvalidArgument("refiner " + rf->components.spec + ": its UNet takes " +
+                                   std::to_string(rf->unet->config().in_channels) + " latent channels, the base's " +
+                                   std::to_string(im.unet->config().in_channels) +
+                                   " (the two must share one latent space)");
+  {
+    // One load row for the job (the base's and the refiner's loads summed);
+    // each model's own in model_phases.
+    std::optional<PhaseTiming> load;
+    for (Impl* m : {&im, rf}) {
+      if (m == nullptr || !m->pending_load) continue;
+      if (rf) out.model_phases.push_back({m == rf ? "refiner" : "base", *m->pending_load});
+      if (!load) {
+        load = *m->pending_load;
+      } else {
+        load->host_ms += m->pending_load->host_ms;
+        load->gpu_ms += m->pending_load->gpu_ms;
+      }
+      m->pending_load.reset();
+    }
+    if (load) out.phases.push_back(*load);
+  }
+  HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
+                        choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
   const bool low = out.memory_plan.placement == Placement::kLow;
+
+  // The schedules, before any device work: a split that leaves a model no
+  // step fails now.
+  const SchedulerConfig scheduler_cfg = job_scheduler(im, s);
+  HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(scheduler_cfg, s.steps, kind));
+  SchedulerConfig refiner_cfg;
+  Schedule refiner_schedule;
+  if (rf) {
+    // diffusers: the base runs the timesteps >= the cutoff of its schedule
+    // (denoising_end), the refiner those < the cutoff of its own (denoising_start).
+    const int base_cutoff = discrete_timestep_cutoff(scheduler_cfg.num_train_timesteps, s.refiner_switch_at);
+    HIPQ_ASSIGN_OR_RETURN(schedule, schedule_head(schedule, base_cutoff, s.refiner_switch_at));
+    refiner_cfg = job_scheduler(*rf, s);
+    HIPQ_ASSIGN_OR_RETURN(Schedule refiner_full, make_schedule(refiner_cfg, s.steps, kind));
+    const int refiner_cutoff = discrete_timestep_cutoff(refiner_cfg.num_train_timesteps, s.refiner_switch_at);
+    HIPQ_ASSIGN_OR_RETURN(refiner_schedule, schedule_tail(refiner_full, refiner_cutoff, s.refiner_switch_at));
+    RefinerSplit split;
+    split.model_spec = rf->components.spec;
+    split.weights_sha256 = rf->components.weights_sha256;
+    split.switch_at = s.refiner_switch_at;
+    split.base_cutoff = base_cutoff;
+    split.refiner_cutoff = refiner_cutoff;
+    split.base_steps = static_cast<int>(schedule.timesteps.size());
+    split.refiner_steps = static_cast<int>(refiner_schedule.timesteps.size());
+    split.refiner_start = inference_steps(refiner_full) - split.refiner_steps;
+    out.refiner = split;
+  }
   if (cancelled()) return Status::Cancelled("generation cancelled before text encoding");
 
   PhaseTimer timer(&be);
+  PhaseTimer model_timer(&be);  // each model's share of text_encode and denoise (base + refiner jobs)
   const bool cfg = s.guidance > 1.0f;
   const int64_t lh = s.height / 8, lw = s.width / 8;
   const int64_t lc = im.unet->config().in_channels;
   const int64_t latent_numel = lc * lh * lw;
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
+  if (rf) HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg));
   // The low placement holds the text encoders only while it encodes.
   if (low) im.release_text_encoders();
+  std::optional<Impl::TextConditioning> refiner_text;
+  if (rf) {
+    HIPQ_RETURN_IF_ERROR(model_timer.end());
+    HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
+    HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning t, rf->encode_text(s, cfg));
+    refiner_text.emplace(std::move(t));
+    if (low) rf->release_text_encoders();
+    HIPQ_RETURN_IF_ERROR(model_timer.end());
+  }
   HIPQ_RETURN_IF_ERROR(timer.end());
 
-  // The model's scheduler config, with the job's timestep spacing when it names one.
-  SchedulerConfig scheduler_cfg = im.scheduler;
-  if (!s.timestep_spacing.empty()) scheduler_cfg.timestep_spacing = s.timestep_spacing;
-  HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(scheduler_cfg, s.steps, kind));
   // diffusers draws the noise in the pipeline's dtype (prepare_latents: dtype of
   // the prompt embeddings), and torch's CPU generator gives a different
   // sequence per dtype: same seed, same draw.
@@ -509,7 +744,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   // One generator for the job: the initial noise first, then (stochastic
   // samplers) each step's noise, as diffusers passes one torch.Generator to
   // prepare_latents and to the scheduler's step(). img2img draws the encoder's
-  // sample and then the noise from it before the steps draw theirs.
+  // sample and then the noise from it before the steps draw theirs. A base +
+  // refiner job hands the same generator on to the refiner's steps (the one
+  // generator object passed to both diffusers pipelines).
   TorchGenerator generator(rng_kind, s.seed);
   std::vector<float> start;
   if (img2img) {
@@ -535,77 +772,38 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor latents,
                         DeviceTensor::from_host(be, start.data(), {1, lc, lh, lw}, DType::kF32));
 
-  const std::vector<float> time_ids = im.time_ids(s, text.batch);
-  const float guidance = s.guidance;
   const int batch = text.batch;
   out.unet_batch = batch;
-  out.model_calls = static_cast<int>(schedule.timesteps.size());
-  // diffusers applies guidance_rescale only with classifier-free guidance.
-  const bool rescale = cfg && s.guidance_rescale > 0.0f;
-  DeviceTensor rescale_tmp;
-  if (rescale) {
-    HIPQ_ASSIGN_OR_RETURN(rescale_tmp, DeviceTensor::make(be, DType::kF32, {1, lc, lh, lw}));
-  }
-  // The UNet call of every step on fixed buffers: eager first, then a graph replay (engine/unet_step.h).
-  // Destroyed right after the loop, so its graph's reserved memory is free for the decode.
-  std::optional<UNetStep> unet_step;
-  {
-    HIPQ_ASSIGN_OR_RETURN(UNetStep made,
-                          UNetStep::make(be, *im.unet, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
-                                         time_ids, batch, lh, lw, schedule.timesteps));
-    unet_step.emplace(std::move(made));
-  }
-
-  // Progress and cancellation follow the device without draining it: after
-  // step i is enqueued, the host waits on the event that closed step i - 1
-  // (Backend::elapsed_ms synchronises on its end event only), so one step
-  // stays queued while progress is reported and the cancel flag is read.
-  // A step's timing is the same interval on both clocks: from the end of the
-  // step before (or the loop's start) to the end of its guidance combine, on
-  // the device's events (gpu_ms) and as the host sees those ends (host_ms).
-  std::vector<int> step_done;  // an event after each enqueued step
-  HIPQ_ASSIGN_OR_RETURN(int loop_start, be.record_event());
-  auto last_seen = std::chrono::steady_clock::now();
-  auto report_finished = [&](int finished) -> Status {
-    const int from = finished == 0 ? loop_start : step_done[static_cast<size_t>(finished) - 1];
-    HIPQ_ASSIGN_OR_RETURN(double gpu_ms, be.elapsed_ms(from, step_done[static_cast<size_t>(finished)]));
-    const auto now = std::chrono::steady_clock::now();
-    out.steps.push_back(
-        {std::string(spec::kPhaseStep), std::chrono::duration<double, std::milli>(now - last_seen).count(), gpu_ms});
-    last_seen = now;
-    if (progress) progress(finished + 1, static_cast<int>(schedule.timesteps.size()));
-    return Status::Ok();
-  };
-  Denoiser denoise = [&](const kernels::Tensor& model_input, const DenoiseStep& step,
-                         kernels::Tensor& model_output) -> Status {
-    if (cancelled())
-      return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
-                               std::to_string(step.count));
-    HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
-    const kernels::Tensor uncond = pred->slice(0, 0, 1);
-    if (cfg) {
-      const kernels::Tensor text_pred = pred->slice(0, 1, 1);
-      HIPQ_RETURN_IF_ERROR(combine_guidance(be, uncond, text_pred, guidance, model_output));
-      if (rescale) HIPQ_RETURN_IF_ERROR(rescale_guidance(be, text_pred, s.guidance_rescale, model_output, rescale_tmp.t));
-    } else {
-      HIPQ_RETURN_IF_ERROR(be.copy(uncond, model_output));
-    }
-    HIPQ_ASSIGN_OR_RETURN(int done, be.record_event());
-    step_done.push_back(done);
-    if (step.index > 0) HIPQ_RETURN_IF_ERROR(report_finished(step.index - 1));
-    // A cancel seen now drops this step, queued but not waited for.
-    if (cancelled())
-      return Status::Cancelled("generation cancelled at step " + std::to_string(step.index + 1) + " of " +
-                               std::to_string(step.count));
-    return Status::Ok();
-  };
+  out.model_calls = static_cast<int>(schedule.timesteps.size() + refiner_schedule.timesteps.size());
+  const StepNoiseSource noise{&generator, noise_dtype};
+  LoopRun run;
+  run.settings = &s;
+  run.progress = &progress;
+  run.cancel = cancel;
+  run.total_steps = out.model_calls;
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
-  last_seen = std::chrono::steady_clock::now();
-  Status sampled = sample(be, schedule, scheduler_cfg, latents.t, denoise, StepNoiseSource{&generator, noise_dtype});
-  if (sampled.ok() && !step_done.empty()) sampled = report_finished(static_cast<int>(step_done.size()) - 1);
-  unet_step.reset();
-  HIPQ_RETURN_IF_ERROR(sampled);
+  if (rf) {
+    run.model = "base";
+    HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseDenoise)));
+  }
+  HIPQ_RETURN_IF_ERROR(denoise_loop(im, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
+                                    im.time_ids(s, batch), batch, schedule, scheduler_cfg, latents.t, noise, run, out));
+  Impl& decoder = rf ? *rf : im;
+  if (rf) {
+    HIPQ_RETURN_IF_ERROR(model_timer.end());
+    // The base's conv weight forms are not needed by the refiner's steps.
+    be.drop_constant_forms();
+    HIPQ_RETURN_IF_ERROR(be.trim_cache());
+    if (cancelled()) return Status::Cancelled("generation cancelled before the refiner");
+    HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseDenoise)));
+    run.model = "refiner";
+    run.step_offset = static_cast<int>(schedule.timesteps.size());
+    HIPQ_RETURN_IF_ERROR(denoise_loop(*rf, refiner_text->hidden.t, &refiner_text->pooled.t,
+                                      rf->time_ids(s, refiner_text->batch), refiner_text->batch, refiner_schedule,
+                                      refiner_cfg, latents.t, noise, run, out));
+    HIPQ_RETURN_IF_ERROR(model_timer.end());
+  }
   HIPQ_RETURN_IF_ERROR(timer.end());
   // The decode needs none of the step's blocks: the graph's reservation, the
   // activations' cached blocks and the conv weights' kept forms (made again
@@ -619,13 +817,15 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDecode)));
   {
-    const VaeConfig& vc = im.vae->config();
+    // A base + refiner job decodes with the refiner's VAE, as diffusers'
+    // refiner pipeline does.
+    const VaeConfig& vc = decoder.vae->config();
     std::vector<float> scaled(out.latent.size());
     // diffusers divides by the scaling factor (latents / scaling_factor):
     // the same float division, not a multiplication by the reciprocal.
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, im.run_vae(scaled, lh, lw, out.memory_plan.vae_tile));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile));
     // Nor does the next job's denoise need the decode's full-size blocks.
     HIPQ_RETURN_IF_ERROR(be.trim_cache());
     spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
@@ -637,6 +837,11 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
   out.phases.insert(out.phases.end(), phases.begin(), phases.end());
+  if (rf) {
+    HIPQ_ASSIGN_OR_RETURN(auto shares, model_timer.finish());
+    // text_encode base, text_encode refiner, denoise base, denoise refiner.
+    for (size_t i = 0; i < shares.size(); ++i) out.model_phases.push_back({i % 2 == 0 ? "base" : "refiner", shares[i]});
+  }
   out.peak_memory_bytes = be.peak_bytes();
   return out;
 }
@@ -687,6 +892,7 @@ std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
 const std::string& Pipeline::model_spec() const { return impl_->components.spec; }
 const std::string& Pipeline::weights_sha256() const { return impl_->components.weights_sha256; }
 const std::string& Pipeline::family() const { return impl_->family; }
+bool Pipeline::is_refiner() const { return impl_->refiner_model; }
 const ModelShapes& Pipeline::model_shapes() const { return impl_->shapes; }
 kernels::DType Pipeline::vae_precision() const { return impl_->vae->precision(); }
 const std::vector<std::string>& Pipeline::warnings() const { return impl_->components.warnings; }
@@ -720,6 +926,25 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
   nlohmann::json j;
   j["phases"] = list(out.phases);
   j["steps"] = list(out.steps);
+  if (out.step_models.size() == out.steps.size())
+    for (size_t i = 0; i < out.steps.size() && !out.step_models.empty(); ++i) j["steps"][i]["model"] = out.step_models[i];
+  if (!out.model_phases.empty()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& m : out.model_phases)
+      a.push_back({{"phase", m.timing.phase}, {"model", m.model}, {"host_ms", m.timing.host_ms}, {"gpu_ms", m.timing.gpu_ms}});
+    j["model_phases"] = a;
+  }
+  if (out.refiner) {
+    const RefinerSplit& r = *out.refiner;
+    j["refiner"] = {{"model", r.model_spec},
+                    {"weights_sha256", r.weights_sha256},
+                    {"switch_at", std::stod(spec::format_guidance(r.switch_at))},
+                    {"base_cutoff", r.base_cutoff},
+                    {"refiner_cutoff", r.refiner_cutoff},
+                    {"base_steps", r.base_steps},
+                    {"refiner_steps", r.refiner_steps},
+                    {"refiner_start", r.refiner_start}};
+  }
   j["peak_memory_bytes"] = out.peak_memory_bytes;
   j["warm"] = out.warm;
   j["denoise"] = {{"unet_batch", out.unet_batch},

@@ -38,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,24 @@ struct LoadOptions {
   std::vector<spec::LoraSpec> loras;
 };
 
+// Each model's share of a phase in a base + refiner job.
+struct ModelPhaseTiming {
+  std::string model;  // "base" | "refiner"
+  PhaseTiming timing;
+};
+
+// How a base + refiner job split its schedule (engine/refiner.h).
+struct RefinerSplit {
+  std::string model_spec;      // the refiner's
+  std::string weights_sha256;  // the refiner's
+  float switch_at = 0.8f;
+  int base_cutoff = 0;         // discrete timestep cutoff in the base's scheduler
+  int refiner_cutoff = 0;      // ... and in the refiner's
+  int base_steps = 0;          // model calls the base ran (the first of its schedule)
+  int refiner_steps = 0;       // model calls the refiner ran (the last of its schedule)
+  int refiner_start = 0;       // the index in the refiner's schedule it started at
+};
+
 struct GenerationOutput {
   std::vector<float> latent;             // final latent, fp32, [1, 4, H/8, W/8]
   std::vector<int64_t> latent_shape;
@@ -88,6 +107,12 @@ struct GenerationOutput {
   // The caller appends write / parity with its own PhaseTimer.
   std::vector<PhaseTiming> phases;
   std::vector<PhaseTiming> steps;        // one per denoise step, phase = "step"
+  // Base + refiner jobs only (else empty): the model of each entry of
+  // `steps` ("base" | "refiner"), and each model's share of the phases
+  // (load, text_encode, denoise; the job's rows above sum them).
+  std::vector<std::string> step_models;
+  std::vector<ModelPhaseTiming> model_phases;
+  std::optional<RefinerSplit> refiner;
   int64_t peak_memory_bytes = 0;         // backend peak during this generate()
   bool warm = false;                     // models were already loaded
   // The placement it ran in and its plan (engine/memory_plan.h).
@@ -113,9 +138,16 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // `progress` and `cancel` may be null.
+  // `progress` and `cancel` may be null. `refiner`: the SDXL refiner's
+  // pipeline (on the same backend) when settings.refiner names one: the base
+  // (this pipeline) runs the schedule's first steps, the refiner the rest on
+  // the same latent and generator, and decodes (docs/pipeline.md, "Refiner").
+  // FailedPrecondition when settings name a refiner and none is given;
+  // InvalidArgument when this is no SDXL base, `refiner` no SDXL refiner, or
+  // the switch point leaves either model no step. A refiner pipeline on its
+  // own runs img2img only (InvalidArgument for text-to-image).
   Result<GenerationOutput> generate(const spec::GenerationSettings& settings, const ProgressFn& progress = {},
-                                    const std::atomic<bool>* cancel = nullptr);
+                                    const std::atomic<bool>* cancel = nullptr, Pipeline* refiner = nullptr);
 
   // Switches the LoRA set (empty: none). The files are read and checked
   // against the model before any device work (errors as LoadOptions::loras;
@@ -152,6 +184,8 @@ class Pipeline {
   const std::string& model_spec() const;
   const std::string& weights_sha256() const;
   const std::string& family() const;      // "sdxl" | "sd1" | "sd2"
+  // An SDXL refiner (text encoder 2 alone, aesthetic-score time ids).
+  bool is_refiner() const;
   // The shapes of the loaded models, as memory plans read them.
   const ModelShapes& model_shapes() const;
   // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
@@ -191,7 +225,11 @@ struct OutputInfo {
 // "build_sha". Atomic write, parents created.
 Status write_latent_file(const std::filesystem::path& path, const GenerationOutput& out,
                          const spec::GenerationSettings& settings, const OutputInfo& info);
-// timings.json: {"phases":[{phase,host_ms,gpu_ms}...],"steps":[...],
+// timings.json: {"phases":[{phase,host_ms,gpu_ms}...],"steps":[...] (base +
+// refiner jobs: each step row with "model": "base" | "refiner"),
+// ["model_phases":[{phase,model,host_ms,gpu_ms}...], "refiner":{model,
+// weights_sha256, switch_at, base_cutoff, refiner_cutoff, base_steps,
+// refiner_steps, refiner_start}: base + refiner jobs only],
 // "peak_memory_bytes":N,"warm":bool,"memory_plan":{placement, vae_tile,
 // peak_bytes, weights_bytes, text_encode_bytes, denoise_bytes, decode_bytes},
 // "settings":{...},"model":...}.

@@ -91,6 +91,10 @@ struct Schedule {
   // starts at begin_index); 0 = timesteps.size(). DDIM's step stride and
   // DPM++'s lower_order_final read the whole schedule's count.
   int num_inference_steps = 0;
+  // The schedule is the head of a longer one (the base's share of a base +
+  // refiner job, engine/refiner.h): its last call is not the whole
+  // schedule's last, so DPM++'s lower_order_final does not apply to it.
+  bool truncated_end = false;
 };
 
 // The whole schedule's step count (Schedule::num_inference_steps).

@@ -30,8 +30,10 @@ Result<ModelComponents> make_synthetic_model(std::string_view full_name) {
     m.weights[key] = std::make_shared<SyntheticWeightSource>(key + " weights of " + label, key, seed, std::move(specs));
     m.configs[key] = std::move(config);
   };
-  HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> te1, ClipTextModel::parameters(arch.text_encoder));
-  add("text_encoder", std::move(te1), arch.text_encoder.to_json());
+  if (arch.has_text_encoder_1) {
+    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> te1, ClipTextModel::parameters(arch.text_encoder));
+    add("text_encoder", std::move(te1), arch.text_encoder.to_json());
+  }
   if (arch.has_text_encoder_2) {
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> te2, ClipTextModel::parameters(arch.text_encoder_2));
     add("text_encoder_2", std::move(te2), arch.text_encoder_2.to_json());
@@ -41,7 +43,7 @@ Result<ModelComponents> make_synthetic_model(std::string_view full_name) {
   HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae, VaeDecoder::parameters(arch.vae));
   add("vae", std::move(vae), arch.vae.to_json());
   m.configs["scheduler"] = default_scheduler_config(arch.family);
-  m.configs["model_index"] = diffusers_model_index(arch.family);
+  m.configs["model_index"] = diffusers_model_index(arch.family, /*refiner=*/!arch.has_text_encoder_1);
 
   std::string identity = "hipq synthetic weights v1\n" + std::string(name) + "\n" + std::to_string(seed) + "\n";
   for (const auto& [key, cfg] : m.configs) identity += key + "\n" + cfg.dump() + "\n";

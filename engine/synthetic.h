@@ -11,6 +11,11 @@
 //   sdxl       the full SDXL base 1.0 architecture (2.6 B UNet parameters).
 //   sd15       the full SD 1.5 architecture.
 //   sd21       the full SD 2.1 (768 px, v_prediction) architecture.
+//   tiny-sdxl-refiner  the SDXL refiner's layout (text encoder 2 alone, five
+//              time ids, no attention in the outer levels) at toy width, with
+//              tiny-sdxl's text encoder 2 and VAE (same values for the same
+//              seed): the refiner of a tiny-sdxl base in tests.
+//   sdxl-refiner  the full SDXL refiner 1.0 architecture (2.26 B UNet parameters).
 // Values follow PyTorch's default initialisation of each module (Linear and
 // Conv: U(±1/sqrt(fan_in)) for weight and bias; norms: weight 1, bias 0;
 // token embeddings N(0, 0.02²), position embeddings N(0, 0.01²) as transformers'

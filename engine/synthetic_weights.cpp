@@ -188,6 +188,35 @@ Result<SyntheticArchitecture> synthetic_architecture(std::string_view name) {
     u.projection_class_embeddings_input_dim = 6 * 8 + 32;
     u.sample_size = 8;
     a.vae = tiny_vae(0.13025);
+  } else if (name == "sdxl-refiner") {
+    a.family = "sdxl";
+    a.has_text_encoder_1 = false;
+    a.has_text_encoder_2 = true;
+    a.text_encoder_2 = ClipTextConfig::open_clip_bigg14();
+    a.unet = UNetConfig::sdxl_refiner();
+    a.vae = VaeConfig::sdxl();
+  } else if (name == "tiny-sdxl-refiner") {
+    // tiny-sdxl's text encoder 2 and VAE (the same values for the same seed:
+    // each tensor is a function of seed, component and name), so a
+    // tiny-sdxl + tiny-sdxl-refiner job shares one latent space; a UNet of
+    // the refiner's layout at toy width: no attention in the outer levels,
+    // cross attention on text encoder 2 alone, five time ids.
+    a.family = "sdxl";
+    a.has_text_encoder_1 = false;
+    a.has_text_encoder_2 = true;
+    a.text_encoder_2 = tiny_clip(true, "gelu");
+    UNetConfig& u = a.unet;
+    u = UNetConfig::sdxl_refiner();
+    u.block_out_channels = {32, 64, 64};
+    u.down_block_types = {"DownBlock2D", "CrossAttnDownBlock2D", "DownBlock2D"};
+    u.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"};
+    u.transformer_layers_per_block = {2, 2, 2};
+    u.num_attention_heads = {2, 2, 2};
+    u.cross_attention_dim = 32;  // text encoder 2 alone
+    u.addition_time_embed_dim = 8;
+    u.projection_class_embeddings_input_dim = 5 * 8 + 32;
+    u.sample_size = 8;
+    a.vae = tiny_vae(0.13025);
   } else if (name == "tiny-sd15") {
     a.family = "sd1";
     a.text_encoder = tiny_clip(false, "quick_gelu");

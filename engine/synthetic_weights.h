@@ -30,6 +30,8 @@ namespace hipq::engine {
 // The architecture of a synthetic model name (without "@SEED").
 struct SyntheticArchitecture {
   std::string family;  // "sdxl" | "sd1" | "sd2"
+  // The SDXL refiner has text encoder 2 alone (text_encoder unused).
+  bool has_text_encoder_1 = true;
   ClipTextConfig text_encoder;
   bool has_text_encoder_2 = false;
   ClipTextConfig text_encoder_2;

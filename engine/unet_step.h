@@ -36,7 +36,7 @@ namespace hipq::engine {
 class UNetStep {
  public:
   // hidden: [batch, S, D]; pooled: [batch, P] (SDXL, else null); time_ids:
-  // 6 * batch values (SDXL, else empty); latents of lc x lh x lw each;
+  // K * batch values (SDXL: base K = 6, refiner 5; else empty); latents of lc x lh x lw each;
   // timesteps: what the UNet receives at each step (uploaded once).
   static Result<UNetStep> make(kernels::Backend& backend, const UNet& unet, const kernels::Tensor& hidden,
                                const kernels::Tensor* pooled, const std::vector<float>& time_ids, int batch,
@@ -71,7 +71,7 @@ class UNetStep {
   DeviceTensor timesteps_;  // [batch] f32, the UNet's timestep input
   DeviceTensor timestep_table_;  // [steps, batch] f32
   int steps_ = 0;
-  DeviceTensor time_ids_;   // [batch, 6] f32 (SDXL)
+  DeviceTensor time_ids_;   // [batch, K] f32 (SDXL: base 6, refiner 5)
   std::optional<ContextKV> context_kv_;  // the cross attentions' projections of hidden_
   std::optional<DeviceTensor> out_;  // the forward's output (model precision)
   DeviceTensor out_f32_;             // ... cast to fp32 (not allocated when the model runs in fp32)

@@ -257,6 +257,15 @@ Status GenerationSettings::validate() const {
   if (!(refiner_switch_at > 0.0f && refiner_switch_at < 1.0f))
     return Status::InvalidArgument("refiner_switch_at " + format_guidance(refiner_switch_at) +
                                    " must be in (0, 1): the fraction of the schedule the base model runs");
+  // The base + refiner split (engine/refiner.h) hands the refiner a schedule
+  // cut as img2img cuts it: the img2img samplers are the ones it supports.
+  if (!refiner.empty() && !contains(img2img_samplers(), sampler))
+    return Status::InvalidArgument("a base + refiner job with sampler \"" + sampler +
+                                   "\" is not implemented: its schedule is not split between two models yet; "
+                                   "base + refiner runs with " + join(img2img_samplers()));
+  if (!refiner.empty() && !init_image.empty())
+    return Status::InvalidArgument("refiner with an init_image is not implemented: run the refiner itself as the "
+                                   "img2img model (model = the refiner, with init_image and strength)");
   if (!(aesthetic_score >= 0.0f && aesthetic_score <= 10.0f))
     return Status::InvalidArgument("aesthetic_score " + format_guidance(aesthetic_score) + " must be in 0..10");
   if (!(negative_aesthetic_score >= 0.0f && negative_aesthetic_score <= 10.0f))

@@ -17,7 +17,8 @@ namespace hipq::spec {
 // What a synthetic model spec starts with: "synthetic:tiny-sdxl@3".
 inline constexpr std::string_view kSyntheticModelPrefix = "synthetic:";
 
-// tiny-sdxl, tiny-sd15, tiny-sd2 (test sizes), sdxl, sd15, sd21 (full sizes).
+// tiny-sdxl, tiny-sd15, tiny-sd2, tiny-sdxl-refiner (test sizes), sdxl, sd15,
+// sd21, sdxl-refiner (full sizes).
 const std::vector<std::string>& synthetic_model_names();
 
 }  // namespace hipq::spec

@@ -37,6 +37,22 @@ UNetConfig UNetConfig::sdxl() {
   return c;
 }
 
+UNetConfig UNetConfig::sdxl_refiner() {
+  UNetConfig c;
+  c.block_out_channels = {384, 768, 1536, 1536};
+  c.down_block_types = {"DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "DownBlock2D"};
+  c.up_block_types = {"UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"};
+  c.transformer_layers_per_block = {4, 4, 4, 4};
+  c.num_attention_heads = {6, 12, 24, 24};
+  c.cross_attention_dim = 1280;
+  c.use_linear_projection = true;
+  c.addition_embed_type = "text_time";
+  c.addition_time_embed_dim = 256;
+  c.projection_class_embeddings_input_dim = 2560;
+  c.sample_size = 128;
+  return c;
+}
+
 Status UNetConfig::validate(const std::string& where) const {
   const size_t n = block_out_channels.size();
   auto bad = [&](const std::string& m) { return Status::InvalidArgument(where + ": " + m); };
@@ -374,12 +390,18 @@ Result<DeviceTensor> UNet::time_embedding(kernels::Backend& be, const UNetInputs
   const int64_t p = in.text_embeds->dim(1);
   const int64_t tdim = cfg_.addition_time_embed_dim;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor te, sinusoidal(be, in.time_ids_device, in.time_ids, tdim, cfg_.flip_sin_to_cos, cfg_.freq_shift, dtype_));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor add_in, DeviceTensor::make(be, dtype_, {n, p + 6 * tdim}));
-  const Tensor parts[2] = {*in.text_embeds, te.t.reshape({n, 6 * tdim})};
+  const int64_t k = time_id_count(in, n);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor add_in, DeviceTensor::make(be, dtype_, {n, p + k * tdim}));
+  const Tensor parts[2] = {*in.text_embeds, te.t.reshape({n, k * tdim})};
   HIPQ_RETURN_IF_ERROR(be.concat(parts, 1, add_in.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor a1, add_linear_1_(be, add_in.t, kernels::Activation::kSilu));
   // emb + add_embedding(...): the residual epilogue does the sum.
   return add_linear_2_(be, a1.t, kernels::Activation::kNone, &emb.t);
+}
+
+int64_t UNet::time_id_count(const UNetInputs& in, int64_t n) {
+  const int64_t total = in.time_ids_device ? in.time_ids_device->numel() : static_cast<int64_t>(in.time_ids.size());
+  return n > 0 ? total / n : 0;
 }
 
 Status UNet::check_context(const Tensor& ctx, int64_t n) const {
@@ -421,13 +443,20 @@ Result<DeviceTensor> UNet::forward(kernels::Backend& be, const UNetInputs& in) c
     return Status::InvalidArgument("UNet: " + std::to_string(n_timesteps) + " timesteps for a batch of " +
                                    std::to_string(n) + " (device timesteps: contiguous f32 on the device)");
   if (cfg_.is_sdxl()) {
-    const int64_t want = cfg_.projection_class_embeddings_input_dim - 6 * cfg_.addition_time_embed_dim;
+    // K time ids per row: add_embedding's input is the pooled text and K
+    // embeddings (base 6, refiner 5).
+    const int64_t k = time_id_count(in, n);
+    const int64_t want = cfg_.projection_class_embeddings_input_dim - k * cfg_.addition_time_embed_dim;
+    const int64_t total = in.time_ids_device ? in.time_ids_device->numel() : static_cast<int64_t>(in.time_ids.size());
+    if (k < 1 || total != k * n || (in.time_ids_device && !device_f32(in.time_ids_device, k * n)))
+      return Status::InvalidArgument("UNet (SDXL): " + std::to_string(total) + " time_ids for a batch of " +
+                                     std::to_string(n) + ": the same number per row, at least one (device: contiguous f32)");
     if (!in.text_embeds || in.text_embeds->ndim != 2 || in.text_embeds->dim(0) != n ||
         in.text_embeds->dim(1) != want || in.text_embeds->dtype != dtype_)
-      return Status::InvalidArgument("UNet (SDXL): text_embeds must be [" + std::to_string(n) + ", " +
-                                     std::to_string(want) + "] in the model precision");
-    if (in.time_ids_device ? !device_f32(in.time_ids_device, 6 * n) : static_cast<int64_t>(in.time_ids.size()) != 6 * n)
-      return Status::InvalidArgument("UNet (SDXL): time_ids needs 6 values per batch item (device: contiguous f32)");
+      return Status::InvalidArgument("UNet (SDXL): with " + std::to_string(k) + " time ids per row, text_embeds must be [" +
+                                     std::to_string(n) + ", " + std::to_string(want) + "] in the model precision (" +
+                                     std::to_string(cfg_.projection_class_embeddings_input_dim) +
+                                     " = pooled + time ids x " + std::to_string(cfg_.addition_time_embed_dim) + ")");
   }
 
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor emb, time_embedding(be, in, n));

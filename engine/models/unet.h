@@ -6,11 +6,14 @@
 //   mid_block.resnets.{0,1} / attentions.0,
 //   up_blocks.{i}.resnets.{j} / attentions.{j} / upsamplers.0.conv,
 //   conv_norm_out, conv_out.
-// SDXL ("addition_embed_type": "text_time"): the six micro-conditioning
-// time_ids (original h, w, crop top, left, target h, w) are each embedded
-// sinusoidally (addition_time_embed_dim wide), concatenated AFTER the pooled
-// text embedding and passed through add_embedding; the result is added to the
-// timestep embedding.
+// SDXL ("addition_embed_type": "text_time"): the micro-conditioning time_ids
+// are each embedded sinusoidally (addition_time_embed_dim wide), concatenated
+// AFTER the pooled text embedding and passed through add_embedding; the result
+// is added to the timestep embedding. The base takes six (original h, w, crop
+// top, left, target h, w), the refiner five (original h, w, crop top, left,
+// aesthetic score): how many is what add_embedding's input width leaves after
+// the pooled text embedding (2816 = 1280 + 6 * 256, 2560 = 1280 + 5 * 256), so
+// forward() reads it from the inputs: time_ids / N values per row.
 // Classifier-free guidance is the caller's: one batch of two (negative,
 // positive); every input carries the batch dimension N.
 //
@@ -65,6 +68,11 @@ struct UNetConfig {
   static UNetConfig sd15();
   static UNetConfig sd21();
   static UNetConfig sdxl();
+  // stabilityai/stable-diffusion-xl-refiner-1.0's unet/config.json: four
+  // levels 384/768/1536/1536 (attention in the middle two and the mid block),
+  // 4 transformer layers each, 64-wide heads, cross-attention 1280 (OpenCLIP
+  // bigG alone), add_embedding 2560 wide (pooled 1280 + 5 time ids x 256).
+  static UNetConfig sdxl_refiner();
   static Result<UNetConfig> from_json(const nlohmann::json& j, const std::string& where);
   static Result<UNetConfig> from_weights(const WeightSource& w);
   nlohmann::json to_json() const;
@@ -77,14 +85,15 @@ struct UNetConfig {
 // One UNet evaluation's inputs. sample [N, in, h, w], encoder_hidden_states
 // [N, S, cross_attention_dim] and text_embeds [N, P] are tensors of the
 // backend in the model's precision; timesteps and time_ids are host values
-// (N and N*6).
+// (N and N*K, K time ids per row: P + K * addition_time_embed_dim must be
+// projection_class_embeddings_input_dim; SDXL base 6, refiner 5).
 struct UNetInputs {
   const kernels::Tensor* sample = nullptr;
   std::vector<float> timesteps;
   const kernels::Tensor* encoder_hidden_states = nullptr;
   const kernels::Tensor* text_embeds = nullptr;  // SDXL only
   std::vector<float> time_ids;                   // SDXL only
-  // The same values already on the device as contiguous f32 ([N] and [N, 6]);
+  // The same values already on the device as contiguous f32 ([N] and [N, K]);
   // when set they are used instead of the host vectors, so that forward()
   // makes no host-to-device copy (a captured graph replays with new values
   // written into these tensors).
@@ -124,6 +133,8 @@ class UNet {
   };
   static Status bind_all(UNet& m, WeightBinder& b);
   Result<DeviceTensor> time_embedding(kernels::Backend& be, const UNetInputs& in, int64_t n) const;
+  // Time ids per batch row (0 without any).
+  static int64_t time_id_count(const UNetInputs& in, int64_t n);
   // InvalidArgument unless ctx is [n, S, cross_attention_dim] in the model precision (n < 0: any batch).
   Status check_context(const kernels::Tensor& ctx, int64_t n) const;
 

@@ -48,7 +48,7 @@ Status sample_dpmpp_2m(Backend& be, const Schedule& schedule, const SchedulerCon
     HIPQ_RETURN_IF_ERROR(ops.dpm_x0(cfg.prediction_type, cur, i, 0, x, out, t1, t2, x0));
     const AlphaSigma next = as(schedule.sigmas[static_cast<size_t>(i) + 1]);
     const bool lower_order_final =
-        i == n - 1 && (cfg.euler_at_final || (cfg.lower_order_final && inference_steps(schedule) < 15) || cfg.final_sigmas_type == "zero");
+        i == n - 1 && !schedule.truncated_end && (cfg.euler_at_final || (cfg.lower_order_final && inference_steps(schedule) < 15) || cfg.final_sigmas_type == "zero");
     const float h = next.lambda - cur.lambda;
     const bool second_order = have_prev && !lower_order_final;
     // d1 = (1 / r0) * (x0 - x0_prev), r0 = h0 / h (second order only)

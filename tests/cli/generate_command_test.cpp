@@ -247,3 +247,77 @@ TEST(GenerateCommandTest, Img2ImgFromAnInitImage) {
 
 }  // namespace
 }  // namespace hipq::cli
+
+namespace hipq::cli {
+namespace {
+
+// Base + refiner from the command line (tiny-sdxl then tiny-sdxl-refiner):
+// the split in timings.json (each step's model, each model's phases), the
+// PNG's refiner fields, the refiner alone as img2img, and the refusals named
+// by flag before any device work.
+TEST(GenerateCommandTest, RefinerFlagsRunTheBaseThenTheRefiner) {
+  auto dir = temp_dir("refiner");
+  const std::string refined = kTiny + " --seed 2 --refiner synthetic:tiny-sdxl-refiner --refiner-switch-at 0.5 "
+                                      "--aesthetic-score 7 --negative-aesthetic-score 2";
+  CmdResult r = hipq(refined + " --out " + (dir / "a").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("base 2 steps (timesteps >= 500), refiner 2 steps from step 3"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(read_file(dir / "a" / "timings.json").value());
+  std::vector<std::string> models;
+  for (const auto& s : j["steps"]) models.push_back(s["model"]);
+  EXPECT_EQ(models, (std::vector<std::string>{"base", "base", "refiner", "refiner"}));
+  std::vector<std::string> phases;
+  for (const auto& p : j["phases"]) phases.push_back(p["phase"]);
+  EXPECT_EQ(phases, (std::vector<std::string>{"load", "text_encode", "denoise", "decode", "write"}));
+  std::vector<std::string> shares;
+  for (const auto& p : j["model_phases"]) shares.push_back(p["model"].get<std::string>() + ":" + p["phase"].get<std::string>());
+  EXPECT_EQ(shares, (std::vector<std::string>{"base:load", "refiner:load", "base:text_encode", "refiner:text_encode",
+                                              "base:denoise", "refiner:denoise"}));
+  EXPECT_EQ(j["refiner"]["model"], "synthetic:tiny-sdxl-refiner@0");
+  EXPECT_EQ(j["settings"]["refiner"], "synthetic:tiny-sdxl-refiner");
+  EXPECT_EQ(j["settings"]["aesthetic_score"], 7.0);
+  auto text = hipq::testing::read_png_text_with_libpng(read_file(dir / "a" / "image.png").value());
+  ASSERT_TRUE(text.error.empty()) << text.error;
+  EXPECT_NE(text.text["parameters"].find("Refiner: \"synthetic:tiny-sdxl-refiner\", Refiner switch at: 0.5"),
+            std::string::npos)
+      << text.text["parameters"];
+  // The refiner on its own: img2img only.
+  const std::string init = (dir / "a" / "image.png").string();
+  const std::string refiner_model =
+      "generate --model synthetic:tiny-sdxl-refiner --prompt 'a red fox' --width 64 --height 64 --steps 4 "
+      "--backend cpu --no-progress --seed 1";
+  CmdResult i2i = hipq(refiner_model + " --init-image " + init + " --strength 0.5 --out " + (dir / "i2i").string());
+  ASSERT_EQ(i2i.status, 0) << i2i.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "i2i" / "timings.json").value())["steps"].size(), 2u);
+
+  struct Case {
+    std::string flags, expect;
+    int status;
+  } cases[] = {
+      {refiner_model, "is an SDXL refiner: it runs img2img", 2},
+      {kTiny + " --refiner synthetic:tiny-sdxl", "--refiner synthetic:tiny-sdxl: not an SDXL refiner", 2},
+      {kTiny + " --refiner synthetic:tiny-sdxl-refiner --sampler heun",
+       "--sampler heun with --refiner: the split of its schedule between two models is not implemented", 2},
+      {kTiny + " --refiner synthetic:tiny-sdxl-refiner --refiner-switch-at 1", "--refiner-switch-at 1: must be in (0, 1)",
+       2},
+      {kTiny + " --aesthetic-score 11", "--aesthetic-score 11: must be in 0..10", 2},
+      {kTiny + " --refiner synthetic:tiny-sdxl-refiner --golden " + dir.string(), "--golden with --refiner", 2},
+      {kTiny + " --refiner synthetic:tiny-sdxl-refiner --init-image " + init, "--refiner with --init-image", 2},
+      {kTiny + " --refiner " + (dir / "nope").string(), "no such file or directory", 1},
+      {"generate --model synthetic:tiny-sd15 --prompt x --backend cpu --width 64 --height 64 --refiner "
+       "synthetic:tiny-sdxl-refiner",
+       "--refiner needs an SDXL base as --model", 2},
+      {"generate --model synthetic:tiny-sdxl --prompt x --width 64 --height 64 --steps 2 --backend cpu --no-progress "
+       "--refiner synthetic:tiny-sdxl-refiner --refiner-switch-at 0.999",
+       "leaves the refiner no step", 1},
+  };
+  for (const auto& c : cases) {
+    CmdResult x = hipq(c.flags + " --out " + (dir / "refused").string());
+    EXPECT_EQ(x.status, c.status) << c.flags << "\n" << x.out;
+    EXPECT_NE(x.out.find(c.expect), std::string::npos) << c.flags << "\n" << x.out;
+    EXPECT_FALSE(fs::exists(dir / "refused" / "latent.safetensors")) << c.flags;
+  }
+}
+
+}  // namespace
+}  // namespace hipq::cli

@@ -242,6 +242,13 @@ Status write_original_checkpoint(const ModelComponents& m, const std::filesystem
     tensors.emplace_back("first_stage_model." + key, std::move(t));
   }
 
+  // The SDXL refiner (sgm's sd_xl_refiner.yaml): OpenCLIP bigG is its only
+  // embedder, conditioner.embedders.0.model.*.
+  if (family == "sdxl" && !m.weights.count("text_encoder")) {
+    HIPQ_ASSIGN_OR_RETURN(const WeightSource* te2, weights(m, "text_encoder_2"));
+    HIPQ_RETURN_IF_ERROR(add_open_clip(*te2, "conditioner.embedders.0.model.", false, tensors));
+    return write_safetensors(out, tensors, metadata);
+  }
   HIPQ_ASSIGN_OR_RETURN(const WeightSource* te, weights(m, "text_encoder"));
   if (family == "sd1") HIPQ_RETURN_IF_ERROR(add_clip_l(*te, "cond_stage_model.transformer.", tensors));
   if (family == "sd2") HIPQ_RETURN_IF_ERROR(add_open_clip(*te, "cond_stage_model.model.", true, tensors));

@@ -7,7 +7,8 @@
 //   text_encoder    -> sd1: cond_stage_model.transformer.text_model.*
 //                      sdxl: conditioner.embedders.0.transformer.text_model.*
 //                      sd2: cond_stage_model.model.* (OpenCLIP, fused in_proj)
-//   text_encoder_2  -> conditioner.embedders.1.model.* (OpenCLIP, fused in_proj)
+//   text_encoder_2  -> conditioner.embedders.1.model.* (OpenCLIP, fused in_proj);
+//                      the SDXL refiner (no text_encoder): conditioner.embedders.0.model.*
 //
 // The mapping is written here from the conversion scripts' tables, not by
 // inverting engine/checkpoint_keys.cpp, so a mistake on either side shows.

@@ -36,6 +36,7 @@ KEY_VERSION = 1
 # The key covers init images (sha256 + strength), LoRAs and the refiner.
 COVERS_INIT_IMAGE = True
 COVERS_LORA = True
+COVERS_REFINER = True
 
 DEFAULTS = {
     "prompt": "",

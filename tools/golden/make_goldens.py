@@ -22,6 +22,19 @@ Examples:
 sha256 DIR`, or the "weights_sha256" of a latent.safetensors hipq wrote); it
 ties the golden to the weights. Without it the script computes it the way
 hipq does for a diffusers folder (see weights_sha256_of_folder).
+
+SDXL refiner (docs/pipeline.md, "Refiner"):
+  - base + refiner jobs (settings "refiner" set; --refiner FOLDER the refiner's
+    `hipq weights export`): diffusers' ensemble of experts, the base pipeline
+    with denoising_end=refiner_switch_at and output_type="latent", then
+    StableDiffusionXLImg2ImgPipeline from FOLDER with denoising_start=
+    refiner_switch_at, image=that latent, aesthetic_score /
+    negative_aesthetic_score and the same generator object; the refiner's
+    VAE decodes;
+  - the refiner as the img2img model (--model a refiner folder, whose
+    model_index.json is StableDiffusionXLImg2ImgPipeline): init_image and
+    strength with the job's aesthetic scores.
+  make_goldens.py --model tiny-sdxl/ --refiner tiny-sdxl-refiner/ --jobs jobs-refiner.json --out goldens/
 """
 import argparse
 import datetime
@@ -100,8 +113,9 @@ def load_jobs(args):
     """Settings dicts (GenerationSettings fields) for every job."""
     common = {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
-                  "timestep_spacing", "guidance_rescale", "init_image", "strength"):
-        v = getattr(args, field)
+                  "timestep_spacing", "guidance_rescale", "init_image", "strength", "refiner_switch_at",
+                  "aesthetic_score", "negative_aesthetic_score"):
+        v = getattr(args, field, None)
         if v is not None:
             common[field] = v
     jobs = []
@@ -302,6 +316,22 @@ def fuse_loras(pipe, loras):
     pipe.unload_lora_weights()
 
 
+REFINER_FIELDS = ("refiner", "refiner_switch_at", "aesthetic_score", "negative_aesthetic_score")
+# GenerationSettings' defaults (spec/generation_settings.h).
+REFINER_DEFAULTS = {"refiner": "", "refiner_switch_at": 0.8, "aesthetic_score": 6.0, "negative_aesthetic_score": 2.5}
+
+
+def refiner_settings(job):
+    """The job's refiner fields with hipq's defaults (golden_key.full_settings may not know them)."""
+    return {k: job[k] if job.get(k) is not None else REFINER_DEFAULTS[k] for k in REFINER_FIELDS}
+
+
+def aesthetic_kwargs(r):
+    """aesthetic_score / negative_aesthetic_score as hipq holds them (float32)."""
+    return {"aesthetic_score": float(golden_key.as_float32(r["aesthetic_score"])),
+            "negative_aesthetic_score": float(golden_key.as_float32(r["negative_aesthetic_score"]))}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="diffusers folder (from `hipq weights export`)")
@@ -325,6 +355,15 @@ def main():
     ap.add_argument("--init-image", dest="init_image",
                     help="img2img: a PNG/JPEG of exactly --width x --height (StableDiffusion(XL)Img2ImgPipeline)")
     ap.add_argument("--strength", type=float, help="img2img denoising strength in (0, 1]")
+    ap.add_argument("--refiner-weights-sha256", dest="refiner_weights_sha256",
+                    help="hipq's weights sha256 of the refiner (default: computed from its folder)")
+    ap.add_argument("--refiner", dest="refiner_folder",
+                    help="the SDXL refiner's diffusers folder (`hipq weights export`) for jobs whose settings name "
+                         "a refiner: base with denoising_end, then the refiner with denoising_start")
+    ap.add_argument("--refiner-switch-at", dest="refiner_switch_at", type=float,
+                    help="default refiner_switch_at of the jobs (hipq's default 0.8)")
+    ap.add_argument("--aesthetic-score", dest="aesthetic_score", type=float)
+    ap.add_argument("--negative-aesthetic-score", dest="negative_aesthetic_score", type=float)
     ap.add_argument("--compute-precision", choices=("fp32", "fp16", "bf16"),
                     help="compute the reference in this precision whatever the job's precision, from the "
                          "initial noise the job's precision draws (torch.randn in its dtype): with fp32, "
@@ -361,6 +400,9 @@ def main():
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     pipes = {}
     base_scheduler_config = {}
+    refiners = {}  # precision -> the refiner's StableDiffusionXLImg2ImgPipeline
+    refiner_scheduler_config = {}
+    refiner_class = "StableDiffusionXLImg2ImgPipeline"
     commit = diffusers_commit(diffusers)
     device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else \
         (platform.processor() or platform.machine() or "cpu")
@@ -376,14 +418,24 @@ def main():
         if cli_loras and not job.get("loras"):
             job = dict(job, loras=cli_loras)
         s = golden_key.full_settings(job)
-        if s["refiner"]:
-            sys.exit("make_goldens: refiner jobs are not made here yet (base denoising_end -> refiner "
-                     "denoising_start); leave them out of --jobs / the manifest")
+        r = refiner_settings(job)
+        if r["refiner"] or pipeline_class_name == refiner_class:
+            if args.compute_precision and args.compute_precision != s["precision"]:
+                sys.exit("make_goldens: refiner goldens compute in the job's own precision (no --compute-precision)")
+        if r["refiner"] and not args.refiner_folder:
+            sys.exit("make_goldens: job %d names refiner %s: give its exported folder with --refiner" %
+                     (n + 1, r["refiner"]))
+        if pipeline_class_name == refiner_class and not s.get("init_image"):
+            sys.exit("make_goldens: %s is an SDXL refiner: it runs img2img only (give the jobs an init_image), or "
+                     "as --refiner of an SDXL base" % args.model)
         loras = [(str(l["path"]), float(l.get("scale", 1.0))) for l in s["loras"]]
         # The files by content (spec/input_digests.h): the key and the "inputs" metadata.
         inputs = {"loras": [digest(p) for p, _ in loras]}
         if s["init_image"]:
             inputs["init_image"] = digest(s["init_image"])
+        if r["refiner"]:
+            # The refiner's weights by hipq's identity of them (`hipq weights sha256`).
+            inputs["refiner_weights"] = args.refiner_weights_sha256 or weights_sha256_of_folder(args.refiner_folder)
         key = golden_key.golden_key(weights_sha, s, inputs)
         precision = args.compute_precision or s["precision"]
         pipe_key = (precision, tuple(loras))
@@ -422,42 +474,65 @@ def main():
                 sys.exit("make_goldens: %s is %dx%d, the job %dx%d: hipq refuses it, so no golden" %
                          ((s["init_image"],) + init_image.size + (w, h)))
             i2i_class = {"StableDiffusionXLPipeline": "StableDiffusionXLImg2ImgPipeline",
+                         refiner_class: refiner_class,
                          "StableDiffusionPipeline": "StableDiffusionImg2ImgPipeline"}[pipeline_class_name]
-            # The same modules (weights shared), the job's scheduler.
-            run = getattr(diffusers, i2i_class)(**pipe.components)
+            # The same modules (weights shared), the job's scheduler. The refiner's folder loads as its
+            # img2img pipeline already, with its config (requires_aesthetics_score, force_zeros_for_empty_prompt
+            # false), which a pipeline made from its components would lose.
+            run = pipe if pipeline_class_name == refiner_class else getattr(diffusers, i2i_class)(**pipe.components)
             # hipq encodes the init image whole (no tiled_encode); a previous job's decode may have
             # left tiling on.
             run.vae.disable_tiling()
             run.set_progress_bar_config(disable=True)
             # strength as the user wrote it: int(steps * strength) in Python's doubles, as hipq computes it.
             extra = {"image": init_image, "strength": float(s.get("strength", 1.0))}
+            if pipeline_class_name == refiner_class:
+                # The refiner itself as the img2img model: its aesthetic-score conditioning.
+                extra.update(aesthetic_kwargs(r))
         else:
             run = pipe
             extra = {"latents": latents_in, "height": h, "width": w}
+        decoder = pipe
+        if r["refiner"]:
+            # Base + refiner: diffusers' ensemble of experts on the same generator object.
+            if precision not in refiners:
+                refiners[precision] = getattr(diffusers, refiner_class).from_pretrained(
+                    args.refiner_folder, torch_dtype=dtypes[precision]).to(device)
+                refiners[precision].set_progress_bar_config(disable=True)
+                refiner_scheduler_config[precision] = refiners[precision].scheduler.config
+            decoder = refiners[precision]
+            decoder.scheduler = make_scheduler(refiner_scheduler_config[precision], s["sampler"], s["timestep_spacing"])
+            # refiner_switch_at as the user wrote it (hipq reads the float's "%.6g" decimal).
+            switch = float(golden_key.format_guidance(r["refiner_switch_at"]))
+            extra["denoising_end"] = switch
+        common_kw = dict(negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
+                         num_inference_steps=int(s["steps"]),
+                         guidance_scale=float(golden_key.as_float32(s["guidance"])),
+                         guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
+                         generator=generator, output_type="latent")
         t0 = time.time()
         with torch.no_grad():
-            latents = run(prompt=s["prompt"],
-                          negative_prompt=s["negative_prompt"] or None,  # hipq's "" = diffusers' None
-                          num_inference_steps=int(s["steps"]),
-                          guidance_scale=float(golden_key.as_float32(s["guidance"])),
-                          guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
-                          generator=generator, output_type="latent", **extra).images
+            latents = run(prompt=s["prompt"], **common_kw, **extra).images
+            if r["refiner"]:
+                latents = decoder(prompt=s["prompt"], image=latents, denoising_start=switch, **common_kw,
+                                  **aesthetic_kwargs(r)).images
             image_u8 = None
             if not args.no_image:
-                vae = pipe.vae
+                # A base + refiner job decodes with the refiner's VAE, as hipq does.
+                vae = decoder.vae
                 if (h // 8) * (w // 8) > VAE_TILE_ABOVE_LATENT_PIXELS:
                     vae.enable_tiling()
                 else:
                     vae.disable_tiling()
                 # As the pipelines decode: fp32 VAE when it would overflow in fp16.
                 needs_upcast = vae.dtype == torch.float16 and vae.config.force_upcast
-                if pipeline_class_name == "StableDiffusionXLPipeline" and vae.dtype != torch.float32:
+                if pipeline_class_name in ("StableDiffusionXLPipeline", refiner_class) and vae.dtype != torch.float32:
                     needs_upcast = True  # hipq runs SDXL's VAE in fp32 whatever the precision
                 if needs_upcast:
                     vae.to(torch.float32)
                 z = latents.to(vae.dtype) / vae.config.scaling_factor
                 image = vae.decode(z, return_dict=False)[0]
-                image = pipe.image_processor.postprocess(image, output_type="np")  # [1, H, W, 3] in [0, 1]
+                image = decoder.image_processor.postprocess(image, output_type="np")  # [1, H, W, 3] in [0, 1]
                 image_u8 = (image * 255).round().astype("uint8")[0]  # numpy_to_pil's rounding
                 if needs_upcast:
                     vae.to(dtypes[precision])
@@ -478,7 +553,7 @@ def main():
             "torch_version": torch.__version__,
             "device": device_name,
             "precision": precision,
-            "pipeline_class": type(run).__name__,
+            "pipeline_class": type(run).__name__ + ("+" + type(decoder).__name__ if r["refiner"] else ""),
             "scheduler_class": type(pipe.scheduler).__name__,
             "created_at": created,
             "source": "tools/golden/make_goldens.py " + " ".join(sys.argv[1:]),
@@ -491,6 +566,14 @@ def main():
                 "tf32": False,
                 "seconds": round(elapsed, 3),
                 "noise_dtype": s["precision"],
+                "refiner": ({"folder": args.refiner_folder, "model": r["refiner"],
+                             "refiner_switch_at": r["refiner_switch_at"],
+                             "scheduler_class": type(decoder.scheduler).__name__}
+                            if r["refiner"] else None),
+                "aesthetic_score": r["aesthetic_score"] if (r["refiner"] or pipeline_class_name == refiner_class)
+                else None,
+                "negative_aesthetic_score": r["negative_aesthetic_score"]
+                if (r["refiner"] or pipeline_class_name == refiner_class) else None,
             },
         }
         dumps = lambda o: json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # noqa: E731
