@@ -21,6 +21,9 @@
 #include <cstring>
 
 #include "kernels/hip/host_device.h"
+#if defined(__CUDACC__) || defined(__HIP__)
+#include <hip/hip_runtime.h>  // __host__ __device__ and the bit casts (the kernels' include path)
+#endif
 
 namespace hipq::kernels::fp8 {
 

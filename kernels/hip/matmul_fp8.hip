@@ -113,7 +113,7 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
   d.matrix_units = ctx.matrix_units;
   d.wgmma = ctx.wgmma;
   d.fp8 = ctx.fp8;
-  const GemmRoute route = choose_fp8_route(p, d);
+  [[maybe_unused]] const GemmRoute route = choose_fp8_route(p, d);
   const auto* sa = static_cast<const float*>(a.scales.data);
   const auto* sb = static_cast<const float*>(b.scales.data);
 #if HIPQ_VENDOR_NVIDIA
