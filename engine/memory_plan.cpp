@@ -63,9 +63,11 @@ std::string gib(int64_t bytes) { return format_byte_size(bytes); }
 Result<DType> precision_dtype(const std::string& precision) {
   if (precision == "fp32") return DType::kF32;
   if (precision == "fp16") return DType::kF16;
-  if (precision == "bf16") return DType::kBF16;
-  return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16");
+  if (precision == "bf16" || precision == "fp8") return DType::kBF16;
+  return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16, fp8");
 }
+
+bool fp8_linears(const std::string& precision) { return precision == "fp8"; }
 
 Result<Placement> parse_placement(std::string_view name) {
   for (size_t i = 0; i < kPlacementNames.size(); ++i)

@@ -53,9 +53,12 @@ struct ModelShapes {
   VaeConfig vae;
 };
 
-// The dtype of a precision name: fp32 | fp16 | bf16; InvalidArgument naming
+// The dtype of a precision name: fp32 | fp16 | bf16 | fp8; InvalidArgument naming
 // the known ones otherwise.
+// fp8 is bf16 with the UNet's linear layers in e4m3 (fp8_linears).
 Result<kernels::DType> precision_dtype(const std::string& precision);
+// Whether a precision runs the UNet's linear layers in fp8 (e4m3).
+bool fp8_linears(const std::string& precision);
 
 // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has

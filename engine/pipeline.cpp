@@ -257,7 +257,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   shapes = std::move(sh);
   loaded_dtype = dtype;
 
-  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, dtype));
+  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, dtype, fp8_linears(precision)));
   unet.emplace(std::move(u));
   enc1.pad_with_eos = family != "sd2";
   enc2.pad_with_eos = false;
@@ -309,7 +309,8 @@ Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
   be.reset_peak();
   if (unet_changed) {
     HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
-    HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, loaded_dtype));
+    HIPQ_ASSIGN_OR_RETURN(UNet u,
+                          UNet::load(shapes.unet, *unet_weights, be, loaded_dtype, fp8_linears(precision)));
     unet.emplace(std::move(u));
   }
   if (text_changed && encoders_held) HIPQ_RETURN_IF_ERROR(load_text_encoders());

@@ -66,6 +66,63 @@ Status check_matmul_options(const MatmulOptions& o, int64_t N, const Tensor& b) 
 
 namespace {
 
+Status fp8_invalid(const char* op, const std::string& what) {
+  return Status::InvalidArgument(std::string(op) + ": " + what);
+}
+
+// codes [R, K] u8 contiguous and scales [R] f32 contiguous.
+Status check_fp8_rows(const char* op, const char* name, const Fp8Rows& r) {
+  const Tensor& c = r.codes;
+  const Tensor& s = r.scales;
+  if (c.dtype != DType::kU8 || c.ndim != 2 || !c.is_contiguous())
+    return fp8_invalid(op, std::string(name) + ".codes " + c.describe() + " must be [rows, K] u8 (e4m3 codes), contiguous");
+  if (s.dtype != DType::kF32 || s.ndim != 1 || s.shape[0] != c.shape[0] || !s.is_contiguous())
+    return fp8_invalid(op, std::string(name) + ".scales " + s.describe() + " must be [" + std::to_string(c.shape[0]) +
+                               "] f32, contiguous, one per row of " + name + ".codes " + c.describe());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales) {
+  constexpr const char* op = "quantize_fp8_rows";
+  if (x.ndim != 2 || !(x.dtype == DType::kF32 || x.dtype == DType::kF16 || x.dtype == DType::kBF16) ||
+      (x.shape[1] > 1 && x.stride[1] != 1))
+    return fp8_invalid(op, "x " + x.describe() + " must be [rows, K] f32/f16/bf16 with unit stride along K");
+  Fp8Rows r{codes, scales};
+  HIPQ_RETURN_IF_ERROR(check_fp8_rows(op, "out", r));
+  if (codes.shape[0] != x.shape[0] || codes.shape[1] != x.shape[1])
+    return fp8_invalid(op, "codes " + codes.describe() + " must have x's shape: x " + x.describe());
+  return Status::Ok();
+}
+
+Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o) {
+  constexpr const char* op = "matmul_fp8";
+  HIPQ_RETURN_IF_ERROR(check_fp8_rows(op, "a", a));
+  HIPQ_RETURN_IF_ERROR(check_fp8_rows(op, "b", b));
+  if (o.trans_a || !o.trans_b)
+    return fp8_invalid(op, "a is [M, K] and b [N, K] (both K-major): set trans_b and not trans_a");
+  const int64_t M = a.codes.shape[0], K = a.codes.shape[1], N = b.codes.shape[0];
+  if (b.codes.shape[1] != K)
+    return fp8_invalid(op, "inner dims differ: a.codes " + a.codes.describe() + " has K = " + std::to_string(K) +
+                               ", b.codes " + b.codes.describe() + " has K = " + std::to_string(b.codes.shape[1]));
+  HIPQ_RETURN_IF_ERROR(check_matmul_options(o, N, b.codes));
+  const int64_t out_n = o.geglu_pairs ? N / 2 : N;
+  if (!(out.dtype == DType::kF32 || out.dtype == DType::kF16 || out.dtype == DType::kBF16) || out.ndim != 2 ||
+      out.shape[0] != M || out.shape[1] != out_n || !out.is_contiguous())
+    return fp8_invalid(op, "out " + out.describe() + " must be [" + std::to_string(M) + ", " + std::to_string(out_n) +
+                               "] f32/f16/bf16, contiguous" + (o.geglu_pairs ? " (geglu_pairs halves N)" : ""));
+  if (o.bias && (o.bias->dtype != out.dtype || o.bias->ndim != 1 || o.bias->shape[0] != N))
+    return fp8_invalid(op, "bias " + o.bias->describe() + " must be [" + std::to_string(N) + "] in out's dtype (out " +
+                               out.describe() + ")");
+  if (o.residual && (o.residual->dtype != out.dtype || !o.residual->same_shape(out)))
+    return fp8_invalid(op, "residual " + o.residual->describe() + " must have out's shape and dtype: out " +
+                               out.describe());
+  return Status::Ok();
+}
+
+namespace {
+
 Result<std::unique_ptr<Backend>> with_env_limit(Result<std::unique_ptr<Backend>> made) {
   if (!made.ok()) return made;
   const char* env = std::getenv(kDeviceMemoryLimitEnv);

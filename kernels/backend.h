@@ -84,6 +84,11 @@ struct BackendInfo {
   // weight it convolves with (hold_constant; the hip backend's Hopper conv),
   // which memory plans count.
   bool keeps_conv_weight_forms = false;
+  // How matmul_fp8 computes ("e4m3 wgmma, fp32 accumulate", "e4m3 emulated
+  // exactly, fp32 accumulate" on cpu), or "" when this device has no fp8
+  // products; then fp8_refusal says why (the precision fp8 is refused with it).
+  std::string fp8_products;
+  std::string fp8_refusal;
 };
 
 // A backend's memory (Backend::memory_stats). Bytes are size-class bytes
@@ -125,6 +130,21 @@ struct MatmulOptions {
 // by every backend: InvalidArgument naming b when geglu_pairs meets an odd N,
 // a residual or an activation.
 Status check_matmul_options(const MatmulOptions& o, int64_t N, const Tensor& b);
+
+// An fp8 (e4m3) operand of matmul_fp8 (kernels/fp8_e4m3.h, docs/kernels.md
+// "fp8"): codes [R, K] u8 (e4m3 bit patterns, contiguous, K-major) and
+// scales [R] f32, the dequantization factor of each row, as
+// quantize_fp8_rows writes them. Views; the caller owns the memory.
+struct Fp8Rows {
+  Tensor codes;
+  Tensor scales;
+};
+
+// The shape and dtype conditions of quantize_fp8_rows and matmul_fp8, alike
+// on every backend (locations are each backend's own check): InvalidArgument
+// naming the op, the operand and the shapes.
+Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales);
+Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o);
 
 // y = conv2d(x, w) + bias (+ residual), NCHW. x: [N, C, H, W]; w: [O, C, kh, kw];
 // bias: [O] or null; y: [N, O, Ho, Wo]. Implicit GEMM: no full im2col buffer.
@@ -240,6 +260,22 @@ class Backend {
 
   // ---- ops (one file per op per backend: kernels/<backend>/<op>.*) --------
   virtual Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) = 0;
+  // ---- fp8 linear layers (docs/kernels.md, "fp8") ----
+  // Row-wise dynamic e4m3 quantization (torchao's rowwise recipe): x [R, K]
+  // f32/f16/bf16 (rows may be strided, K unit-stride) -> codes [R, K] u8
+  // (contiguous) and scales [R] f32 (contiguous): s_r = f32(448 / max(amax_r,
+  // 1e-12)), codes = e4m3(x * s_r) rounded to nearest even with saturation,
+  // scales[r] = f32(1 / s_r). Bit-identical on every backend.
+  virtual Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) = 0;
+  // out[m, n] = epilogue(a.scales[m] * b.scales[n] * sum_k e4m3(a[m, k]) e4m3(b[n, k])),
+  // the sum in fp32 (fp64 on cpu: exact products, one rounding), then alpha,
+  // bias, activation, residual or geglu_pairs as matmul's epilogue (o).
+  // a: [M, K] rows, b: [N, K] rows (a Linear weight), both K-major; o.trans_b
+  // must be set and o.trans_a not (the layout 8-bit wgmma reads). out [M, N]
+  // (N / 2 with geglu_pairs) f32/f16/bf16 contiguous; bias [N], residual
+  // out's shape, both out's dtype. FailedPrecondition (fp8_refusal) on a
+  // device without fp8 products.
+  virtual Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) = 0;
   virtual Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) = 0;
   virtual Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                             const GroupNormOptions& o) = 0;

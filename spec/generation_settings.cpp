@@ -80,7 +80,7 @@ const std::vector<std::string>& known_samplers() {
   return k;
 }
 const std::vector<std::string>& known_precisions() {
-  static const std::vector<std::string> k = {"fp32", "fp16", "bf16"};
+  static const std::vector<std::string> k = {"fp32", "fp16", "bf16", "fp8"};
   return k;
 }
 const std::vector<std::string>& known_rngs() {

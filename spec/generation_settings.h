@@ -39,7 +39,7 @@ struct GenerationSettings {
   int steps = 30;
   float guidance = 5.0f;
   std::string sampler = "euler";     // a name of sampler_names()
-  std::string precision = "fp32";    // fp32 | fp16 | bf16
+  std::string precision = "fp32";    // fp32 | fp16 | bf16 | fp8
   std::string rng = "torch-cpu";     // torch-cpu | torch-cuda
   // The schedule's timestep spacing: "" = the model's scheduler config
   // (SDXL: leading), or leading | trailing | linspace (few-step models such as

@@ -4,12 +4,31 @@ namespace hipq::engine {
 
 using kernels::Tensor;
 
+Status linear_product(kernels::Backend& be, const Tensor& x2, const Tensor& weight, const Fp8Weight& fp8, Tensor& y2,
+                      const kernels::MatmulOptions& o) {
+  if (!fp8.set()) return be.matmul(x2, weight, y2, o);
+  // Per-token scales made on the fly (torchao's dynamic row-wise recipe).
+  const int64_t rows = x2.dim(0), in = x2.dim(1);
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor codes, DeviceTensor::make(be, kernels::DType::kU8, {rows, in}));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor scales, DeviceTensor::make(be, kernels::DType::kF32, {rows}));
+  kernels::Fp8Rows a{codes.t, scales.t};
+  HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(x2, a.codes, a.scales));
+  return be.matmul_fp8(a, fp8.rows, y2, o);
+}
+
 Result<Linear> Linear::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
                             bool bias) {
   Linear l;
   l.in = in;
   l.out = out;
-  HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind(join_key(prefix, "weight"), {out, in}, ParamInit::uniform_fan_in(in)));
+  HIPQ_ASSIGN_OR_RETURN(auto q, b.bind_fp8({join_key(prefix, "weight")}, {out, in}, ParamInit::uniform_fan_in(in),
+                                            ParamLayout::kAsStored));
+  if (q) {
+    l.fp8.rows = *q;
+    l.weight = q->codes;
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind(join_key(prefix, "weight"), {out, in}, ParamInit::uniform_fan_in(in)));
+  }
   if (bias) {
     HIPQ_ASSIGN_OR_RETURN(l.bias, b.bind(join_key(prefix, "bias"), {out}, ParamInit::uniform_fan_in(in)));
     l.has_bias = true;
@@ -24,7 +43,13 @@ Result<Linear> Linear::bind_stacked(WeightBinder& b, const std::vector<std::stri
   l.out = out_each * static_cast<int64_t>(prefixes.size());
   std::vector<std::string> names;
   for (const std::string& p : prefixes) names.push_back(join_key(p, "weight"));
-  HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind_stacked(names, {out_each, in}, ParamInit::uniform_fan_in(in)));
+  HIPQ_ASSIGN_OR_RETURN(auto q, b.bind_fp8(names, {out_each, in}, ParamInit::uniform_fan_in(in), ParamLayout::kAsStored));
+  if (q) {
+    l.fp8.rows = *q;
+    l.weight = q->codes;
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(l.weight, b.bind_stacked(names, {out_each, in}, ParamInit::uniform_fan_in(in)));
+  }
   if (bias) {
     names.clear();
     for (const std::string& p : prefixes) names.push_back(join_key(p, "bias"));
@@ -50,7 +75,7 @@ Status Linear::forward(kernels::Backend& be, const Tensor& x, Tensor& y, kernels
     r2 = residual->reshape({rows, out});
     o.residual = &r2;
   }
-  return be.matmul(x2, weight, y2, o);
+  return linear_product(be, x2, weight, fp8, y2, o);
 }
 
 Result<DeviceTensor> Linear::operator()(kernels::Backend& be, const Tensor& x, kernels::Activation act,
@@ -67,8 +92,15 @@ Result<Geglu> Geglu::bind(WeightBinder& b, const std::string& prefix, int64_t in
   g.in = in;
   g.inner = inner;
   const std::string proj = join_key(prefix, "proj");
-  HIPQ_ASSIGN_OR_RETURN(g.weight, b.bind(join_key(proj, "weight"), {2 * inner, in}, ParamInit::uniform_fan_in(in),
-                                         ParamLayout::kInterleavedHalves));
+  HIPQ_ASSIGN_OR_RETURN(auto q, b.bind_fp8({join_key(proj, "weight")}, {2 * inner, in}, ParamInit::uniform_fan_in(in),
+                                            ParamLayout::kInterleavedHalves));
+  if (q) {
+    g.fp8.rows = *q;
+    g.weight = q->codes;
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(g.weight, b.bind(join_key(proj, "weight"), {2 * inner, in}, ParamInit::uniform_fan_in(in),
+                                           ParamLayout::kInterleavedHalves));
+  }
   HIPQ_ASSIGN_OR_RETURN(g.bias, b.bind(join_key(proj, "bias"), {2 * inner}, ParamInit::uniform_fan_in(in),
                                        ParamLayout::kInterleavedHalves));
   return g;
@@ -86,7 +118,7 @@ Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x) co
   o.trans_b = true;
   o.bias = &bias;
   o.geglu_pairs = true;
-  HIPQ_RETURN_IF_ERROR(be.matmul(x.reshape({rows, in}), weight, y2, o));
+  HIPQ_RETURN_IF_ERROR(linear_product(be, x.reshape({rows, in}), weight, fp8, y2, o));
   return y;
 }
 

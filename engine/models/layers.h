@@ -19,11 +19,26 @@
 
 namespace hipq::engine {
 
+// A Linear or GEGLU weight in the fp8 form (WeightBinder::bind_fp8, the
+// precision fp8): forward quantizes its input rows (quantize_fp8_rows) into
+// scratch and multiplies with matmul_fp8; the epilogue is the same.
+// Empty (codes.data null) when the layer runs in the model's 16-bit dtype.
+struct Fp8Weight {
+  kernels::Fp8Rows rows;
+  bool set() const { return rows.codes.data != nullptr; }
+};
+
+// y2 [rows, n] = matmul(x2 [rows, in], weight^T) with `o` (trans_b set), through
+// the fp8 form when `fp8` is set.
+Status linear_product(kernels::Backend& be, const kernels::Tensor& x2, const kernels::Tensor& weight,
+                      const Fp8Weight& fp8, kernels::Tensor& y2, const kernels::MatmulOptions& o);
+
 struct Linear {
-  kernels::Tensor weight;  // [out, in]
+  kernels::Tensor weight;  // [out, in]; no memory when fp8 holds the layer's weight
   kernels::Tensor bias;    // [out]; data == nullptr when the layer has none
   bool has_bias = false;
   int64_t in = 0, out = 0;
+  Fp8Weight fp8;
 
   static Result<Linear> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
                              bool bias = true);
@@ -47,9 +62,10 @@ struct Linear {
 // GEMM whose epilogue does the GEGLU (MatmulOptions::geglu_pairs). The
 // projection's rows are bound interleaved (ParamLayout::kInterleavedHalves).
 struct Geglu {
-  kernels::Tensor weight;  // [2 * inner, in], halves interleaved on the device
+  kernels::Tensor weight;  // [2 * inner, in], halves interleaved on the device (or fp8)
   kernels::Tensor bias;    // [2 * inner], likewise
   int64_t in = 0, inner = 0;
+  Fp8Weight fp8;
 
   static Result<Geglu> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t inner);
   // x [..., in] contiguous -> [..., inner] in x's dtype.

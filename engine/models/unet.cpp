@@ -340,11 +340,14 @@ Status UNet::bind_all(UNet& m, WeightBinder& b) {
 }
 
 Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
-                        kernels::DType precision) {
+                        kernels::DType precision, bool fp8_linears) {
+  if (fp8_linears && backend.info().fp8_products.empty())
+    return Status::FailedPrecondition("precision fp8 cannot run on " + backend.info().device_name + " (" +
+                                      backend.info().arch + "): " + backend.info().fp8_refusal);
   UNet m;
   m.cfg_ = cfg;
   m.dtype_ = precision;
-  WeightLoader loader(weights, backend, precision);
+  WeightLoader loader(weights, backend, precision, {}, fp8_linears);
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();
   return m;

@@ -106,8 +106,11 @@ struct UNetInputs {
 
 class UNet {
  public:
+  // fp8_linears: every Linear / GEGLU weight in its fp8 form (the precision
+  // fp8: e4m3 codes + row scales, the rest in `precision`); FailedPrecondition
+  // with the backend's reason where it has no fp8 products.
   static Result<UNet> load(const UNetConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
-                           kernels::DType precision);
+                           kernels::DType precision, bool fp8_linears = false);
   static Result<std::vector<ParamSpec>> parameters(const UNetConfig& cfg);
 
   // The model output (noise prediction) [N, out, h, w] in the model's precision.

@@ -45,8 +45,8 @@ Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int
 }
 
 WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend, DType dtype,
-                           std::string prefix)
-    : source_(source), backend_(backend), dtype_(dtype), prefix_(std::move(prefix)) {}
+                           std::string prefix, bool fp8_linears)
+    : source_(source), backend_(backend), dtype_(dtype), prefix_(std::move(prefix)), fp8_linears_(fp8_linears) {}
 
 bool WeightLoader::has(const std::string& name) const { return source_.contains(prefix_ + name); }
 
@@ -90,8 +90,8 @@ void WeightLoader::keep(kernels::Buffer buf, int64_t bytes) {
   buffers_.push_back(std::move(buf));
 }
 
-Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
-                                  const ParamInit&, ParamLayout layout) {
+Result<kernels::Buffer> WeightLoader::load(const std::string& local, const std::vector<int64_t>& shape,
+                                           ParamLayout layout) {
   const std::string name = prefix_ + local;
   HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
   const bool interleave = layout == ParamLayout::kInterleavedHalves;
@@ -117,13 +117,20 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
   } else {
     HIPQ_RETURN_IF_ERROR(upload(host, dst));
   }
+  return buf;
+}
+
+Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,
+                                  const ParamInit&, ParamLayout layout) {
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load(local, shape, layout));
+  Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
   return dst;
 }
 
-Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals,
-                                          const std::vector<int64_t>& part_shape, const ParamInit&) {
-  HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(locals.size(), part_shape));
+Result<kernels::Buffer> WeightLoader::load_stacked(const std::vector<std::string>& locals,
+                                                   const std::vector<int64_t>& shape,
+                                                   const std::vector<int64_t>& part_shape) {
   // Every part is checked before anything is allocated or uploaded.
   std::vector<HostTensor> parts;
   parts.reserve(locals.size());
@@ -139,8 +146,42 @@ Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals
         upload(parts[i], dst.slice(0, static_cast<int64_t>(i) * part_shape[0], part_shape[0])));
     used_.insert(prefix_ + locals[i]);
   }
+  return buf;
+}
+
+Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals,
+                                          const std::vector<int64_t>& part_shape, const ParamInit&) {
+  HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(locals.size(), part_shape));
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load_stacked(locals, shape, part_shape));
+  Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
   return dst;
+}
+
+Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector<std::string>& locals,
+                                                               const std::vector<int64_t>& part_shape,
+                                                               const ParamInit&, ParamLayout layout) {
+  if (!fp8_linears_) return std::optional<kernels::Fp8Rows>();
+  HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(locals.size(), part_shape));
+  if (shape.size() != 2)
+    return Status::InvalidArgument("bind_fp8: '" + prefix_ + locals[0] + "' is no [rows, in] Linear weight: " +
+                                   shape_str(shape));
+  kernels::Buffer weight;
+  if (locals.size() == 1) {
+    HIPQ_ASSIGN_OR_RETURN(weight, load(locals[0], shape, layout));
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(weight, load_stacked(locals, shape, part_shape));
+  }
+  const int64_t rows = shape[0], in = shape[1];
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer codes, backend_.allocate(static_cast<size_t>(rows * in)));
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer scales, backend_.allocate(static_cast<size_t>(rows) * sizeof(float)));
+  kernels::Fp8Rows q{codes.tensor(DType::kU8, {rows, in}), scales.tensor(DType::kF32, {rows})};
+  HIPQ_RETURN_IF_ERROR(backend_.quantize_fp8_rows(weight.tensor(dtype_, shape), q.codes, q.scales));
+  // The 16-bit weight goes back to the pool once the codes are made.
+  HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+  keep(std::move(codes), rows * in);
+  keep(std::move(scales), rows * static_cast<int64_t>(sizeof(float)));
+  return std::optional<kernels::Fp8Rows>(q);
 }
 
 std::vector<std::string> WeightLoader::unused_names() const {

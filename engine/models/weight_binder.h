@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -85,6 +86,17 @@ class WeightBinder {
                                                const ParamInit& init) = 0;
   // Whether an optional parameter exists (e.g. a bias some checkpoints drop).
   virtual bool has(const std::string& name) const = 0;
+  // A Linear layer's weight [rows, in] (one name, or several stacked as
+  // bind_stacked stacks them; `layout` as bind's) in its fp8 form when this
+  // binder makes one (a WeightLoader with fp8 linear layers: e4m3 codes and
+  // one scale a row, kernels::Backend::quantize_fp8_rows of the 16-bit
+  // weight, the 16-bit weight not kept); nullopt otherwise, and the caller
+  // binds the 16-bit weight. Errors as bind's.
+  virtual Result<std::optional<kernels::Fp8Rows>> bind_fp8(const std::vector<std::string>& /*names*/,
+                                                           const std::vector<int64_t>& /*part_shape*/,
+                                                           const ParamInit& /*init*/, ParamLayout /*layout*/) {
+    return std::optional<kernels::Fp8Rows>();
+  }
 };
 
 // Records the parameters a config declares; bind() returns an empty tensor.
@@ -108,8 +120,10 @@ class SpecRecorder : public WeightBinder {
 class WeightLoader : public WeightBinder {
  public:
   // `prefix` is prepended to every name (e.g. "" for diffusers folders).
+  // `fp8_linears`: bind_fp8 makes the fp8 form of Linear weights (the
+  // precision fp8; the backend must have fp8 products, BackendInfo).
   WeightLoader(const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
-               std::string prefix = {});
+               std::string prefix = {}, bool fp8_linears = false);
   using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
                                const ParamInit& init, ParamLayout layout) override;
@@ -117,6 +131,9 @@ class WeightLoader : public WeightBinder {
                                        const std::vector<int64_t>& part_shape,
                                        const ParamInit& init) override;
   bool has(const std::string& name) const override;
+  Result<std::optional<kernels::Fp8Rows>> bind_fp8(const std::vector<std::string>& names,
+                                                   const std::vector<int64_t>& part_shape, const ParamInit& init,
+                                                   ParamLayout layout) override;
 
   // Names of the source never bound (ignoring known non-parameters such as
   // position_ids buffers): a sign of a wrong config.
@@ -131,11 +148,17 @@ class WeightLoader : public WeightBinder {
   Status upload(const HostTensor& host, kernels::Tensor dst);
   // Takes `buf` as a parameter block: counted, promised constant, kept.
   void keep(kernels::Buffer buf, int64_t bytes);
+  // The parameter `name` (`names` stacked) on the device in the model's
+  // dtype, in a buffer not yet kept: what bind / bind_stacked keep.
+  Result<kernels::Buffer> load(const std::string& local, const std::vector<int64_t>& shape, ParamLayout layout);
+  Result<kernels::Buffer> load_stacked(const std::vector<std::string>& locals, const std::vector<int64_t>& shape,
+                                       const std::vector<int64_t>& part_shape);
 
   const WeightSource& source_;
   kernels::Backend& backend_;
   kernels::DType dtype_;
   std::string prefix_;
+  bool fp8_linears_ = false;
   std::set<std::string> used_;
   std::vector<kernels::Buffer> buffers_;
   int64_t bytes_ = 0;

@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
     info_.warp_size = 1;
     info_.fp32_products = "fp32";
     info_.f16_products = "fp32";
+    info_.fp8_products = "e4m3 emulated exactly, fp32 accumulate";
   }
 
   const BackendInfo& info() const override { return info_; }
@@ -95,6 +96,12 @@ class CpuBackend final : public Backend {
 
   Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) override {
     return cpu::matmul(a, b, out, o);
+  }
+  Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) override {
+    return cpu::quantize_fp8_rows(x, codes, scales);
+  }
+  Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) override {
+    return cpu::matmul_fp8(a, b, out, o);
   }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
     return cpu::conv2d(x, w, y, o);

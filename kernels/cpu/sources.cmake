@@ -7,6 +7,8 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tensor_io.cpp
   # ops
   ${CMAKE_CURRENT_LIST_DIR}/matmul.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/matmul_fp8.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/quantize_fp8_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conv2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.cpp

@@ -88,6 +88,37 @@ GemmRoute choose_gemm_route(const GemmProblem& p, const GemmDevice& d) {
   return r;
 }
 
+GemmRoute choose_fp8_route(const GemmProblem& p, const GemmDevice& d) {
+  GemmRoute r;
+  r.a_k_fast = p.a_sk == 1;
+  r.b_k_fast = p.b_sk == 1;
+  r.geglu_fused = p.geglu_pairs;
+  // 16-byte copies of 16 codes: K, the row strides and batch strides whole pieces.
+  if (p.a_dtype == DType::kU8 && p.b_dtype == DType::kU8 && r.a_k_fast && r.b_k_fast &&
+      gemm_plain(p.a_aligned16, p.a_sb, p.a_sm, p.K, 16))
+    r.a = {true, p.a_sm};
+  if (p.a_dtype == DType::kU8 && p.b_dtype == DType::kU8 && r.b_k_fast &&
+      gemm_plain(p.b_aligned16, p.b_sb, p.b_sn, p.K, 16))
+    r.b = {true, p.b_sn};
+  r.kernel = d.fp8 && d.wgmma && r.a.plain && r.b.plain && p.K > 0 && p.batch <= 65535 ? GemmKernel::kFp8Wgmma
+                                                                                      : GemmKernel::kFp8Simt;
+  return r;
+}
+
+std::string fp8_refusal(bool vendor_nvidia, bool sm90a_build, int major, int minor, const std::string& device) {
+  const std::string cc = std::to_string(major) + "." + std::to_string(minor);
+  if (!vendor_nvidia)
+    return "fp8 (e4m3) products need an NVIDIA Hopper GPU (compute capability 9.0); " + device +
+           " is an AMD device without fp8 matrix instructions: use bf16 or fp16";
+  if (major != 9 || minor != 0)
+    return "fp8 (e4m3) products need an NVIDIA Hopper GPU (compute capability 9.0); " + device +
+           " has compute capability " + cc + ": use bf16 or fp16";
+  if (!sm90a_build)
+    return std::string("fp8 (e4m3) products need a build for sm_90a (its wgmma instructions); this build has "
+                       "none: rebuild with the default CUDA architectures, or use bf16 or fp16");
+  return "";
+}
+
 const char* gemm_kernel_name(GemmKernel k) {
   switch (k) {
     case GemmKernel::kTmaWgmma:
@@ -104,6 +135,10 @@ const char* gemm_kernel_name(GemmKernel k) {
       return "dot2";
     case GemmKernel::kSimt:
       return "simt";
+    case GemmKernel::kFp8Wgmma:
+      return "fp8_wgmma";
+    case GemmKernel::kFp8Simt:
+      return "fp8_simt";
   }
   return "?";
 }

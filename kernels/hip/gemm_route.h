@@ -24,6 +24,14 @@
 //   kSimt       everything else: the fp32 SIMT core (gemm/gemm_tile.h),
 //               tile_n 128 (128 x 128 tile, 8 x 8 a thread) when the
 //               problem's big tiles fill the device, else 64 (64 x 64, 4 x 4).
+//   kFp8Wgmma   matmul_fp8 (e4m3 codes of both operands, u8, K-major) on
+//               Hopper: gemm/gemm_wgmma_fp8.h (wgmma m64n128k32 e4m3), K a
+//               multiple of 16 and both operands 16-byte aligned.
+//   kFp8Simt    matmul_fp8 otherwise on a device with fp8 products (edges,
+//               HIPQ_NO_WGMMA): the plain decode-and-FMA kernel of
+//               matmul_fp8.hip. fp8 products exist only on compute capability
+//               9.0 of an sm_90a build (GemmDevice::fp8); elsewhere
+//               matmul_fp8 is refused (fp8_refusal) and never routed.
 // A geglu_pairs product is fused into the epilogue on the wgmma kernels
 // only (geglu_fused); elsewhere it goes through a scratch product in out's
 // dtype and hip_geglu_pairs.
@@ -31,6 +39,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "kernels/dtype.h"
 
@@ -57,9 +66,10 @@ struct GemmDevice {
   bool dot2_f16 = false;      // HIPQ_DOT2: f16 products on the packed-half kernels
   bool fp32_wgmma = true;     // RouteSwitches::fp32_wgmma
   int gemm_tma = -1;          // RouteSwitches::gemm_tma
+  bool fp8 = false;           // e4m3 products: compute capability 9.0 of an sm_90a build
 };
 
-enum class GemmKernel { kTmaWgmma, kWgmma, kTf32Wgmma, kTf32Mma, kMma, kDot2, kSimt };
+enum class GemmKernel { kTmaWgmma, kWgmma, kTf32Wgmma, kTf32Mma, kMma, kDot2, kSimt, kFp8Wgmma, kFp8Simt };
 
 // An operand the 16-bit kernels may copy straight to shared memory: unit
 // stride along its contiguous index, every 8-element row piece a 16-byte
@@ -80,8 +90,18 @@ struct GemmRoute {
 
 GemmRoute choose_gemm_route(const GemmProblem& p, const GemmDevice& d);
 
+// matmul_fp8's route: a and b u8 (e4m3 codes) K-major, a_sk = b_sk = 1
+// (GemmProblem's b_sk/b_sn as for matmul with trans_b). kFp8Wgmma or
+// kFp8Simt; only asked where d.fp8 holds. geglu is fused on both.
+GemmRoute choose_fp8_route(const GemmProblem& p, const GemmDevice& d);
+
+// Why a device has no fp8 products ("" when it has them): what the precision
+// fp8 is refused with. vendor_nvidia / sm90a_build: the build; major.minor:
+// the device's compute capability (AMD: 0.0); device: its name.
+std::string fp8_refusal(bool vendor_nvidia, bool sm90a_build, int major, int minor, const std::string& device);
+
 // The name of a kernel family ("tma_wgmma", "wgmma", "3xtf32_wgmma",
-// "3xtf32_mma", "mma", "dot2", "simt").
+// "3xtf32_mma", "mma", "dot2", "simt", "fp8_wgmma", "fp8_simt").
 const char* gemm_kernel_name(GemmKernel k);
 
 // Whether data whose contiguous index (extent `contiguous`) has unit

@@ -37,6 +37,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/f16_math.h"
 #include "kernels/fp32_math.h"
+#include "kernels/hip/gemm_route.h"
 #include "kernels/hip/hip_backend.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
@@ -310,6 +311,14 @@ class HipBackend final : public Backend {
     use_device();
     return hip_matmul(ctx_, a, b, out, o);
   }
+  Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) override {
+    use_device();
+    return hip_quantize_fp8_rows(ctx_, x, codes, scales);
+  }
+  Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) override {
+    use_device();
+    return hip_matmul_fp8(ctx_, a, b, out, o);
+  }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
     use_device();
     return hip_conv2d(ctx_, x, w, y, o);
@@ -500,6 +509,16 @@ class HipBackend final : public Backend {
     ctx_.dot2_f16 = dot2_f16_from_env(/*amd=*/!HIPQ_VENDOR_NVIDIA);
     info_.keeps_conv_weight_forms = ctx_.wgmma || ctx_.dot2_f16;
     info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);
+#if defined(HIPQ_HAVE_SM90A)
+    constexpr bool sm90a_build = true;
+#else
+    constexpr bool sm90a_build = false;
+#endif
+    ctx_.fp8_refusal = fp8_refusal(HIPQ_VENDOR_NVIDIA, sm90a_build, HIPQ_VENDOR_NVIDIA ? major : 0,
+                                   HIPQ_VENDOR_NVIDIA ? minor : 0, info_.device_name);
+    ctx_.fp8 = ctx_.fp8_refusal.empty();
+    info_.fp8_refusal = ctx_.fp8_refusal;
+    info_.fp8_products = !ctx_.fp8 ? "" : ctx_.wgmma ? "e4m3 wgmma, fp32 accumulate" : "e4m3 decoded to fp32 FMA (HIPQ_NO_WGMMA)";
     return Status::Ok();
   }
 

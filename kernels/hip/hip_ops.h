@@ -9,6 +9,7 @@
 #include <hip/hip_runtime.h>
 
 #include <span>
+#include <string>
 
 #include "base/result.h"
 #include "base/status.h"
@@ -38,6 +39,10 @@ struct HipContext {
   // HIPQ_CONV_NHWC, HIPQ_ATTN_WGMMA*; HIPQ_NO_WGMMA is folded into `wgmma`),
   // read once when the backend starts.
   RouteSwitches switches;
+  // fp8 (e4m3) products (matmul_fp8): compute capability 9.0 of an sm_90a
+  // build; else fp8_refusal says why (gemm_route.h: fp8_refusal).
+  bool fp8 = false;
+  std::string fp8_refusal;
   const ArchTuning* tuning = nullptr;
   ConstantForms* forms = nullptr;  // the backend's forms of constant tensors (kernels/constant_forms.h)
 
@@ -60,6 +65,8 @@ Status shape_mismatch(const char* op, const char* what, const Tensor& a, const T
 Result<Tensor> contiguous_or_copy(HipContext& ctx, const Tensor& t, Buffer& hold);
 
 Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o);
+Status hip_quantize_fp8_rows(HipContext& ctx, const Tensor& x, Tensor& codes, Tensor& scales);
+Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o);
 Status hip_conv2d(HipContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);
 Status hip_group_norm(HipContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                       const GroupNormOptions& o);

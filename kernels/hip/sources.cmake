@@ -3,6 +3,8 @@ hipq_gpu_sources(hipq_kernels
   ${CMAKE_CURRENT_LIST_DIR}/hip_backend.hip
   ${CMAKE_CURRENT_LIST_DIR}/hip_common_checks.hip
   ${CMAKE_CURRENT_LIST_DIR}/matmul.hip
+  ${CMAKE_CURRENT_LIST_DIR}/matmul_fp8.hip
+  ${CMAKE_CURRENT_LIST_DIR}/quantize_fp8_rows.hip
   ${CMAKE_CURRENT_LIST_DIR}/conv2d.hip
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.hip
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.hip

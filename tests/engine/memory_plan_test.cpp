@@ -103,7 +103,12 @@ TEST(MemoryPlanTest, SdxlFp16PlanCountsItsWeightsAndEachPlacementHoldsLess) {
   EXPECT_NEAR(static_cast<double>(fp32->unet_weights) / standard->unet_weights, 2.0, 0.01);
   EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kAuto, *be).ok());
   EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kStandard, *be, 512).ok());
-  EXPECT_FALSE(plan_memory(sh, sdxl_job("fp8"), Placement::kStandard, *be).ok());
+  EXPECT_FALSE(plan_memory(sh, sdxl_job("int8"), Placement::kStandard, *be).ok());
+  // fp8 is planned as bf16: its e4m3 linear weights are counted at 16 bits
+  // (an overestimate, docs/kernels.md "fp8").
+  auto fp8 = plan_memory(sh, sdxl_job("fp8"), Placement::kStandard, *be);
+  ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
+  EXPECT_EQ(fp8->unet_weights, plan_memory(sh, sdxl_job("bf16"), Placement::kStandard, *be)->unet_weights);
 }
 
 TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {

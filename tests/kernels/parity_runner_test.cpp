@@ -42,6 +42,10 @@ class FaultyBackend final : public Backend {
   Status set_memory_limit(int64_t bytes) override { return inner_->set_memory_limit(bytes); }
   Status trim_cache() override { return inner_->trim_cache(); }
   Status matmul(const Tensor& a, const Tensor& b, Tensor& o, const MatmulOptions& m) override { return inner_->matmul(a, b, o, m); }
+  Status quantize_fp8_rows(const Tensor& x, Tensor& c, Tensor& s) override { return inner_->quantize_fp8_rows(x, c, s); }
+  Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& o, const MatmulOptions& m) override {
+    return inner_->matmul_fp8(a, b, o, m);
+  }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override { return inner_->conv2d(x, w, y, o); }
   Status group_norm(const Tensor& x, const Tensor& g, const Tensor& b, Tensor& y, const GroupNormOptions& o) override { return inner_->group_norm(x, g, b, y, o); }
   Status layer_norm(const Tensor& x, const Tensor* g, const Tensor* b, Tensor& y, float e) override { return inner_->layer_norm(x, g, b, y, e); }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,6 +67,67 @@ std::vector<BenchCase> sdxl_cases() {
   gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, false);
   gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, true, true);
   gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, true, true);
+
+  // matmul_fp8 (the precision fp8's linear layers): x and the weight quantized
+  // per row on the first (warm-up) call and kept, so the timed calls are the
+  // product alone, as torch_ops.py times torch._scaled_mm on fp8 operands
+  // with row-wise scales; quantize_fp8_rows of the activations is its own row.
+  auto gemm_fp8 = [&](std::string name, int64_t M, int64_t N, int64_t K, bool bias, bool geglu = false) {
+    BenchCase c;
+    c.op = "matmul_fp8";
+    c.name = name;
+    c.inputs = {{M, K}, {N, K}};
+    if (bias) c.inputs.push_back({N});
+    c.out = {M, geglu ? N / 2 : N};
+    c.flops = 2.0 * M * N * K;
+    struct Quantized {
+      std::vector<Buffer> bufs;
+      Fp8Rows a, b;
+    };
+    auto q = std::make_shared<Quantized>();
+    c.run = [bias, geglu, q](Backend& be, std::vector<Tensor>& in, Tensor& out) -> Status {
+      if (q->bufs.empty()) {
+        for (int i = 0; i < 2; ++i) {
+          const Tensor& x = in[static_cast<size_t>(i)];
+          HIPQ_ASSIGN_OR_RETURN(Buffer codes, be.allocate(static_cast<size_t>(x.numel())));
+          HIPQ_ASSIGN_OR_RETURN(Buffer scales, be.allocate(static_cast<size_t>(x.shape[0]) * 4));
+          Fp8Rows r{codes.tensor(DType::kU8, x.shape_vec()), scales.tensor(DType::kF32, {x.shape[0]})};
+          HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(x, r.codes, r.scales));
+          (i == 0 ? q->a : q->b) = r;
+          q->bufs.push_back(std::move(codes));
+          q->bufs.push_back(std::move(scales));
+        }
+      }
+      MatmulOptions o;
+      o.trans_b = true;
+      o.bias = bias ? &in[2] : nullptr;
+      o.geglu_pairs = geglu;
+      return be.matmul_fp8(q->a, q->b, out, o);
+    };
+    v.push_back(c);
+  };
+  gemm_fp8("sdxl_l1_qkv_8192x1920x640", 8192, 1920, 640, false);
+  gemm_fp8("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, true, true);
+  gemm_fp8("sdxl_l1_ff_out_8192x640x2560", 8192, 640, 2560, true);
+  gemm_fp8("sdxl_l2_qkv_2048x3840x1280", 2048, 3840, 1280, false);
+  gemm_fp8("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, false);
+  gemm_fp8("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, true, true);
+  gemm_fp8("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, true);
+  {
+    BenchCase c;
+    c.op = "quantize_fp8_rows";
+    c.name = "sdxl_8192x640";
+    c.inputs = {{8192, 640}};
+    c.out = {8192, 640};  // the codes; the bench's out buffer is large enough for them
+    c.bytes_elems = 1.5 * numel(c.out);  // 16-bit in, 8-bit out (bf16 / f16 runs)
+    c.run = [](Backend& be, std::vector<Tensor>& in, Tensor& out) -> Status {
+      Tensor codes = Tensor::contiguous(out.data, DType::kU8, {8192, 640}, out.location);
+      HIPQ_ASSIGN_OR_RETURN(Buffer scales, be.allocate(8192 * 4));
+      Tensor st = scales.tensor(DType::kF32, {8192});
+      return be.quantize_fp8_rows(in[0], codes, st);
+    };
+    v.push_back(c);
+  }
 
   auto conv = [&](std::string name, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int s, int p) {
     BenchCase c;
@@ -220,15 +282,17 @@ int run(int argc, char** argv) {
   const BackendInfo& info = be.info();
   std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"runtime\": \"%s\", \"driver\": \"%s\", \"sms\": %d, "
               "\"peak_fp32_tflops\": %.1f, \"peak_fp16_tflops\": %.1f, \"peak_bandwidth_gbs\": %.0f, "
-              "\"fp32_products\": \"%s\", \"f16_products\": \"%s\"}\n",
+              "\"fp32_products\": \"%s\", \"f16_products\": \"%s\", \"fp8_products\": \"%s\"}\n",
               info.device_name.c_str(), info.arch.c_str(), info.runtime_version.c_str(), info.driver_version.c_str(),
               info.multiprocessors, info.peak_fp32_tflops, info.peak_fp16_tflops, info.peak_bandwidth_gbs,
-              info.fp32_products.c_str(), info.f16_products.c_str());
+              info.fp32_products.c_str(), info.f16_products.c_str(), info.fp8_products.c_str());
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (DType dt : dtypes) {
     for (BenchCase& c : sdxl_cases()) {
       if (!filter.empty() && (c.op + "_" + c.name).find(filter) == std::string::npos) continue;
+      const bool fp8 = c.op == "matmul_fp8" || c.op == "quantize_fp8_rows";
+      if (fp8 && info.fp8_products.empty()) continue;  // no fp8 products here (BackendInfo::fp8_refusal)
       std::vector<Buffer> bufs;
       std::vector<Tensor> in;
       bool ok = true;
@@ -275,7 +339,10 @@ int run(int argc, char** argv) {
       if (c.flops > 0) {
         rate = c.flops / (med * 1e-3) / 1e12;
         unit = "TFLOP/s";
-        const double peak = dt == DType::kF32 ? info.peak_fp32_tflops : info.peak_fp16_tflops;
+        // fp8 products run at twice the 16-bit rate on the matrix units.
+        const double peak = c.op == "matmul_fp8" ? 2 * info.peak_fp16_tflops
+                            : dt == DType::kF32  ? info.peak_fp32_tflops
+                                                 : info.peak_fp16_tflops;
         pct = peak > 0 ? 100.0 * rate / peak : 0;
       } else {
         rate = c.bytes_elems * dtype_size(dt) / (med * 1e-3) / 1e9;

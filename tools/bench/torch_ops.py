@@ -18,6 +18,14 @@ import torch.nn.functional as F
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
+def quantize_rows(x):
+    """e4m3 codes and dequantization scales per row, as torchao's rowwise recipe (docs/kernels.md, "fp8")."""
+    amax = x.abs().amax(dim=-1, keepdim=True).to(torch.float64)
+    s = (448.0 / torch.clamp(amax, min=1e-12)).to(torch.float32)
+    q = (x.to(torch.float32) * s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return q, s.reciprocal()
+
+
 def cases():
     """(op, case, input shapes, flops or 0, elements moved, fn(inputs))."""
     out = []
@@ -42,6 +50,36 @@ def cases():
     gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, False)
     gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, True, True)
     gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, True, True)
+
+    # matmul_fp8: torch._scaled_mm on e4m3 operands with row-wise scales
+    # (torchao's dynamic row-wise recipe), quantized once before timing as
+    # hipq_bench_ops does; bf16 out only (what row-wise _scaled_mm accepts).
+    def gemm_fp8(name, M, N, K, bias, geglu=False):
+        shapes = [(M, K), (N, K)] + ([(N,)] if bias else [])
+        cache = {}
+
+        def fn(t):
+            if not cache:
+                cache["a"] = quantize_rows(t[0])
+                cache["b"] = quantize_rows(t[1])
+            (qa, sa), (qb, sb) = cache["a"], cache["b"]
+            y = torch._scaled_mm(qa, qb.t(), scale_a=sa, scale_b=sb.t(), bias=t[2] if bias else None,
+                                 out_dtype=torch.bfloat16)
+            if not geglu:
+                return y
+            h, g = y.chunk(2, dim=-1)
+            return h * F.gelu(g)
+        out.append(("matmul_fp8", name, shapes, 2.0 * M * N * K, 0, fn))
+
+    gemm_fp8("sdxl_l1_qkv_8192x1920x640", 8192, 1920, 640, False)
+    gemm_fp8("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, True, True)
+    gemm_fp8("sdxl_l1_ff_out_8192x640x2560", 8192, 640, 2560, True)
+    gemm_fp8("sdxl_l2_qkv_2048x3840x1280", 2048, 3840, 1280, False)
+    gemm_fp8("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, False)
+    gemm_fp8("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, True, True)
+    gemm_fp8("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, True)
+    out.append(("quantize_fp8_rows", "sdxl_8192x640", [(8192, 640)], 0, 1.5 * 8192 * 640,
+                lambda t: quantize_rows(t[0])))
 
     def conv(name, N, C, H, W, O, k, s, p):
         Ho, Wo = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
@@ -109,6 +147,8 @@ def main():
     for dname in args.dtype or ["f16"]:
         dt = DTYPES[dname]
         for op, name, shapes, flops, elems, fn in cases():
+            if op in ("matmul_fp8", "quantize_fp8_rows") and dname != "bf16":
+                continue  # row-wise _scaled_mm gives bf16 only
             scale = 0.05 if op in ("matmul", "conv2d") else 1.0
             t = [((torch.rand(s, device=dev, generator=gen) * 2 - 1) * scale).to(dt) for s in shapes]
             with torch.no_grad():

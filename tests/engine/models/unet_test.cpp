@@ -59,14 +59,14 @@ struct UNetRun {
   Vec ref;
 };
 
-UNetRun run_reference(const std::string& name, kernels::DType dt) {
+UNetRun run_reference(const std::string& name, kernels::DType dt, bool fp8_linears = false) {
   Reference ref = Reference::open(name);
   UNetRun run;
   if (!ref.file) return run;
   auto cfg = UNetConfig::from_json(ref.model.configs.at("unet"), "unet/config.json");
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto be = cpu_backend();
-  auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, dt);
+  auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, dt, fp8_linears);
   EXPECT_TRUE(unet.ok()) << unet.status().ToString();
   if (!unet.ok()) return run;
   DeviceTensor sample = upload(*be, ref.values("unet.sample"), ref.shape("unet.sample"), dt);
@@ -114,6 +114,19 @@ TEST(UNetReferenceTest, ReducedPrecisionStaysCloseToFp32Reference) {
     std::printf("tiny-sdxl unet %s vs diffusers fp32: cosine %.6f, max abs %.3g\n",
                 std::string(kernels::dtype_name(dt)).c_str(), cos, max_abs_diff(r.out, r.ref));
   }
+}
+
+// The precision fp8: bf16 with every Linear / GEGLU in e4m3 (row-wise
+// scales), against diffusers' fp32 UNet; bf16 alone for comparison.
+TEST(UNetReferenceTest, Fp8LinearLayersStayCloseToFp32Reference) {
+  UNetRun bf16 = run_reference("tiny-sdxl", kernels::DType::kBF16);
+  UNetRun fp8 = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true);
+  if (fp8.out.empty()) return;  // no reference file here (run_reference said so)
+  const double cos = cosine(fp8.out, fp8.ref);
+  std::printf("tiny-sdxl unet fp8 vs diffusers fp32: 1 - cos %.3g, max abs %.3g (bf16: 1 - cos %.3g)\n", 1 - cos,
+              max_abs_diff(fp8.out, fp8.ref), 1 - cosine(bf16.out, bf16.ref));
+  EXPECT_GT(cos, 0.99);
+  EXPECT_NE(fp8.out, bf16.out);  // the linear layers did run in e4m3
 }
 
 TEST(UNetTest, RejectsInputsThatDoNotFitTheConfig) {

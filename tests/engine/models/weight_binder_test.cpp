@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "engine/models/layers.h"
@@ -98,6 +99,54 @@ TEST(WeightBinderTest, GegluProjectionIsBoundWithItsHalvesInterleaved) {
   EXPECT_EQ(rec.specs()[0].name, "ff.proj.weight");
   EXPECT_EQ(rec.specs()[0].shape, (std::vector<int64_t>{6, 2}));
   EXPECT_EQ(rec.specs()[1].name, "ff.proj.bias");
+}
+
+double cos_of(const Vec& a, const Vec& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double{a[i]} * b[i], aa += double{a[i]} * a[i], bb += double{b[i]} * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
+// The precision fp8: Linear and GEGLU weights kept as e4m3 codes + one scale
+// a row (the 16-bit weight not kept); the forward quantizes its input rows.
+TEST(WeightBinderTest, Fp8LinearsKeepCodesAndRowScalesAndStayCloseToBf16) {
+  const int64_t in = 32, out = 3, inner = 2;
+  Vec w(static_cast<size_t>(out * in)), gw(static_cast<size_t>(2 * inner * in)), x(static_cast<size_t>(2 * in));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.3f * static_cast<float>(i)) * (i < 32 ? 1.0f : 0.01f);
+  for (size_t i = 0; i < gw.size(); ++i) gw[i] = std::cos(0.7f * static_cast<float>(i));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(1.1f * static_cast<float>(i));
+  InMemoryWeightSource src("test source");
+  src.add("l.weight", HostTensor::from_f32(w, {out, in}));
+  src.add("l.bias", HostTensor::from_f32(Vec(out, 0.5f), {out}));
+  src.add("ff.proj.weight", HostTensor::from_f32(gw, {2 * inner, in}));
+  src.add("ff.proj.bias", HostTensor::from_f32(Vec(2 * inner, 0.25f), {2 * inner}));
+  auto be = cpu_backend();
+  WeightLoader plain(src, *be, kernels::DType::kBF16);
+  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, /*fp8_linears=*/true);
+  auto l16 = Linear::bind(plain, "l", in, out);
+  auto l8 = Linear::bind(fp8, "l", in, out);
+  auto g16 = Geglu::bind(plain, "ff", in, inner);
+  auto g8 = Geglu::bind(fp8, "ff", in, inner);
+  ASSERT_TRUE(l16.ok() && l8.ok() && g16.ok() && g8.ok()) << l8.status().ToString() << g8.status().ToString();
+  EXPECT_FALSE(l16->fp8.set());
+  ASSERT_TRUE(l8->fp8.set());
+  EXPECT_EQ(l8->fp8.rows.codes.dtype, kernels::DType::kU8);
+  EXPECT_EQ(l8->fp8.rows.codes.shape_vec(), (std::vector<int64_t>{out, in}));
+  // Row 0 spans +-1, rows 1 and 2 +-0.01: a scale per output channel.
+  const Vec scales = download(*be, l8->fp8.rows.scales);
+  EXPECT_GT(scales[0], 50 * scales[1]);
+  // Codes + scales + biases instead of bf16 weights + biases.
+  EXPECT_EQ(fp8.bytes_loaded(), (out * in + out * 4 + out * 2) + (2 * inner * in + 2 * inner * 4 + 2 * inner * 2));
+  EXPECT_TRUE(fp8.unused_names().empty());
+  DeviceTensor xt = upload(*be, x, {2, in}, kernels::DType::kBF16);
+  auto y16 = (*l16)(*be, xt.t), y8 = (*l8)(*be, xt.t);
+  auto z16 = (*g16)(*be, xt.t), z8 = (*g8)(*be, xt.t);
+  ASSERT_TRUE(y16.ok() && y8.ok() && z16.ok() && z8.ok()) << y8.status().ToString() << z8.status().ToString();
+  EXPECT_GT(cos_of(download(*be, y8->t), download(*be, y16->t)), 0.995);
+  // GEGLU: 4 outputs, some of them gelu near its kink (0.9905 measured); a
+  // layout or scale mistake gives no correlation at all.
+  EXPECT_GT(cos_of(download(*be, z8->t), download(*be, z16->t)), 0.98);
+  EXPECT_NE(download(*be, y8->t), download(*be, y16->t));
 }
 
 TEST(WeightBinderTest, GegluMatchesValueTimesGeluOfGateOverTheStoredHalves) {

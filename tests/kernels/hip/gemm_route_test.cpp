@@ -314,3 +314,56 @@ TEST(GemmRouteTest, TmaTileWidth) {
 
 }  // namespace
 }  // namespace hipq::kernels
+
+namespace hipq::kernels {
+namespace {
+
+// matmul_fp8: every UNet linear layer of SDXL (the shapes above named unet_*
+// and the parity table's) on the e4m3 wgmma kernel of a Hopper device;
+// problems it does not take on the plain fp8 kernel.
+TEST(GemmRouteTest, Fp8LinearLayersTakeTheWgmmaKernelOnHopper) {
+  GemmDevice d = device(DeviceKind::kSm90a);
+  d.fp8 = true;
+  int checked = 0;
+  for (const SdxlGemm& g : kSdxlGemms) {
+    if (std::string(g.name).rfind("unet_", 0) != 0) continue;
+    GemmProblem p = linear_problem(g, DType::kU8);
+    const GemmRoute r = choose_fp8_route(p, d);
+    EXPECT_EQ(r.kernel, GemmKernel::kFp8Wgmma) << g.name;
+    EXPECT_EQ(r.geglu_fused, g.geglu) << g.name;
+    EXPECT_TRUE(r.a.plain && r.b.plain) << g.name;
+    EXPECT_EQ(std::string(gemm_kernel_name(r.kernel)), "fp8_wgmma");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 17);
+
+  GemmProblem odd = linear_problem(sdxl("unet_l1_qkv_8192x1920x640"), DType::kU8);
+  odd.K = 129;  // 16-byte copies need K a multiple of 16
+  odd.a_sm = odd.b_sn = 129;
+  EXPECT_EQ(choose_fp8_route(odd, d).kernel, GemmKernel::kFp8Simt);
+  GemmProblem unaligned = linear_problem(sdxl("unet_l1_qkv_8192x1920x640"), DType::kU8);
+  unaligned.a_aligned16 = false;
+  EXPECT_EQ(choose_fp8_route(unaligned, d).kernel, GemmKernel::kFp8Simt);
+  d.wgmma = false;  // HIPQ_NO_WGMMA
+  EXPECT_EQ(choose_fp8_route(linear_problem(sdxl("unet_l1_qkv_8192x1920x640"), DType::kU8), d).kernel,
+            GemmKernel::kFp8Simt);
+  EXPECT_EQ(std::string(gemm_kernel_name(GemmKernel::kFp8Simt)), "fp8_simt");
+}
+
+// Where fp8 is refused, and with what reason.
+TEST(GemmRouteTest, Fp8IsRefusedOffHopperWithTheReason) {
+  EXPECT_EQ(fp8_refusal(true, true, 9, 0, "NVIDIA H200"), "");
+  const std::string a100 = fp8_refusal(true, true, 8, 0, "NVIDIA A100");
+  EXPECT_NE(a100.find("compute capability 8.0"), std::string::npos) << a100;
+  EXPECT_NE(a100.find("NVIDIA A100"), std::string::npos) << a100;
+  const std::string ada = fp8_refusal(true, true, 8, 9, "NVIDIA L4");
+  EXPECT_NE(ada.find("8.9"), std::string::npos) << ada;
+  const std::string rdna2 = fp8_refusal(false, false, 0, 0, "AMD Radeon RX 6800 XT");
+  EXPECT_NE(rdna2.find("AMD"), std::string::npos) << rdna2;
+  EXPECT_NE(rdna2.find("use bf16 or fp16"), std::string::npos) << rdna2;
+  const std::string no_sm90a = fp8_refusal(true, false, 9, 0, "NVIDIA H100");
+  EXPECT_NE(no_sm90a.find("sm_90a"), std::string::npos) << no_sm90a;
+}
+
+}  // namespace
+}  // namespace hipq::kernels

@@ -103,6 +103,63 @@ ParityCase matmul_case(DType dt, const std::string& tag, const MatmulSpec& s, bo
   return c;
 }
 
+// ---- matmul_fp8 -------------------------------------------------------------
+// x [M, K] and a Linear weight [N, K] in dt, both quantized per row by the
+// backend's quantize_fp8_rows, then matmul_fp8 into dt: the route of every
+// fp8 linear layer. The reference quantizes on its own (reference_ops.h).
+struct Fp8Spec {
+  int64_t M, N, K;
+  bool bias = false, residual = false;
+  Activation act = Activation::kNone;
+  float alpha = 1.0f;
+  bool geglu = false;
+  double x_range = 4.0;  // x drawn from [-x_range, x_range]: the rows' scales differ from 1
+};
+
+ParityCase matmul_fp8_case(DType dt, const std::string& tag, const Fp8Spec& s, bool heavy = false) {
+  ParityCase c = base("matmul_fp8", dt, tag, heavy);
+  c.inputs = {input("x", dt, {s.M, s.K}, -s.x_range, s.x_range), input("w", dt, {s.N, s.K}, -0.25, 0.25)};
+  const int64_t out_n = s.geglu ? s.N / 2 : s.N;
+  c.out_shape = {s.M, out_n};
+  int bias_i = -1, res_i = -1;
+  if (s.bias) {
+    bias_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("bias", dt, {s.N}));
+  }
+  if (s.residual) {
+    res_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("residual", dt, c.out_shape));
+  }
+  MatmulOptions o;
+  o.trans_b = true;
+  o.alpha = s.alpha;
+  o.activation = s.act;
+  o.geglu_pairs = s.geglu;
+  c.run = [o, bias_i, res_i](Backend& be, const std::vector<Tensor>& in, Tensor& out) -> Status {
+    const Tensor& x = in[0];
+    const Tensor& w = in[1];
+    HIPQ_ASSIGN_OR_RETURN(Buffer xc, be.allocate(static_cast<size_t>(x.numel())));
+    HIPQ_ASSIGN_OR_RETURN(Buffer xs, be.allocate(static_cast<size_t>(x.shape[0]) * 4));
+    HIPQ_ASSIGN_OR_RETURN(Buffer wc, be.allocate(static_cast<size_t>(w.numel())));
+    HIPQ_ASSIGN_OR_RETURN(Buffer ws, be.allocate(static_cast<size_t>(w.shape[0]) * 4));
+    Fp8Rows a{xc.tensor(DType::kU8, x.shape_vec()), xs.tensor(DType::kF32, {x.shape[0]})};
+    Fp8Rows b{wc.tensor(DType::kU8, w.shape_vec()), ws.tensor(DType::kF32, {w.shape[0]})};
+    HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(x, a.codes, a.scales));
+    HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(w, b.codes, b.scales));
+    MatmulOptions oo = o;
+    oo.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
+    oo.residual = res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr;
+    HIPQ_RETURN_IF_ERROR(be.matmul_fp8(a, b, out, oo));
+    return be.synchronize();  // the code buffers go back to the pool after the product read them
+  };
+  const std::vector<int64_t> out_shape = c.out_shape;
+  c.reference = [o, bias_i, res_i, out_shape](const std::vector<Tensor>& in) {
+    return ref::matmul_fp8(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
+                           res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, o, out_shape);
+  };
+  return c;
+}
+
 // ---- conv2d -----------------------------------------------------------------
 ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O,
                      int64_t k, int stride, int pad, bool bias, bool residual, bool heavy = false,
@@ -414,6 +471,16 @@ ParityCase parity_sums_case(DType dt, std::vector<int64_t> shape, bool strided_b
 
 void add_light(std::vector<ParityCase>& v) {
   for (DType dt : kFloatTypes) {
+    // matmul_fp8: odd sizes (K not a multiple of 16: the plain kernel on the
+    // GPU), whole 128-code k-tiles and partial ones, every epilogue.
+    v.push_back(matmul_fp8_case(dt, "1x1x1", {.M = 1, .N = 1, .K = 1}));
+    v.push_back(matmul_fp8_case(dt, "33x65x129_bias_gelu_res_alpha", {.M = 33, .N = 65, .K = 129, .bias = true, .residual = true, .act = Activation::kGelu, .alpha = 0.5f}));
+    v.push_back(matmul_fp8_case(dt, "kmajor_200x136x256_bias_res", {.M = 200, .N = 136, .K = 256, .bias = true, .residual = true}));
+    v.push_back(matmul_fp8_case(dt, "kmajor_130x264x80_silu", {.M = 130, .N = 264, .K = 80, .act = Activation::kSilu}));
+    v.push_back(matmul_fp8_case(dt, "kmajor_2x320x1280_bias", {.M = 2, .N = 320, .K = 1280, .bias = true}));
+    v.push_back(matmul_fp8_case(dt, "geglu_136x264x96_bias", {.M = 136, .N = 264, .K = 96, .bias = true, .geglu = true}));
+    v.push_back(matmul_fp8_case(dt, "geglu_33x18x40_alpha", {.M = 33, .N = 18, .K = 40, .alpha = 0.5f, .geglu = true}));
+    v.push_back(matmul_fp8_case(dt, "medium_256x640x320_bias_wide_x", {.M = 256, .N = 640, .K = 320, .bias = true, .x_range = 300.0}));
     // matmul: every transpose combination on odd sizes, epilogues, batches, views.
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
@@ -582,6 +649,17 @@ void add_light(std::vector<ParityCase>& v) {
 }
 
 void add_heavy(std::vector<ParityCase>& v) {
+  // The fp8 linear layers of SDXL at 1024 px (CFG batch 2), out in bf16 (the
+  // fp8 precision's 16-bit type) and f16.
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    v.push_back(matmul_fp8_case(dt, "sdxl_l1_qkv_8192x1920x640", {.M = 8192, .N = 1920, .K = 640}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_l1_ff_geglu_8192x5120x640", {.M = 8192, .N = 5120, .K = 640, .bias = true, .geglu = true}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_l1_ff_out_8192x640x2560_res", {.M = 8192, .N = 640, .K = 2560, .bias = true, .residual = true}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_l2_qkv_2048x3840x1280", {.M = 2048, .N = 3840, .K = 1280}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_l2_ff_geglu_2048x10240x1280", {.M = 2048, .N = 10240, .K = 1280, .bias = true, .geglu = true}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_l2_ff_out_2048x1280x5120_res", {.M = 2048, .N = 1280, .K = 5120, .bias = true, .residual = true}, true));
+    v.push_back(matmul_fp8_case(dt, "sdxl_cross_kv_154x2560x2048", {.M = 154, .N = 2560, .K = 2048}, true));
+  }
   for (DType dt : kFloatTypes) {
     // Transformer GEMMs of SDXL at 1024 px, CFG batch 2: level 1 (640 ch,
     // 4096 tokens) and level 2 (1280 ch, 1024 tokens); cross-attention K/V

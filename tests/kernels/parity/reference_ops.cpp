@@ -94,6 +94,85 @@ ElementFn matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const Ten
   };
 }
 
+namespace {
+
+// The finite non-negative e4m3 values in code order 0x00 .. 0x7E (increasing).
+const std::vector<double>& e4m3_values() {
+  static const std::vector<double> v = [] {
+    std::vector<double> t;
+    for (int c = 0; c <= 0x7E; ++c) {
+      const int e = c >> 3, m = c & 7;
+      t.push_back(e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7));
+    }
+    return t;
+  }();
+  return v;
+}
+
+// The e4m3 value nearest x (ties to the even code), saturating at +-448.
+double e4m3_round(double x) {
+  if (std::isnan(x)) return x;
+  const std::vector<double>& t = e4m3_values();
+  const double a = std::fabs(x);
+  double r;
+  if (a >= t.back()) {
+    r = t.back();
+  } else {
+    const size_t hi = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), a) - t.begin());  // t[hi-1] <= a < t[hi]
+    const size_t lo = hi - 1;
+    const double dl = a - t[lo], dh = t[hi] - a;
+    r = dl < dh ? t[lo] : dh < dl ? t[hi] : (lo % 2 == 0 ? t[lo] : t[hi]);
+  }
+  return std::signbit(x) ? -r : r;
+}
+
+struct QuantRows {
+  std::vector<double> q;      // [rows, K] e4m3 values
+  std::vector<double> scale;  // [rows] dequantization factors
+};
+
+QuantRows quantize_rows(const Tensor& x) {
+  const int64_t R = x.shape[0], K = x.shape[1];
+  QuantRows out;
+  out.q.resize(static_cast<size_t>(R * K));
+  out.scale.resize(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    double amax = 0;
+    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(at(x, {r, k})));
+    const float s = static_cast<float>(448.0 / std::max(amax, 1e-12));
+    for (int64_t k = 0; k < K; ++k)
+      out.q[static_cast<size_t>(r * K + k)] = e4m3_round(static_cast<float>(at(x, {r, k}) * static_cast<double>(s)));
+    out.scale[static_cast<size_t>(r)] = static_cast<float>(1.0 / static_cast<double>(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
+                     const MatmulOptions& o, const std::vector<int64_t>& out_shape) {
+  auto qa = std::make_shared<QuantRows>(quantize_rows(a));
+  auto qb = std::make_shared<QuantRows>(quantize_rows(b));
+  const int64_t K = a.shape[1];
+  const bool has_bias = bias, has_res = residual;
+  Tensor bias_v = bias ? *bias : Tensor{}, res_v = residual ? *residual : Tensor{};
+  return [=](int64_t i) {
+    std::vector<int64_t> idx = unflatten(i, out_shape);
+    const int64_t n = idx[1], m = idx[0];
+    auto column = [&](int64_t c) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += qa->q[static_cast<size_t>(m * K + k)] * qb->q[static_cast<size_t>(c * K + k)];
+      double v = o.alpha * (s * qa->scale[static_cast<size_t>(m)] * qb->scale[static_cast<size_t>(c)]);
+      if (has_bias) v += at(bias_v, {c});
+      return v;
+    };
+    if (o.geglu_pairs) return column(2 * n) * activation(Activation::kGelu, column(2 * n + 1));
+    double v = activation(o.activation, column(n));
+    if (has_res) v += at_vec(res_v, idx);
+    return v;
+  };
+}
+
 ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
                  int stride, int padding, const std::vector<int64_t>& out_shape) {
   const bool has_bias = bias, has_res = residual;

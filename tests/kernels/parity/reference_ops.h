@@ -21,6 +21,12 @@ double unary(UnaryOp op, double x);
 
 ElementFn matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
                  const MatmulOptions& o, const std::vector<int64_t>& out_shape);
+// matmul_fp8 of a [M, K] and b [N, K] (host views of the 16-bit inputs)
+// after quantizing both per row as docs/kernels.md "fp8" defines it: the
+// e4m3 rounding by a search of the sorted code values (ties to the even
+// code), the sums and scales in fp64. o: alpha, activation, geglu_pairs.
+ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
+                     const MatmulOptions& o, const std::vector<int64_t>& out_shape);
 ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
                  int stride, int padding, const std::vector<int64_t>& out_shape);
 ElementFn group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int groups, double eps,
