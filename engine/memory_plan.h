@@ -60,6 +60,9 @@ Result<kernels::DType> precision_dtype(const std::string& precision);
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has
 // fp32's range and decodes in bf16, as diffusers does).
 kernels::DType vae_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
+// The dtype the VAE encoder (img2img) encodes in: fp32 for SDXL when the VAE
+// has force_upcast (diffusers' SDXL img2img), else the precision's.
+kernels::DType vae_encoder_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
 
 // The tile a low placement decodes in when the whole image does not fit:
 // three quarters of the VAE's sample_size (SDXL: 768 px: a 1024 px image in
@@ -73,16 +76,19 @@ struct MemoryPlan {
   int64_t unet_weights = 0;
   int64_t text_weights = 0;
   int64_t vae_weights = 0;
+  // The VAE encoder's (an img2img job's init image; 0 otherwise).
+  int64_t vae_encoder_weights = 0;
   // Forms of constant weights a backend keeps (kernels/constant_forms.h).
   int64_t weight_forms = 0;
   // The VAE decodes in tiles of this many pixels (0: the whole image).
   int64_t vae_tile = 0;
   // Peak bytes of each phase, weights on the device then included.
   int64_t text_encode = 0;
+  int64_t image_encode = 0;  // img2img only: the init image through the VAE encoder
   int64_t denoise = 0;
   int64_t decode = 0;
 
-  int64_t weights() const { return unet_weights + text_weights + vae_weights; }
+  int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;
   // "7.9 GiB (weights 6.5 GiB; text encode 6.6, denoise 7.3, decode 7.9 GiB)".
   std::string describe() const;
@@ -92,7 +98,11 @@ struct MemoryPlan {
 // placement `p` (kStandard or kLow; InvalidArgument for kAuto), the VAE
 // decoding in tiles of `vae_tile` pixels (0: whole; a low placement only).
 // Weights are counted in `backend`'s blocks (Backend::block_bytes), plus the
-// forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms).
+// forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms). An
+// img2img job (settings.init_image set) adds the VAE encoder: its weights
+// and activations at the job's size in the image_encode phase, and its
+// weights in every phase of the standard placement (which keeps it loaded;
+// the low one releases it once the image is encoded).
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
                                const kernels::Backend& backend, int64_t vae_tile = 0);
 

@@ -182,21 +182,26 @@ Result<DeviceTensor> VaeDecoder::decode_tile(kernels::Backend& be, const Tensor&
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor zc, contiguous_copy(be, z, dtype_));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor pq, post_quant_conv_(be, zc.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, conv_in_(be, pq.t));
-  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward(be, h.t, nullptr));
+  pq = DeviceTensor{};
+  zc = DeviceTensor{};
+  // Each activation goes to the next layer and is released (or overwritten
+  // in place) as soon as it is read: at 1024 px one fp32 activation of 256
+  // channels is 1 GiB (docs/memory.md).
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward_consuming(be, std::move(h), nullptr));
   if (cfg_.mid_block_add_attention) {
     HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t));
   }
-  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward(be, h.t, nullptr));
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward_consuming(be, std::move(h), nullptr));
   for (const UpBlock& blk : up_) {
     for (const ResnetBlock2D& r : blk.resnets) {
-      HIPQ_ASSIGN_OR_RETURN(h, r.forward(be, h.t, nullptr));
+      HIPQ_ASSIGN_OR_RETURN(h, r.forward_consuming(be, std::move(h), nullptr));
     }
     for (const Upsample2D& u : blk.upsamplers) {
       HIPQ_ASSIGN_OR_RETURN(h, u.forward(be, h.t));
     }
   }
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor o, norm_out_(be, h.t, /*silu=*/true));
-  return conv_out_(be, o.t);
+  HIPQ_RETURN_IF_ERROR(norm_out_.in_place(be, h.t, /*silu=*/true));
+  return conv_out_(be, h.t);
 }
 
 Result<DeviceTensor> VaeDecoder::decode(kernels::Backend& be, const Tensor& z, const VaeTiling& tiling) const {
