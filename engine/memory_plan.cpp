@@ -164,9 +164,18 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   const int64_t widest =
       std::max({v1 + 2 * v0, 3 * v0, ((fused_upsample ? 5 : 9) * v1 + 3) / 4, (v2 + 2 * v1 + 3) / 4});
   const int64_t hw = ph * pw;
-  const int64_t vae_act = (widest + 3) * hw * dsize(vae_dtype) +
-                          std::min(kVaeWorkspaceBytes, 2 * v1 * hw * dsize(vae_dtype)) +
-                          (vae_dtype == DType::kF32 ? 0 : v1 * hw * dsize(vae_dtype));
+  int64_t vae_act = (widest + 3) * hw * dsize(vae_dtype) +
+                    std::min(kVaeWorkspaceBytes, 2 * v1 * hw * dsize(vae_dtype)) +
+                    (vae_dtype == DType::kF32 ? 0 : v1 * hw * dsize(vae_dtype));
+  // Tiles (VaeTiling::whole_image_norms) run the mid block on the whole
+  // latent first: its resnets' three activations or the attention's
+  // normed input, token copy, q, k, v, output and sum (8 units of the top
+  // level's channels), and the whole image's output at the end.
+  if (plan.vae_tile > 0) {
+    const int64_t top = vb.empty() ? 512 : vb.back();
+    vae_act = std::max(vae_act, 8 * top * lh * lw * dsize(vae_dtype)) +
+              shapes.vae.out_channels * int64_t{s.height} * s.width * dsize(vae_dtype);
+  }
 
   // img2img: the VAE encoder at the job's size. Its widest moments are at
   // full resolution (VaeEncoder::encode): a resnet of the first down block

@@ -174,6 +174,7 @@ Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, 
   const int64_t threshold = options.vae_tile_above_latent_pixels;
   tiling.enabled = tile > 0 || threshold == 0 || (threshold > 0 && lh * lw > threshold);
   tiling.tile_sample_size = tile;
+  tiling.whole_image_norms = tile > 0;  // the low placement's tiles (diffusers' own above the threshold)
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
   return to_host_f32(be, image.t);
 }

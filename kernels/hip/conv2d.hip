@@ -777,7 +777,7 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
     return Status::InvalidArgument("conv2d: problem too large for one launch: x " + x_in.describe());
   HIPQ_ASSIGN_OR_RETURN(Tensor x, contiguous_or_copy(ctx, x_in, x_hold));
   HIPQ_ASSIGN_OR_RETURN(Tensor w, contiguous_or_copy(ctx, w_in, w_hold));
-  const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
+  [[maybe_unused]] const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
   if (up) {
     // The routes that read x through Im2colLoader (the SIMT core: AMD, and

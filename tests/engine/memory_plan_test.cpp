@@ -262,9 +262,10 @@ TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
     EXPECT_LE(m.in_use + m.cached, low.peak());
   }
 
-  // Capped below that: the decode in tiles (diffusers' tiled decode: a
-  // quarter overlap, blended); the latent is the same bits. Each tile's group
-  // norms see only that tile, so the image is near the whole decode, not
+  // Capped below that: the decode in tiles (a quarter overlap, blended as
+  // diffusers' tiled decode blends); the latent is the same bits. The tiles
+  // run in lockstep with the whole image's group-norm statistics, so the
+  // image is within the fp32 image gate of the whole decode (40 dB), not
   // equal to it (docs/memory.md gives the measured PSNR).
   const int64_t tile = low_placement_vae_tile(pipeline_->model_shapes().vae);
   const MemoryPlan tiled = plan(Placement::kLow, tile);
@@ -279,7 +280,7 @@ TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
   const double psnr = image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size());
   std::printf("  tiled decode (%lld px tiles) against the whole decode: PSNR %.2f dB\n",
               static_cast<long long>(tile), psnr);
-  EXPECT_GE(psnr, 30.0);
+  EXPECT_GE(psnr, 40.0);
   EXPECT_LE(out->peak_memory_bytes, tiled.peak());
 
   // Below every plan: refused before any work, as a configuration error.
