@@ -8,9 +8,10 @@
 //             VAE decodes the image whole when that fits (the same pixels as
 //             standard), else in tiles (low_placement_vae_tile) overlapping
 //             by a quarter, blended as diffusers' tiled decode blends them
-//             (its tiled_decode): the latent is the same bits, the image near the whole
-//             decode but not equal (each tile's group norms see only the
-//             tile; docs/memory.md gives the measured PSNR).
+//             (its tiled_decode), every group norm with the whole image's
+//             statistics (VaeTiling::whole_image_norms): the latent is the
+//             same bits, the image near the whole decode but not equal
+//             (docs/memory.md gives the measured PSNR).
 //   auto      standard when its plan fits the device, else low.
 //
 // plan_memory() adds, per phase (text encode, denoise, decode), the weights on
