@@ -88,17 +88,23 @@ DType vae_dtype_for(const std::string& family, const VaeConfig& vae, DType preci
   return precision;
 }
 
+DType vae_encoder_dtype_for(const std::string& family, const VaeConfig& vae, DType precision) {
+  if (family == "sdxl" && vae.force_upcast) return DType::kF32;
+  return precision;
+}
+
 int64_t low_placement_vae_tile(const VaeConfig& vae) {
   return std::max<int64_t>(256, vae.sample_size * 3 / 4 / 8 * 8);
 }
 
-int64_t MemoryPlan::peak() const { return std::max({text_encode, denoise, decode}); }
+int64_t MemoryPlan::peak() const { return std::max({text_encode, image_encode, denoise, decode}); }
 
 std::string MemoryPlan::describe() const {
   return gib(peak()) + " (" + std::string(placement_name(placement)) + " placement" +
          (vae_tile > 0 ? ", VAE in " + std::to_string(vae_tile) + " px tiles" : std::string()) + "; weights " +
-         gib(weights()) +
-         "; text encode " + gib(text_encode) + ", denoise " + gib(denoise) + ", decode " + gib(decode) + ")";
+         gib(weights()) + "; text encode " + gib(text_encode) +
+         (image_encode > 0 ? ", image encode " + gib(image_encode) : std::string()) + ", denoise " + gib(denoise) +
+         ", decode " + gib(decode) + ")";
 }
 
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& s, Placement p,
@@ -159,28 +165,64 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   }
   const int64_t unet_act = needs.unet_act, fixed = needs.fixed, text_act = needs.text_act;
 
-  // The VAE's widest moments at full resolution: the first resnet of the last
-  // up block (input, its norm and conv1's output: 2 * c1 + c0 channels), its
-  // second conv (c1 + 3 * c0) and the upsampler into it (2.25 * c1), for the
-  // pixels one decode pass holds (a tile in the low placement).
+  // The VAE's widest moments at full resolution (ResnetBlock2D::
+  // forward_consuming, Upsample2D): the first resnet of the last up block
+  // (its input normalised in place, the shortcut's output and conv1's:
+  // c1 + 2 * c0 channels), the others (input, norm, conv1 output: 3 * c0),
+  // the upsampler into it (its half-size input and output: 1.25 * c1, or
+  // 2.25 * c1 where the backend makes the upsampled copy) and the first
+  // resnet of the level below (a quarter of c2 + 2 * c1), for the pixels one
+  // decode pass holds (a tile in the low placement).
   const std::vector<int64_t>& vb = decoder.vae.block_out_channels;
-  const int64_t v0 = vb.empty() ? 128 : vb[0], v1 = vb.size() > 1 ? vb[1] : v0;
+  const int64_t v0 = vb.empty() ? 128 : vb[0], v1 = vb.size() > 1 ? vb[1] : v0, v2 = vb.size() > 2 ? vb[2] : v1;
   int64_t ph = s.height, pw = s.width;
   if (vae_tile > 0 && (lh > vae_tile / 8 || lw > vae_tile / 8)) {
     plan.vae_tile = vae_tile;
     ph = std::min<int64_t>(ph, vae_tile);
     pw = std::min<int64_t>(pw, vae_tile);
   }
-  const int64_t widest = std::max({2 * v1 + v0, v1 + 3 * v0, (9 * v1 + 3) / 4});
+  const bool fused_upsample = backend.info().fp32_conv_reads_upsampled && vae_dtype == DType::kF32;
+  const int64_t widest =
+      std::max({v1 + 2 * v0, 3 * v0, ((fused_upsample ? 5 : 9) * v1 + 3) / 4, (v2 + 2 * v1 + 3) / 4});
   const int64_t hw = ph * pw;
-  const int64_t vae_act = (widest + 3) * hw * dsize(vae_dtype) +
-                          std::min(kVaeWorkspaceBytes, 2 * v1 * hw * dsize(vae_dtype)) +
-                          (vae_dtype == DType::kF32 ? 0 : v1 * hw * dsize(vae_dtype));
+  int64_t vae_act = (widest + 3) * hw * dsize(vae_dtype) +
+                    std::min(kVaeWorkspaceBytes, 2 * v1 * hw * dsize(vae_dtype)) +
+                    (vae_dtype == DType::kF32 ? 0 : v1 * hw * dsize(vae_dtype));
+  // Tiles (VaeTiling::whole_image_norms) run the mid block on the whole
+  // latent first: its resnets' three activations or the attention's
+  // normed input, token copy, q, k, v, output and sum (8 units of the top
+  // level's channels), and the whole image's output at the end.
+  if (plan.vae_tile > 0) {
+    const int64_t top = vb.empty() ? 512 : vb.back();
+    vae_act = std::max(vae_act, 8 * top * lh * lw * dsize(vae_dtype)) +
+              decoder.vae.out_channels * int64_t{s.height} * s.width * dsize(vae_dtype);
+  }
 
+  // img2img: the VAE encoder at the job's size. Its widest moments are at
+  // full resolution (VaeEncoder::encode): a resnet of the first down block
+  // (input, norm, conv1's output: 3 * c0) or its downsampler (input, the
+  // padded copy and the quarter-size output), and the first resnet of the
+  // next level (c0 + 3 * c1 at a quarter of the pixels), plus the image.
+  int64_t enc_act = 0;
+  if (!s.init_image.empty()) {
+    const DType enc_dtype = vae_encoder_dtype_for(shapes.family, shapes.vae, dtype);
+    HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(shapes.vae));
+    plan.vae_encoder_weights = param_bytes(vae_specs, enc_dtype, backend, "encoder.", "quant_conv.").all;
+    const int64_t full = int64_t{s.height} * s.width;
+    const int64_t enc_widest = std::max({3 * v0, (9 * v0 + 3) / 4, (v0 + 3 * v1 + 3) / 4});
+    enc_act = (enc_widest + 2 * shapes.vae.in_channels) * full * dsize(enc_dtype) +
+              std::min(kVaeWorkspaceBytes, 2 * v1 * full * dsize(enc_dtype));
+  }
   const int64_t resident_text = p == Placement::kLow ? 0 : plan.text_weights;
-  plan.text_encode = plan.unet_weights + plan.vae_weights + plan.text_weights + text_act + fixed;
-  plan.denoise = plan.unet_weights + plan.vae_weights + resident_text + plan.weight_forms + unet_act + fixed;
-  plan.decode = plan.unet_weights + plan.vae_weights + resident_text + vae_act + fixed;
+  const int64_t resident_encoder = p == Placement::kLow ? 0 : plan.vae_encoder_weights;
+  plan.text_encode =
+      plan.unet_weights + plan.vae_weights + plan.text_weights + resident_encoder + text_act + fixed;
+  if (!s.init_image.empty())
+    plan.image_encode =
+        plan.unet_weights + plan.vae_weights + resident_text + plan.vae_encoder_weights + enc_act + fixed;
+  plan.denoise =
+      plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + plan.weight_forms + unet_act + fixed;
+  plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + fixed;
   return plan;
 }
 

@@ -8,9 +8,10 @@
 //             VAE decodes the image whole when that fits (the same pixels as
 //             standard), else in tiles (low_placement_vae_tile) overlapping
 //             by a quarter, blended as diffusers' tiled decode blends them
-//             (its tiled_decode): the latent is the same bits, the image near the whole
-//             decode but not equal (each tile's group norms see only the
-//             tile; docs/memory.md gives the measured PSNR).
+//             (its tiled_decode), every group norm with the whole image's
+//             statistics (VaeTiling::whole_image_norms): the latent is the
+//             same bits, the image near the whole decode but not equal
+//             (docs/memory.md gives the measured PSNR).
 //   auto      standard when its plan fits the device, else low.
 //
 // plan_memory() adds, per phase (text encode, denoise, decode), the weights on
@@ -64,6 +65,9 @@ bool fp8_linears(const std::string& precision);
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has
 // fp32's range and decodes in bf16, as diffusers does).
 kernels::DType vae_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
+// The dtype the VAE encoder (img2img) encodes in: fp32 for SDXL when the VAE
+// has force_upcast (diffusers' SDXL img2img), else the precision's.
+kernels::DType vae_encoder_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
 
 // The tile a low placement decodes in when the whole image does not fit:
 // three quarters of the VAE's sample_size (SDXL: 768 px: a 1024 px image in
@@ -77,16 +81,19 @@ struct MemoryPlan {
   int64_t unet_weights = 0;
   int64_t text_weights = 0;
   int64_t vae_weights = 0;
+  // The VAE encoder's (an img2img job's init image; 0 otherwise).
+  int64_t vae_encoder_weights = 0;
   // Forms of constant weights a backend keeps (kernels/constant_forms.h).
   int64_t weight_forms = 0;
   // The VAE decodes in tiles of this many pixels (0: the whole image).
   int64_t vae_tile = 0;
   // Peak bytes of each phase, weights on the device then included.
   int64_t text_encode = 0;
+  int64_t image_encode = 0;  // img2img only: the init image through the VAE encoder
   int64_t denoise = 0;
   int64_t decode = 0;
 
-  int64_t weights() const { return unet_weights + text_weights + vae_weights; }
+  int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;
   // "7.9 GiB (weights 6.5 GiB; text encode 6.6, denoise 7.3, decode 7.9 GiB)".
   std::string describe() const;
@@ -102,6 +109,10 @@ struct MemoryPlan {
 // either placement; the low placement drops both models' text encoders after
 // the prompts are encoded), the activations are the larger UNet's (one runs
 // at a time) and the refiner's VAE decodes.
+// An img2img job (settings.init_image set) adds the VAE encoder: its weights
+// and activations at the job's size in the image_encode phase, and its
+// weights in every phase of the standard placement (which keeps it loaded;
+// the low one releases it once the image is encoded).
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
                                const kernels::Backend& backend, int64_t vae_tile = 0,
                                const ModelShapes* refiner = nullptr);

@@ -126,10 +126,7 @@ struct Pipeline::Impl {
                                          TorchGenerator& generator, DType latent_dtype);
 };
 
-DType Pipeline::Impl::encoder_dtype() const {
-  if (family == "sdxl" && shapes.vae.force_upcast) return DType::kF32;
-  return loaded_dtype;
-}
+DType Pipeline::Impl::encoder_dtype() const { return vae_encoder_dtype_for(family, shapes.vae, loaded_dtype); }
 
 Status Pipeline::Impl::load_vae_encoder() {
   if (vae_encoder) return Status::Ok();
@@ -196,6 +193,7 @@ Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, 
   const int64_t threshold = options.vae_tile_above_latent_pixels;
   tiling.enabled = tile > 0 || threshold == 0 || (threshold > 0 && lh * lw > threshold);
   tiling.tile_sample_size = tile;
+  tiling.whole_image_norms = tile > 0;  // the low placement's tiles (diffusers' own above the threshold)
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
   return to_host_f32(be, image.t);
 }
@@ -617,6 +615,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   // img2img: the init image is read and checked (size rule, damaged or
   // lying files) before any device work.
   const bool img2img = !s.init_image.empty();
+  // A plan counts the VAE encoder for img2img jobs only: one held from an
+  // earlier job goes back first.
+  if (!img2img) im.vae_encoder.reset();
   std::optional<spec::RgbImage> init_image;
   if (img2img) {
     HIPQ_ASSIGN_OR_RETURN(spec::RgbImage img, spec::read_init_image(s.init_image, {s.width, s.height}));
@@ -956,6 +957,7 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                       {"peak_bytes", out.memory_plan.peak()},
                       {"weights_bytes", out.memory_plan.weights()},
                       {"text_encode_bytes", out.memory_plan.text_encode},
+                      {"image_encode_bytes", out.memory_plan.image_encode},
                       {"denoise_bytes", out.memory_plan.denoise},
                       {"decode_bytes", out.memory_plan.decode}};
   j["settings"] = settings.to_json();

@@ -89,6 +89,9 @@ struct BackendInfo {
   // products; then fp8_refusal says why (the precision fp8 is refused with it).
   std::string fp8_products;
   std::string fp8_refusal;
+  // Whether an fp32 conv with Conv2dOptions::upsample_x2 reads the half-size
+  // input as it is (no upsampled copy made), which memory plans count.
+  bool fp32_conv_reads_upsampled = false;
 };
 
 // A backend's memory (Backend::memory_stats). Bytes are size-class bytes
@@ -153,6 +156,11 @@ struct Conv2dOptions {
   int padding = 0;
   const Tensor* bias = nullptr;
   const Tensor* residual = nullptr;  // [N, O, Ho, Wo] or null
+  // The conv reads x as its nearest 2x upsample (upsample_nearest2x): it sees
+  // [N, C, 2H, 2W] without that tensor being made, and y, Ho and Wo are those
+  // of the upsampled input. Every output is the same sum as the conv of the
+  // upsampled tensor (Upsample2D: one full-size activation fewer).
+  bool upsample_x2 = false;
 };
 
 // x: [N, C, *] (any trailing spatial dims, contiguous); gamma, beta: [C].

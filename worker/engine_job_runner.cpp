@@ -96,7 +96,8 @@ std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
 }
 
 Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
-                                                        const std::vector<spec::LoraSpec>& loras, bool* loaded_now) {
+                                                        const std::vector<spec::LoraSpec>& loras, bool* loaded_now,
+                                                        const std::string& keep) {
   *loaded_now = false;
   if (auto it = pipelines_.find(model); it != pipelines_.end()) return it->second.get();
   // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
@@ -107,10 +108,11 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
   options.loras = loras;
   options.placement = placement_;
   auto loaded = engine::Pipeline::load(model, *backend_, options);
-  if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted && !pipelines_.empty()) {
+  if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted &&
+      pipelines_.size() > pipelines_.count(keep)) {
     spdlog::warn("out of device memory loading {}; releasing {} other model(s) and retrying", model,
-                 pipelines_.size());
-    pipelines_.clear();
+                 pipelines_.size() - pipelines_.count(keep));
+    for (auto it = pipelines_.begin(); it != pipelines_.end();) it = it->first == keep ? std::next(it) : pipelines_.erase(it);
     loaded = engine::Pipeline::load(model, *backend_, options);
   }
   if (!loaded.ok()) return loaded.status().WithContext("loading model " + model);
@@ -173,13 +175,26 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   generation_job.progress = [&](int step, int steps) { progress.progress(step, steps, spec::kPhaseDenoise); };
   generation_job.cancel = &cancel;
   generation_job.release_memory = [&] {
-    // Free the other models and try once more before giving up.
-    if (pipelines_.size() <= 1) return false;
+    // Free the other models (not the job's base or refiner) and try once more before giving up.
+    auto in_use = [&](const std::string& m) { return m == job.model() || m == generation_job.settings.refiner; };
+    bool freed = false;
     for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-      it = it->first == job.model() ? std::next(it) : pipelines_.erase(it);
+      if (in_use(it->first)) {
+        ++it;
+      } else {
+        it = pipelines_.erase(it);
+        freed = true;
+      }
     }
-    return true;
+    return freed;
   };
+  // Base + refiner: the refiner's pipeline from the same cache, loaded beside the base.
+  if (!generation_job.settings.refiner.empty()) {
+    generation_job.load_refiner = [&](bool* loaded_now) {
+      return pipeline_for(generation_job.settings.refiner, generation_job.settings.precision, {}, loaded_now,
+                          job.model());
+    };
+  }
 
   engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
     return pipeline_for(job.model(), generation_job.settings.precision, generation_job.settings.loras, loaded_now);

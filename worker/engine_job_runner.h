@@ -67,8 +67,11 @@ class EngineJobRunner final : public JobRunner {
                   engine::Placement placement);
   // The cached pipeline of `model` (whatever LoRA set it holds: the job
   // sequence switches it), else one loaded at `precision` with `loras`.
+  // Out of device memory, the other cached models but `keep` (the base a
+  // refiner is loaded beside) are released and the load tried once more.
   Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision,
-                                         const std::vector<spec::LoraSpec>& loras, bool* loaded_now);
+                                         const std::vector<spec::LoraSpec>& loras, bool* loaded_now,
+                                         const std::string& keep = "");
 
   std::unique_ptr<kernels::Backend> backend_;
   std::string backend_name_;

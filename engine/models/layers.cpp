@@ -184,6 +184,15 @@ Result<DeviceTensor> GroupNorm::operator()(kernels::Backend& be, const Tensor& x
   return y;
 }
 
+Status GroupNorm::in_place(kernels::Backend& be, Tensor& x, bool silu) const {
+  if (!x.is_contiguous()) return Status::InvalidArgument("GroupNorm::in_place: " + x.describe() + " is a view");
+  kernels::GroupNormOptions o;
+  o.groups = groups;
+  o.eps = eps;
+  o.fuse_silu = silu;
+  return be.group_norm(x, weight, bias, x, o);
+}
+
 Result<LayerNorm> LayerNorm::bind(WeightBinder& b, const std::string& prefix, int64_t dim, float eps) {
   LayerNorm l;
   l.dim = dim;

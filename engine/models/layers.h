@@ -96,6 +96,9 @@ struct GroupNorm {
   static Result<GroupNorm> bind(WeightBinder& b, const std::string& prefix, int64_t channels,
                                 int groups, float eps);
   Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x, bool silu) const;
+  // x normalised in place (the same values as operator()): for an input not
+  // needed afterwards, one activation fewer.
+  Status in_place(kernels::Backend& be, kernels::Tensor& x, bool silu) const;
 };
 
 struct LayerNorm {

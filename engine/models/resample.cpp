@@ -30,9 +30,22 @@ Result<Upsample2D> Upsample2D::bind(WeightBinder& b, const std::string& prefix, 
 Result<DeviceTensor> Upsample2D::forward(kernels::Backend& be, const kernels::Tensor& x, int64_t out_h,
                                          int64_t out_w) const {
   const int64_t n = x.dim(0), c = x.dim(1), h2 = 2 * x.dim(2), w2 = 2 * x.dim(3);
+  if ((out_h == 0 || out_h == h2) && (out_w == 0 || out_w == w2)) {
+    // The conv reads x as its 2x upsample: no full-size copy of the input.
+    if (x.ndim != 4 || c != conv.in)
+      return Status::InvalidArgument("Upsample2D: input " + x.describe() + " is not [N, " + std::to_string(conv.in) +
+                                     ", H, W]");
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, {n, conv.out, h2, w2}));
+    kernels::Conv2dOptions o;
+    o.stride = conv.stride;
+    o.padding = conv.padding;
+    o.bias = conv.has_bias ? &conv.bias : nullptr;
+    o.upsample_x2 = true;
+    HIPQ_RETURN_IF_ERROR(be.conv2d(x, conv.weight, y.t, o));
+    return y;
+  }
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor up, DeviceTensor::make(be, x.dtype, {n, c, h2, w2}));
   HIPQ_RETURN_IF_ERROR(be.upsample_nearest2x(x, up.t));
-  if ((out_h == 0 || out_h == h2) && (out_w == 0 || out_w == w2)) return conv(be, up.t);
   if (out_h > h2 || out_w > w2)
     return Status::InvalidArgument("Upsample2D: target size larger than 2x the input " + x.describe());
   kernels::Tensor view = up.t.slice(2, 0, out_h == 0 ? h2 : out_h).slice(3, 0, out_w == 0 ? w2 : out_w);

@@ -6,6 +6,8 @@
 // the bottom and right (F.pad(x, (0, 1, 0, 1))), which forward() does with a
 // fill and a strided copy into a padded buffer; key "conv.{weight,bias}".
 // Upsample2D: nearest 2x, then conv 3x3 padding 1; key "conv.{weight,bias}".
+// At exactly 2x the conv reads the half-size input as its upsample
+// (Conv2dOptions::upsample_x2; the same values, no full-size copy made).
 // When the skip connection has an odd size (latents not divisible by the
 // level's factor), diffusers interpolates to that size; for nearest
 // neighbour that equals 2x followed by a crop, which is what we do.

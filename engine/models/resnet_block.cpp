@@ -46,4 +46,26 @@ Result<DeviceTensor> ResnetBlock2D::forward(kernels::Backend& be, const kernels:
   return conv2(be, h2.t, &x);
 }
 
+Result<DeviceTensor> ResnetBlock2D::forward_consuming(kernels::Backend& be, DeviceTensor x,
+                                                      const kernels::Tensor* temb_silu) const {
+  if (!x.t.is_contiguous()) return forward(be, x.t, temb_silu);
+  DeviceTensor s, h1;
+  if (conv_shortcut) {
+    HIPQ_ASSIGN_OR_RETURN(s, (*conv_shortcut)(be, x.t));
+    HIPQ_RETURN_IF_ERROR(norm1.in_place(be, x.t, /*silu=*/true));
+    HIPQ_ASSIGN_OR_RETURN(h1, conv1(be, x.t));
+    x = DeviceTensor{};
+  } else {  // x is the residual: kept to the end
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, norm1(be, x.t, /*silu=*/true));
+    HIPQ_ASSIGN_OR_RETURN(h1, conv1(be, h.t));
+  }
+  if (time_emb_proj && temb_silu) {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor t, (*time_emb_proj)(be, *temb_silu));  // [N, out]
+    kernels::Tensor t4 = t.t.reshape({t.t.dim(0), out, 1, 1});
+    HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, h1.t, t4, h1.t));
+  }
+  HIPQ_RETURN_IF_ERROR(norm2.in_place(be, h1.t, /*silu=*/true));
+  return conv2(be, h1.t, conv_shortcut ? &s.t : &x.t);
+}
+
 }  // namespace hipq::engine

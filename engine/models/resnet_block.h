@@ -30,6 +30,13 @@ struct ResnetBlock2D {
   // Returns [N, out, H, W].
   Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x,
                                const kernels::Tensor* temb_silu) const;
+  // forward() on an input the caller gives up: with a conv shortcut, the
+  // shortcut reads x first and norm1 then runs in place over it; norm2 runs in
+  // place over conv1's output. The same values as forward(), at most
+  // in + 2 * out channels held (forward(): 2 * in + out), which is what
+  // bounds the VAE decode's widest moment (docs/memory.md).
+  Result<DeviceTensor> forward_consuming(kernels::Backend& be, DeviceTensor x,
+                                         const kernels::Tensor* temb_silu) const;
 };
 
 }  // namespace hipq::engine

@@ -1,6 +1,7 @@
 #include "engine/models/vae.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/models/config_json.h"
 #include "engine/models/vae_encoder.h"
@@ -182,21 +183,220 @@ Result<DeviceTensor> VaeDecoder::decode_tile(kernels::Backend& be, const Tensor&
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor zc, contiguous_copy(be, z, dtype_));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor pq, post_quant_conv_(be, zc.t));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, conv_in_(be, pq.t));
-  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward(be, h.t, nullptr));
+  pq = DeviceTensor{};
+  zc = DeviceTensor{};
+  // Each activation goes to the next layer and is released (or overwritten
+  // in place) as soon as it is read: at 1024 px one fp32 activation of 256
+  // channels is 1 GiB (docs/memory.md).
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward_consuming(be, std::move(h), nullptr));
   if (cfg_.mid_block_add_attention) {
     HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t));
   }
-  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward(be, h.t, nullptr));
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward_consuming(be, std::move(h), nullptr));
   for (const UpBlock& blk : up_) {
     for (const ResnetBlock2D& r : blk.resnets) {
-      HIPQ_ASSIGN_OR_RETURN(h, r.forward(be, h.t, nullptr));
+      HIPQ_ASSIGN_OR_RETURN(h, r.forward_consuming(be, std::move(h), nullptr));
     }
     for (const Upsample2D& u : blk.upsamplers) {
       HIPQ_ASSIGN_OR_RETURN(h, u.forward(be, h.t));
     }
   }
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor o, norm_out_(be, h.t, /*silu=*/true));
-  return conv_out_(be, o.t);
+  HIPQ_RETURN_IF_ERROR(norm_out_.in_place(be, h.t, /*silu=*/true));
+  return conv_out_(be, h.t);
+}
+
+// The tiles of a tiled decode, in latent pixels: origins every `step`, each
+// tile_lat wide (clipped at the edge); tile (a, b) owns the latent rows
+// [a * step, min((a + 1) * step, lh)) and columns alike, so the owned regions
+// partition the latent.
+struct VaeDecoder::TileGrid {
+  int64_t lh = 0, lw = 0, tile_lat = 0, step = 0;
+  std::vector<int64_t> rows, cols;  // origins
+  int64_t extent(int64_t origin, int64_t size) const { return std::min(tile_lat, size - origin); }
+  int64_t owned_end(int64_t origin, int64_t size) const { return std::min(origin + step, size); }
+};
+
+namespace {
+
+// Per (image, group) count, mean and M2 of the whole image, merged from
+// tile partials in a fixed order (Chan et al., fp64).
+struct GroupMoments {
+  std::vector<double> n, mean, m2;
+  explicit GroupMoments(size_t groups) : n(groups, 0.0), mean(groups, 0.0), m2(groups, 0.0) {}
+  void merge(size_t g, double nb, double mb, double m2b) {
+    if (nb == 0) return;
+    const double na = n[g], nn = na + nb, d = mb - mean[g];
+    mean[g] += d * nb / nn;
+    m2[g] += m2b + d * d * na * nb / nn;
+    n[g] = nn;
+  }
+};
+
+// Adds the moments of x's region [y0, y1) x [x0, x1) (x: [N, C, H, W] fp32
+// on the host) to m, two passes per (image, group).
+void add_region_moments(const std::vector<float>& x, const std::vector<int64_t>& shape, int groups, int64_t y0,
+                        int64_t y1, int64_t x0, int64_t x1, GroupMoments& m) {
+  const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3], cpg = C / groups;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t g = 0; g < groups; ++g) {
+      double sum = 0;
+      int64_t cnt = 0;
+      for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
+        for (int64_t y = y0; y < y1; ++y) {
+          const float* row = x.data() + ((b * C + c) * H + y) * W;
+          for (int64_t i = x0; i < x1; ++i) sum += row[i];
+          cnt += x1 - x0;
+        }
+      if (cnt == 0) continue;
+      const double mean = sum / static_cast<double>(cnt);
+      double m2 = 0;
+      for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
+        for (int64_t y = y0; y < y1; ++y) {
+          const float* row = x.data() + ((b * C + c) * H + y) * W;
+          for (int64_t i = x0; i < x1; ++i) {
+            const double d = row[i] - mean;
+            m2 += d * d;
+          }
+        }
+      m.merge(static_cast<size_t>(b * groups + g), static_cast<double>(cnt), mean, m2);
+    }
+}
+
+// x (on the device) normalised in place with the moments m, as GroupNorm
+// does with its own: x * a[c] + b[c] (a = gamma / std, b = beta - mean * a),
+// then SiLU.
+Status apply_group_norm(kernels::Backend& be, const GroupNorm& gn, const GroupMoments& m, Tensor& x, bool silu) {
+  const int64_t N = x.dim(0), C = x.dim(1), cpg = C / gn.groups;
+  HIPQ_ASSIGN_OR_RETURN(std::vector<float> gamma, to_host_f32(be, gn.weight));
+  HIPQ_ASSIGN_OR_RETURN(std::vector<float> beta, to_host_f32(be, gn.bias));
+  std::vector<float> a(static_cast<size_t>(N * C)), b(a.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const size_t g = static_cast<size_t>(n * gn.groups + c / cpg);
+      const double rstd = 1.0 / std::sqrt(m.m2[g] / m.n[g] + static_cast<double>(gn.eps));
+      a[static_cast<size_t>(n * C + c)] = static_cast<float>(rstd * gamma[static_cast<size_t>(c)]);
+      b[static_cast<size_t>(n * C + c)] =
+          static_cast<float>(beta[static_cast<size_t>(c)] - m.mean[g] * rstd * gamma[static_cast<size_t>(c)]);
+    }
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor ad, DeviceTensor::from_host(be, a.data(), {N, C, 1, 1}, x.dtype));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor bd, DeviceTensor::from_host(be, b.data(), {N, C, 1, 1}, x.dtype));
+  HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kMul, x, ad.t, x));
+  HIPQ_RETURN_IF_ERROR(be.binary(kernels::BinaryOp::kAdd, x, bd.t, x));
+  if (silu) HIPQ_RETURN_IF_ERROR(be.unary(kernels::UnaryOp::kSilu, x, x));
+  return Status::Ok();
+}
+
+// A host activation and its shape: where a tile waits between group norms.
+struct Parked {
+  std::vector<float> v;
+  std::vector<int64_t> shape;
+};
+
+Result<Parked> park(kernels::Backend& be, const Tensor& t) {
+  Parked p;
+  HIPQ_ASSIGN_OR_RETURN(p.v, to_host_f32(be, t));
+  p.shape = t.shape_vec();
+  return p;
+}
+
+}  // namespace
+
+Result<std::vector<float>> VaeDecoder::decode_mid(kernels::Backend& be, const Tensor& z) const {
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor zc, contiguous_copy(be, z, dtype_));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor pq, post_quant_conv_(be, zc.t));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, conv_in_(be, pq.t));
+  pq = DeviceTensor{};
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res0_.forward_consuming(be, std::move(h), nullptr));
+  if (cfg_.mid_block_add_attention) {
+    HIPQ_ASSIGN_OR_RETURN(h, mid_attn_.forward(be, h.t));
+  }
+  HIPQ_ASSIGN_OR_RETURN(h, mid_res1_.forward_consuming(be, std::move(h), nullptr));
+  return to_host_f32(be, h.t);
+}
+
+Result<std::vector<std::vector<float>>> VaeDecoder::decode_tiles_whole_norms(kernels::Backend& be, const Tensor& z,
+                                                                             const TileGrid& grid) const {
+  const int64_t n = z.dim(0), top = cfg_.block_out_channels.back();
+  const int groups = cfg_.norm_num_groups;
+  HIPQ_ASSIGN_OR_RETURN(std::vector<float> mid, decode_mid(be, z));
+  struct TileState {
+    int64_t i, j, th, tw;            // latent origin and size
+    int64_t oh, ow;                  // owned latent rows / columns from the origin
+    Parked cur, res;
+  };
+  std::vector<TileState> tiles;
+  for (int64_t i : grid.rows)
+    for (int64_t j : grid.cols) {
+      TileState t{i, j, grid.extent(i, grid.lh), grid.extent(j, grid.lw), grid.owned_end(i, grid.lh) - i,
+                  grid.owned_end(j, grid.lw) - j, {}, {}};
+      t.cur.shape = {n, top, t.th, t.tw};
+      t.cur.v.resize(static_cast<size_t>(n * top * t.th * t.tw));
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t c = 0; c < top; ++c)
+          for (int64_t y = 0; y < t.th; ++y)
+            std::copy_n(mid.data() + ((b * top + c) * grid.lh + i + y) * grid.lw + j, t.tw,
+                        t.cur.v.data() + ((b * top + c) * t.th + y) * t.tw);
+      tiles.push_back(std::move(t));
+    }
+  mid = {};
+  int64_t scale = 1;  // pixels of the current level per latent pixel
+  // The whole image's moments of every tile's `cur`, each over its own region.
+  auto moments = [&]() {
+    GroupMoments m(static_cast<size_t>(n * groups));
+    for (const TileState& t : tiles)
+      add_region_moments(t.cur.v, t.cur.shape, groups, 0, t.oh * scale, 0, t.ow * scale, m);
+    return m;
+  };
+  auto upload = [&](const Parked& p) { return DeviceTensor::from_host(be, p.v.data(), p.shape, dtype_); };
+  for (const UpBlock& blk : up_) {
+    for (size_t r = 0; r < blk.resnets.size(); ++r) {
+      const ResnetBlock2D& res = blk.resnets[r];
+      // norm1 -> conv1 (the residual, or the shortcut's output, parked).
+      const GroupMoments m1 = moments();
+      for (TileState& t : tiles) {
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor x, upload(t.cur));
+        if (res.conv_shortcut) {
+          HIPQ_ASSIGN_OR_RETURN(DeviceTensor s, (*res.conv_shortcut)(be, x.t));
+          HIPQ_ASSIGN_OR_RETURN(t.res, park(be, s.t));
+        } else {
+          t.res = std::move(t.cur);
+        }
+        HIPQ_RETURN_IF_ERROR(apply_group_norm(be, res.norm1, m1, x.t, /*silu=*/true));
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, res.conv1(be, x.t));
+        x = DeviceTensor{};
+        HIPQ_ASSIGN_OR_RETURN(t.cur, park(be, h1.t));
+      }
+      // norm2 -> conv2 + residual (-> the upsampler after the block's last resnet).
+      const GroupMoments m2 = moments();
+      const bool last = r + 1 == blk.resnets.size();
+      for (TileState& t : tiles) {
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, upload(t.cur));
+        HIPQ_RETURN_IF_ERROR(apply_group_norm(be, res.norm2, m2, h.t, /*silu=*/true));
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor rd, upload(t.res));
+        t.res = Parked{};
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor out, res.conv2(be, h.t, &rd.t));
+        h = DeviceTensor{};
+        rd = DeviceTensor{};
+        if (last)
+          for (const Upsample2D& u : blk.upsamplers) {
+            HIPQ_ASSIGN_OR_RETURN(out, u.forward(be, out.t));
+          }
+        HIPQ_ASSIGN_OR_RETURN(t.cur, park(be, out.t));
+      }
+    }
+    if (!blk.upsamplers.empty()) scale *= 2;
+  }
+  const GroupMoments mo = moments();
+  std::vector<std::vector<float>> images;
+  for (TileState& t : tiles) {
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h, upload(t.cur));
+    t.cur = Parked{};
+    HIPQ_RETURN_IF_ERROR(apply_group_norm(be, norm_out_, mo, h.t, /*silu=*/true));
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor o, conv_out_(be, h.t));
+    HIPQ_ASSIGN_OR_RETURN(std::vector<float> px, to_host_f32(be, o.t));
+    images.push_back(std::move(px));
+  }
+  return images;
 }
 
 Result<DeviceTensor> VaeDecoder::decode(kernels::Backend& be, const Tensor& z, const VaeTiling& tiling) const {
@@ -222,16 +422,34 @@ Result<DeviceTensor> VaeDecoder::decode(kernels::Backend& be, const Tensor& z, c
     int64_t h = 0, w = 0;
     float& at(int64_t b, int64_t c, int64_t y, int64_t x, int64_t chs) { return px[((b * chs + c) * h + y) * w + x]; }
   };
+  TileGrid grid;
+  grid.lh = lh;
+  grid.lw = lw;
+  grid.tile_lat = tile_lat;
+  grid.step = step;
+  for (int64_t i = 0; i < lh; i += step) grid.rows.push_back(i);
+  for (int64_t j = 0; j < lw; j += step) grid.cols.push_back(j);
+  std::vector<std::vector<float>> lockstep;
+  if (tiling.whole_image_norms) {
+    HIPQ_ASSIGN_OR_RETURN(lockstep, decode_tiles_whole_norms(be, z, grid));
+  }
   std::vector<std::vector<Tile>> rows;
-  for (int64_t i = 0; i < lh; i += step) {
+  size_t k = 0;
+  for (int64_t i : grid.rows) {
     std::vector<Tile> row;
-    for (int64_t j = 0; j < lw; j += step) {
-      Tensor zt = z.slice(2, i, std::min(tile_lat, lh - i)).slice(3, j, std::min(tile_lat, lw - j));
-      HIPQ_ASSIGN_OR_RETURN(DeviceTensor d, decode_tile(be, zt));
+    for (int64_t j : grid.cols) {
       Tile t;
-      t.h = d.t.dim(2);
-      t.w = d.t.dim(3);
-      HIPQ_ASSIGN_OR_RETURN(t.px, to_host_f32(be, d.t));
+      if (tiling.whole_image_norms) {
+        t.h = grid.extent(i, lh) * f;
+        t.w = grid.extent(j, lw) * f;
+        t.px = std::move(lockstep[k++]);
+      } else {
+        Tensor zt = z.slice(2, i, grid.extent(i, lh)).slice(3, j, grid.extent(j, lw));
+        HIPQ_ASSIGN_OR_RETURN(DeviceTensor d, decode_tile(be, zt));
+        t.h = d.t.dim(2);
+        t.w = d.t.dim(3);
+        HIPQ_ASSIGN_OR_RETURN(t.px, to_host_f32(be, d.t));
+      }
       row.push_back(std::move(t));
     }
     rows.push_back(std::move(row));

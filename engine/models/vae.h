@@ -82,6 +82,14 @@ struct VaeTiling {
   bool enabled = false;
   int64_t tile_sample_size = 0;  // pixels; 0 = config sample_size (diffusers' default)
   float overlap = 0.25f;         // diffusers' tile_overlap_factor
+  // The low placement's tiles: the mid block runs on the whole latent, then
+  // the tiles go through the up blocks in lockstep, every group norm with
+  // the whole image's statistics (each tile's partial sums over the latent
+  // region it owns, merged in fp64 in raster order); tile activations wait
+  // in host memory between norms, one tile on the device at a time. The
+  // tiles and their blending are diffusers' (below). false: diffusers' own
+  // tiled_decode, each tile decoded alone (its goldens).
+  bool whole_image_norms = false;
 };
 
 class VaeDecoder {
@@ -105,6 +113,13 @@ class VaeDecoder {
   };
   static Status bind_decoder(VaeDecoder& m, WeightBinder& b);
   Result<DeviceTensor> decode_tile(kernels::Backend& be, const kernels::Tensor& z) const;
+  // post_quant_conv, conv_in and the mid block on the whole latent (fp32 on the host).
+  Result<std::vector<float>> decode_mid(kernels::Backend& be, const kernels::Tensor& z) const;
+  struct TileGrid;
+  // Every tile's image (fp32, [N, out, h, w]) of the grid, decoded in
+  // lockstep with the whole image's group-norm statistics (VaeTiling).
+  Result<std::vector<std::vector<float>>> decode_tiles_whole_norms(kernels::Backend& be, const kernels::Tensor& z,
+                                                                   const TileGrid& grid) const;
 
   VaeConfig cfg_;
   kernels::DType dtype_ = kernels::DType::kF32;

@@ -2,6 +2,9 @@
 // Implicit GEMM over tiles of output pixels: for each tile a small column
 // block [C*kh*kw, P] is built (never the whole im2col matrix) and multiplied
 // by the weights [O, C*kh*kw] in depth blocks, tiles spread over the pool.
+// With upsample_x2 the column block reads x's pixel (iy / 2, ix / 2) for the
+// upsampled input's (iy, ix): the same values as the conv of the upsampled
+// tensor, in the same order.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -59,7 +62,9 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
   if (o.stride < 1 || o.padding < 0)
     return invalid(op, "stride must be >= 1 and padding >= 0 (got stride " + std::to_string(o.stride) +
                            ", padding " + std::to_string(o.padding) + ")");
-  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int up = o.upsample_x2 ? 1 : 0;
+  // H, W: the input the conv sees (the upsampled one with upsample_x2); Ws: x's row.
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2] << up, W = x.shape[3] << up, Ws = x.shape[3];
   const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3];
   if (w.shape[1] != C)
     return invalid(op, "operand 'w' " + w.describe() + " expects " + std::to_string(w.shape[1]) +
@@ -101,7 +106,7 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
   P = std::clamp<int64_t>((P + 15) / 16 * 16, 16, 128);
   const bool use_tile = tile_kernel_available();
   const int64_t tiles_per_image = (HW + P - 1) / P;
-  const bool direct_1x1 = KH == 1 && KW == 1 && s == 1 && pad == 0;
+  const bool direct_1x1 = KH == 1 && KW == 1 && s == 1 && pad == 0 && up == 0;
 
   ThreadPool::global().parallel_for(N * tiles_per_image, 1, [&](int64_t t0, int64_t t1) {
     float* col = scratch(0, static_cast<size_t>(std::min(CK, kBlockK) * P));
@@ -110,7 +115,7 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
       const int64_t n = t / tiles_per_image;
       const int64_t p0 = (t % tiles_per_image) * P;
       const int64_t np = std::min(P, HW - p0);
-      const float* xn = X + n * C * H * W;
+      const float* xn = X + n * C * x.shape[2] * Ws;
       std::memset(acc, 0, static_cast<size_t>(O * P) * sizeof(float));
       for (int64_t k0 = 0; k0 < CK; k0 += kBlockK) {
         const int64_t kb = std::min(kBlockK, CK - k0);
@@ -121,11 +126,11 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
             std::memcpy(ck, xn + kk * H * W + p0, static_cast<size_t>(np) * sizeof(float));
           } else {
             const int64_t c = kk / (KH * KW), ky = (kk / KW) % KH, kx = kk % KW;
-            const float* xc = xn + c * H * W;
+            const float* xc = xn + c * x.shape[2] * Ws;
             for (int64_t p = 0; p < np; ++p) {
               const int64_t oy = (p0 + p) / Wo, ox = (p0 + p) % Wo;
               const int64_t iy = oy * s - pad + ky, ix = ox * s - pad + kx;
-              ck[p] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? xc[iy * W + ix] : 0.0f;
+              ck[p] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? xc[(iy >> up) * Ws + (ix >> up)] : 0.0f;
             }
           }
           for (int64_t p = np; p < P; ++p) ck[p] = 0.0f;

@@ -38,10 +38,12 @@ struct WeightLoader {
   __device__ float operator()(int /*b*/, int m, int k) const { return dev::ld(w, dt, m * K + k); }
 };
 
+// H, W: the input the conv sees; up 1: x is [N, C, H / 2, W / 2], read as its
+// nearest 2x upsample (Conv2dOptions::upsample_x2).
 struct Im2colLoader {
   const void* x;
   int dt;
-  int C, H, W, Wo, KH, KW, stride, pad;
+  int C, H, W, Wo, KH, KW, stride, pad, up;
   __device__ float operator()(int b, int k, int p) const {
     const int khw = KH * KW;
     const int c = k / khw;
@@ -53,7 +55,7 @@ struct Im2colLoader {
     const int hi = ho * stride - pad + ky;
     const int wi = wo * stride - pad + kx;
     if (hi < 0 || hi >= H || wi < 0 || wi >= W) return 0.0f;
-    return dev::ld(x, dt, ((static_cast<int64_t>(b) * C + c) * H + hi) * W + wi);
+    return dev::ld(x, dt, ((static_cast<int64_t>(b) * C + c) * (H >> up) + (hi >> up)) * (W >> up) + (wi >> up));
   }
 };
 
@@ -104,6 +106,32 @@ __global__ void nchw_to_nhwc(const T* __restrict__ x, T* __restrict__ y, int C, 
   for (int r = threadIdx.y; r < 32; r += 8) {
     const int c = c0 + r, p = p0 + threadIdx.x;
     if (c < C && p < HW) t[r][threadIdx.x] = x[img_in + static_cast<int64_t>(c) * cstride + p];
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int p = p0 + r, c = c0 + threadIdx.x;
+    if (c < C && p < HW) y[img + static_cast<int64_t>(p) * C + c] = t[threadIdx.x][r];
+  }
+}
+
+// nchw_to_nhwc of x's nearest 2x upsample (Conv2dOptions::upsample_x2): a
+// band of HW pixels of the upsampled image (rows from `lo`, Wv wide) read
+// from x [N, C, Hs, Ws] at (row / 2, column / 2): the bits the copy of the
+// upsampled tensor would hold, with no full-size tensor made.
+template <typename T>
+__global__ void nchw_to_nhwc_up2(const T* __restrict__ x, T* __restrict__ y, int C, int HW, int Wv, int lo, int Hs,
+                                 int Ws) {
+  __shared__ T t[32][33];
+  const int64_t cstride = static_cast<int64_t>(Hs) * Ws;
+  const int64_t img_in = static_cast<int64_t>(blockIdx.z) * C * cstride;
+  const int64_t img = static_cast<int64_t>(blockIdx.z) * C * HW;
+  const int c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int c = c0 + r, p = p0 + threadIdx.x;
+    if (c < C && p < HW) {
+      const int row = lo + p / Wv, col = p % Wv;
+      t[r][threadIdx.x] = x[img_in + static_cast<int64_t>(c) * cstride + static_cast<int64_t>(row >> 1) * Ws + (col >> 1)];
+    }
   }
   __syncthreads();
   for (int r = threadIdx.y; r < 32; r += 8) {
@@ -529,11 +557,15 @@ int conv_band_rows(int Ho, int H, int KH, int64_t row_bytes, int bh, int Wo) {
 // batch; a 128-pixel tile is whole output rows or a piece of one). One image
 // larger than kConvStagingBytes goes in bands (above). `launched` stays
 // false, with nothing queued, when the tile cannot be laid out over Wo, TMA
-// cannot describe an operand or the pool cannot hold the copies.
+// cannot describe an operand or the pool cannot hold the copies. With
+// o.upsample_x2 the copies are of x's nearest 2x upsample (nchw_to_nhwc_up2),
+// the bands and everything after them those of the upsampled tensor.
 Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
                          int Ho, int Wo, const Conv2dOptions& o, bool& launched) {
   launched = false;
-  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  const int up = o.upsample_x2 ? 1 : 0;
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]) << up,
+            W = static_cast<int>(x.shape[3]) << up;
   const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]), K = C * KH * KW;
   constexpr int kBn = dev::Tma3xTf32Shape::BN;
   if (C % 32 != 0 || (static_cast<int64_t>(Ho) * Wo) % 8 != 0 || !dev::conv_tile_fits(kBn, Wo)) return Status::Ok();
@@ -591,8 +623,14 @@ Status conv_3xtf32_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, cons
     const int band_hw = in_rows * W;
     const int64_t elems = static_cast<int64_t>(N) * band_hw * C;
     dim3 tgrid((band_hw + 31) / 32, (C + 31) / 32, N);
-    nchw_to_nhwc<uint32_t><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(xin + static_cast<int64_t>(b.lo) * W,
-                                                                  static_cast<uint32_t*>(xb->data()), C, band_hw, HW);
+    const int lo = bands.size() == 1 ? 0 : b.lo;
+    if (up)
+      nchw_to_nhwc_up2<uint32_t><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(
+          xin, static_cast<uint32_t*>(xb->data()), C, band_hw, W, lo, static_cast<int>(x.shape[2]),
+          static_cast<int>(x.shape[3]));
+    else
+      nchw_to_nhwc<uint32_t><<<tgrid, dim3(32, 8), 0, ctx.stream>>>(xin + static_cast<int64_t>(b.lo) * W,
+                                                                    static_cast<uint32_t*>(xb->data()), C, band_hw, HW);
     HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
     dev::split_tf32_rows_kernel<<<ctx.grid_for(elems, 256), 256, 0, ctx.stream>>>(
         xbig, 0, C, 1, static_cast<int>(elems / C), C, C, elems, xbig, static_cast<float*>(xs->data()));
@@ -707,7 +745,9 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   if (o.stride < 1 || o.padding < 0)
     return Status::InvalidArgument("conv2d: stride must be >= 1 and padding >= 0 (got stride " +
                                    std::to_string(o.stride) + ", padding " + std::to_string(o.padding) + ")");
-  const int64_t N = x_in.shape[0], C = x_in.shape[1], H = x_in.shape[2], W = x_in.shape[3];
+  // H, W: the input the conv sees (x's nearest 2x upsample with upsample_x2).
+  const int up = o.upsample_x2 ? 1 : 0;
+  const int64_t N = x_in.shape[0], C = x_in.shape[1], H = x_in.shape[2] << up, W = x_in.shape[3] << up;
   const int64_t O = w_in.shape[0], KH = w_in.shape[2], KW = w_in.shape[3];
   if (w_in.shape[1] != C) return shape_mismatch("conv2d", "input channels of x and w differ", x_in, w_in);
   const int64_t Ho = (H + 2 * o.padding - KH) / o.stride + 1;
@@ -737,11 +777,51 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
     return Status::InvalidArgument("conv2d: problem too large for one launch: x " + x_in.describe());
   HIPQ_ASSIGN_OR_RETURN(Tensor x, contiguous_or_copy(ctx, x_in, x_hold));
   HIPQ_ASSIGN_OR_RETURN(Tensor w, contiguous_or_copy(ctx, w_in, w_hold));
+  [[maybe_unused]] const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
+  const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
+  if (up) {
+    // The routes that read x through Im2colLoader (the SIMT core: AMD, and
+    // fp32 with HIPQ_FP32_MATH=fma) and the fp32 conv on Hopper (its input
+    // copies are of the upsampled image) read the half-size x: the route the
+    // upsampled tensor would take, the same values. Every other route
+    // convolves the upsampled tensor, made here.
+    bool generic = !(ctx.dot2_f16 && mma_dtype == dev::kDtF16 && C % 8 == 0);
+#if HIPQ_VENDOR_NVIDIA
+    if (ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31))
+      generic = false;
+    if (ctx.matrix_units && mma_dtype >= 0) generic = false;
+    if (ctx.fp32_3xtf32 && x.dtype == DType::kF32 && w.dtype == DType::kF32) {
+      generic = false;
+      bool launched = false;
+      if (ctx.switches.conv_nhwc && ctx.wgmma && ctx.switches.fp32_wgmma && o.stride == 1 && C % 32 == 0 &&
+          !plain_1x1)
+        HIPQ_RETURN_IF_ERROR(conv_3xtf32_wgmma(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
+                                               static_cast<int>(Ho), static_cast<int>(Wo), o, launched));
+      if (launched) return Status::Ok();
+    }
+#endif
+    if (generic) {
+      WeightLoader la{w.data, static_cast<int>(w.dtype), C * KH * KW};
+      Im2colLoader lb{x.data, static_cast<int>(x.dtype), static_cast<int>(C), static_cast<int>(H),
+                      static_cast<int>(W), static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW),
+                      o.stride, o.padding, 1};
+      const hipError_t launched = dev::launch_gemm</*kAllowMma=*/false, /*kAllowDot2=*/false>(
+          ctx.stream, ctx.multiprocessors, ctx.matrix_units, /*dot2_ok=*/false, mma_dtype, static_cast<int>(N),
+          static_cast<int>(O), static_cast<int>(Ho * Wo), static_cast<int>(C * KH * KW), la, true, lb, false, ep);
+      HIPQ_HIP_RETURN_IF_ERROR(launched);
+      return Status::Ok();
+    }
+    HIPQ_ASSIGN_OR_RETURN(Buffer up_hold, ctx.backend->allocate(x.nbytes() * 4));
+    Tensor xu = up_hold.tensor(x.dtype, {N, C, H, W});
+    HIPQ_RETURN_IF_ERROR(hip_upsample_nearest2x(ctx, x, xu));
+    Conv2dOptions plain = o;
+    plain.upsample_x2 = false;
+    return hip_conv2d(ctx, xu, w, y, plain);
+  }
   const int64_t K = C * KH * KW;
   WeightLoader la{w.data, static_cast<int>(w.dtype), K};
   Im2colLoader lb{x.data, static_cast<int>(x.dtype), static_cast<int>(C), static_cast<int>(H), static_cast<int>(W),
-                  static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding};
-  const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
+                  static_cast<int>(Wo), static_cast<int>(KH), static_cast<int>(KW), o.stride, o.padding, 0};
   // f16 on the packed-half kernel (HipContext::dot2_f16) over NHWC operands
   // where C allows; other convs (SDXL: only conv_in, C = 4) take the route
   // they take without it.
@@ -769,7 +849,6 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   // fp32 x and w: 3xTF32 on the matrix units, unless HIPQ_FP32_MATH=fma;
   // through NHWC operands where C allows it and the input is not already a
   // plain matrix (1x1, stride 1, no padding), unless HIPQ_CONV_NHWC=0.
-  const bool plain_1x1 = KH == 1 && KW == 1 && o.stride == 1 && o.padding == 0;
   if (ctx.fp32_3xtf32 && ctx.switches.conv_nhwc && x.dtype == DType::kF32 && w.dtype == DType::kF32 && C % 32 == 0 &&
       !plain_1x1) {
     const Status nhwc = launch_conv_3xtf32_nhwc(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),

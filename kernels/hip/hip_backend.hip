@@ -508,6 +508,9 @@ class HipBackend final : public Backend {
 #endif
     ctx_.dot2_f16 = dot2_f16_from_env(/*amd=*/!HIPQ_VENDOR_NVIDIA);
     info_.keeps_conv_weight_forms = ctx_.wgmma || ctx_.dot2_f16;
+    // conv2d.hip: the SIMT core and the Hopper fp32 route read the half-size input.
+    info_.fp32_conv_reads_upsampled =
+        !ctx_.fp32_3xtf32 || (ctx_.wgmma && ctx_.switches.fp32_wgmma && ctx_.switches.conv_nhwc);
     info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);
 #if defined(HIPQ_HAVE_SM90A)
     constexpr bool sm90a_build = true;

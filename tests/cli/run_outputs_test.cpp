@@ -240,5 +240,51 @@ prompts: [a red fox sleeping in the snow]
   EXPECT_EQ(j["groups"][0]["key"]["mode"], "img2img") << j.dump(1);
 }
 
+// A manifest's refiner reaches the worker: the worker loads the refiner beside
+// the base from its model cache, the job runs base then refiner, the PNG
+// names the refiner and its switch point, and `hipq stats` calls it a refiner
+// run.
+TEST(RunOutputsTest, AManifestsRefinerRunsOnTheWorkerBesideTheBase) {
+  const fs::path dir = temp_dir("refiner");
+  const std::string manifest = R"(batch: refined
+model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 64
+  steps: 4
+  refiner: {model: synthetic:tiny-sdxl-refiner, switch_at: 0.5}
+parity: {golden: none}
+outputs: {directory: out, save: [png, timings], layout: "{prompt}"}
+prompts: [a red fox sleeping in the snow]
+)";
+  ASSERT_TRUE(write_file_atomic(dir / "m.yaml", manifest).ok());
+  const std::string db = (dir / "hipq.db").string();
+  CmdResult r = hipq("run " + (dir / "m.yaml").string() + " --db " + db + " --backend cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  auto opened = db::Database::open_and_migrate(db);
+  ASSERT_TRUE(opened.ok());
+  db::JobStore store(**opened);
+  auto jobs = store.list_jobs(1);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  const db::JobRecord& job = jobs->front();
+  EXPECT_EQ(job.state, db::JobState::kDone) << r.out;
+  const fs::path png = dir / "out" / "0" / ("refined-j" + std::to_string(job.id) + "-s0.png");
+  auto bytes = read_file(png);
+  ASSERT_TRUE(bytes.ok()) << png << "\n" << r.out;
+  auto text = hipq::testing::read_png_text_with_libpng(*bytes);
+  ASSERT_TRUE(text.error.empty()) << text.error;
+  const std::string& params = text.text["parameters"];
+  EXPECT_NE(params.find("Refiner: "), std::string::npos) << params;
+  EXPECT_NE(params.find("Refiner switch at: 0.5"), std::string::npos) << params;
+
+  CmdResult s = hipq("stats --db " + db + " --group-by mode --phase denoise --format json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  auto j = nlohmann::json::parse(s.out.substr(s.out.find('{')));
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["groups"][0]["key"]["mode"], "refiner") << j.dump(1);
+}
+
 }  // namespace
 }  // namespace hipq::cli

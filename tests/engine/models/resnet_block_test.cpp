@@ -59,6 +59,47 @@ void check(int64_t in, int64_t out, int64_t tdim) {
 TEST(ResnetBlock2DTest, ChannelChangeWithTimeEmbeddingMatchesNaive) { check(4, 6, 5); }
 TEST(ResnetBlock2DTest, SameChannelsWithoutTimeEmbeddingMatchesNaive) { check(4, 4, 0); }
 
+// forward_consuming: the bits of forward(), holding less: with a conv
+// shortcut x is normalised in place after the shortcut has read it (x + s +
+// conv1's output, 64 + 32 + 32 channels, against forward()'s x + norm1 +
+// conv1's output, 64 + 64 + 32), and norm2 runs in place.
+TEST(ResnetBlock2DTest, ConsumingForwardIsTheSameBitsInLessMemory) {
+  for (int64_t out : {32, 64}) {
+    SCOPED_TRACE(out);
+    const int64_t in = 64, n = 1, h = 32, wd = 32;
+    SpecRecorder rec;
+    ASSERT_TRUE(ResnetBlock2D::bind(rec, "r", in, out, 0, 32, 1e-6f).ok());
+    auto w = random_weights(rec.specs(), 11);
+    auto be = cpu_backend();
+    WeightLoader loader(*w, *be, kernels::DType::kF32);
+    auto blk = ResnetBlock2D::bind(loader, "r", in, out, 0, 32, 1e-6f);
+    ASSERT_TRUE(blk.ok()) << blk.status().ToString();
+    std::mt19937 rng(5);
+    Vec x = random_vec(rng, static_cast<size_t>(n * in * h * wd));
+    DeviceTensor xd = upload(*be, x, {n, in, h, wd});
+    int64_t base = be->bytes_in_use();
+    be->reset_peak();
+    auto y = blk->forward(*be, xd.t, nullptr);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    const int64_t held = be->peak_bytes() - base;
+    xd = DeviceTensor{};
+    DeviceTensor x2 = upload(*be, x, {n, in, h, wd});
+    base = be->bytes_in_use();
+    be->reset_peak();
+    auto y2 = blk->forward_consuming(*be, std::move(x2), nullptr);
+    ASSERT_TRUE(y2.ok()) << y2.status().ToString();
+    const int64_t held_consuming = be->peak_bytes() - base;
+    EXPECT_EQ(download(*be, y2->t), download(*be, y->t));
+    const int64_t channel = h * wd * 4;
+    if (out != in) {
+      EXPECT_EQ(held, (in + out) * channel);  // norm1's output and conv1's
+      EXPECT_EQ(held_consuming, 2 * out * channel);  // the shortcut's and conv1's, x normalised in place
+    } else {
+      EXPECT_LE(held_consuming, held);  // x is the residual: kept, norm2 in place
+    }
+  }
+}
+
 TEST(ResnetBlock2DTest, DeclaresDiffusersKeys) {
   SpecRecorder rec;
   ASSERT_TRUE(ResnetBlock2D::bind(rec, "down_blocks.0.resnets.1", 4, 8, 16, 2, 1e-5f).ok());

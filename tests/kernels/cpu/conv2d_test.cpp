@@ -1,5 +1,7 @@
 #include "kernels/cpu/ops.h"
 
+#include <cmath>
+
 #include "cpu_test_util.h"
 
 namespace hipq::kernels {
@@ -42,6 +44,34 @@ TEST(CpuConv2d, ChannelsSumAndResidualIsAdded) {
   o.residual = &res.t;
   ASSERT_TRUE(cpu::conv2d(x.t, w.t, y.t, o).ok());
   EXPECT_VALUES_NEAR(y.values(), (std::vector<float>{13, 13, 13, 13, 19, 19, 19, 19}), 0);
+}
+
+TEST(CpuConv2d, UpsampledInputIsBitwiseTheConvOfTheUpsampledTensor) {
+  // An odd-sized input with values that do not sum exactly in any order.
+  const int64_t C = 5, H = 7, W = 9, O = 6;
+  std::vector<float> xv(static_cast<size_t>(2 * C * H * W)), wv(static_cast<size_t>(O * C * 9)), bv(O);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.37f * static_cast<float>(i)) * 1.7f;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(0.91f * static_cast<float>(i)) / 3.1f;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  auto x = make({2, C, H, W}, xv);
+  auto w = make({O, C, 3, 3}, wv);
+  auto bias = make({O}, bv);
+  auto res = make({2, O, 2 * H, 2 * W}, {0.25f, -1.5f, 3.0f});
+  auto xu = zeros({2, C, 2 * H, 2 * W});
+  ASSERT_TRUE(cpu::upsample_nearest2x(x.t, xu.t).ok());
+  Conv2dOptions o;
+  o.padding = 1;
+  o.bias = &bias.t;
+  o.residual = &res.t;
+  auto want = zeros({2, O, 2 * H, 2 * W});
+  ASSERT_TRUE(cpu::conv2d(xu.t, w.t, want.t, o).ok());
+  o.upsample_x2 = true;
+  auto got = zeros({2, O, 2 * H, 2 * W});
+  ASSERT_TRUE(cpu::conv2d(x.t, w.t, got.t, o).ok());
+  EXPECT_EQ(got.values(), want.values());
+  // The output is the upsampled input's: the half size is refused.
+  auto half = zeros({2, O, H, W});
+  EXPECT_EQ(cpu::conv2d(x.t, w.t, half.t, o).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CpuConv2d, ChannelMismatchAndBadOutputShapeAreInvalidArgument) {

@@ -163,7 +163,7 @@ ParityCase matmul_fp8_case(DType dt, const std::string& tag, const Fp8Spec& s, b
 // ---- conv2d -----------------------------------------------------------------
 ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O,
                      int64_t k, int stride, int pad, bool bias, bool residual, bool heavy = false,
-                     bool strided_x = false) {
+                     bool strided_x = false, bool upsample_x2 = false) {
   ParityCase c = base("conv2d", dt, tag, heavy);
   InputSpec x = input("x", dt, {N, C, H, W});
   if (strided_x) {  // x is a channel slice of a wider tensor (e.g. a skip concat)
@@ -173,7 +173,8 @@ ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int
   // Kaiming-like weight range keeps outputs O(1) for any fan-in.
   const double wr = std::sqrt(3.0 / static_cast<double>(C * k * k));
   c.inputs = {x, input("w", dt, {O, C, k, k}, -wr, wr)};
-  const int64_t Ho = (H + 2 * pad - k) / stride + 1, Wo = (W + 2 * pad - k) / stride + 1;
+  const int up = upsample_x2 ? 1 : 0;  // the conv sees x upsampled 2x (nearest)
+  const int64_t Ho = ((H << up) + 2 * pad - k) / stride + 1, Wo = ((W << up) + 2 * pad - k) / stride + 1;
   c.out_shape = {N, O, Ho, Wo};
   int bias_i = -1, res_i = -1;
   if (bias) {
@@ -190,12 +191,13 @@ ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int
     o.padding = pad;
     o.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
     o.residual = res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr;
+    o.upsample_x2 = upsample_x2;
     return be.conv2d(in[0], in[1], out, o);
   };
   const std::vector<int64_t> out_shape = c.out_shape;
   c.reference = [=](const std::vector<Tensor>& in) {
     return ref::conv2d(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
-                       res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, stride, pad, out_shape);
+                       res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, stride, pad, out_shape, upsample_x2);
   };
   return c;
 }
@@ -538,6 +540,11 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "c64_1x128x16x16_o64_k3_s2_p1_bias", 1, 128, 16, 16, 64, 3, 2, 1, true, false));
     v.push_back(conv_case(dt, "c64_2x64x8x8_o136_k1_bias", 2, 64, 8, 8, 136, 1, 1, 0, true, false));
     v.push_back(conv_case(dt, "c64_1x64x9x16_o64_k3_p1_strided_x", 1, 64, 9, 16, 64, 3, 1, 1, false, false, false, true));
+    // The upsampler's conv reading the half-size input (upsample_x2): odd sizes, a residual,
+    // C a multiple of 32 and 64 (the NHWC routes), two images.
+    v.push_back(conv_case(dt, "up2_1x3x5x7_o4_k3_p1_bias", 1, 3, 5, 7, 4, 3, 1, 1, true, false, false, false, true));
+    v.push_back(conv_case(dt, "up2_2x64x6x5_o40_k3_p1_bias_res", 2, 64, 6, 5, 40, 3, 1, 1, true, true, false, false,
+                          true));
     // Stride 1 on Hopper goes through the TMA kernel's im2col boxes when a tile can be whole output
     // rows (12x10 above: 16 rows of 10 in a 160-wide tile, the last tile past the image) or a piece of
     // one (Wo = 256: two 128-pixel pieces a row, x0 = 128 in the second); several 64-channel blocks a
@@ -682,6 +689,9 @@ void add_heavy(std::vector<ParityCase>& v) {
     v.push_back(conv_case(dt, "sdxl_2x640x32x32_o1280_k1_skip", 2, 640, 32, 32, 1280, 1, 1, 0, true, false, true));
     v.push_back(conv_case(dt, "vae_1x512x128x128_o512_k3_p1", 1, 512, 128, 128, 512, 3, 1, 1, true, false, true));
     v.push_back(conv_case(dt, "vae_1x256x512x512_o256_k3_p1", 1, 256, 512, 512, 256, 3, 1, 1, true, false, true));
+    // The VAE's last upsampler, fused (upsample_x2): 512 px in, 1024 px out, in bands in fp32.
+    v.push_back(conv_case(dt, "vae_up2_1x256x512x512_o256_k3_p1", 1, 256, 512, 512, 256, 3, 1, 1, true, false, true,
+                          false, true));
     // The VAE's top level: fp32 runs it in bands of output rows (conv2d.hip,
     // kConvStagingBytes), five here, the last one short, with the residual.
     if (dt == DType::kF32)

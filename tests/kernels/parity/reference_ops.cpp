@@ -174,20 +174,22 @@ ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const
 }
 
 ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
-                 int stride, int padding, const std::vector<int64_t>& out_shape) {
+                 int stride, int padding, const std::vector<int64_t>& out_shape, bool upsample_x2) {
+  const int up = upsample_x2 ? 1 : 0;
   const bool has_bias = bias, has_res = residual;
   Tensor bias_v = bias ? *bias : Tensor{}, res_v = residual ? *residual : Tensor{};
   return [=](int64_t i) {
     std::vector<int64_t> idx = unflatten(i, out_shape);
     const int64_t n = idx[0], o = idx[1], oy = idx[2], ox = idx[3];
-    const int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], KH = w.shape[2], KW = w.shape[3];
+    // H, W: the input the conv sees (x upsampled 2x, nearest, with upsample_x2).
+    const int64_t C = x.shape[1], H = x.shape[2] << up, W = x.shape[3] << up, KH = w.shape[2], KW = w.shape[3];
     double s = 0;
     for (int64_t c = 0; c < C; ++c)
       for (int64_t ky = 0; ky < KH; ++ky)
         for (int64_t kx = 0; kx < KW; ++kx) {
           const int64_t iy = oy * stride - padding + ky, ix = ox * stride - padding + kx;
           if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-          s += at(x, {n, c, iy, ix}) * at(w, {o, c, ky, kx});
+          s += at(x, {n, c, iy >> up, ix >> up}) * at(w, {o, c, ky, kx});
         }
     if (has_bias) s += at(bias_v, {o});
     if (has_res) s += at_vec(res_v, idx);
