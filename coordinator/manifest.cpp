@@ -668,7 +668,18 @@ class Parser {
     }
     if (d.count("loras")) parse_loras(d["loras"].value, out);
     parse_img2img(d, out);
-    if (d.count("refiner")) parse_refiner(d["refiner"].value, out);
+    if (d.count("refiner")) {
+      parse_refiner(d["refiner"].value, out);
+      // What the base + refiner split implements (spec::GenerationSettings::validate).
+      const YAML::Node& r = d["refiner"].key;
+      const auto& split = spec::img2img_samplers();
+      if (!out.refiner.empty() && std::find(split.begin(), split.end(), out.sampler) == split.end())
+        p_.at(r, "defaults.refiner", "sampler '" + out.sampler + "' with a refiner is not implemented (its schedule "
+                                     "is not split between two models); base + refiner runs with " + join(split));
+      if (!out.refiner.empty() && d.count("init_image"))
+        p_.at(r, "defaults.refiner", "a refiner with init_image is not implemented: run the refiner itself as the "
+                                     "img2img model (model: the refiner, with init_image and strength)");
+    }
   }
 
   void parse_parity(const YAML::Node& n) {

@@ -159,7 +159,6 @@ defaults:
     - adapters/detail.safetensors
   init_image: inits/fox.png
   strength: 0.7
-  refiner: {model: synthetic:tiny-sdxl, switch_at: 0.75, aesthetic_score: 7}
 prompts:
   - a fox
   - a hare
@@ -175,10 +174,7 @@ prompts:
     EXPECT_EQ(j.settings.loras, want_loras);
     EXPECT_EQ(j.settings.init_image, init);
     EXPECT_FLOAT_EQ(j.settings.strength, 0.7f);
-    EXPECT_EQ(j.settings.refiner, "synthetic:tiny-sdxl");
-    EXPECT_FLOAT_EQ(j.settings.refiner_switch_at, 0.75f);
-    EXPECT_FLOAT_EQ(j.settings.aesthetic_score, 7.0f);
-    EXPECT_FLOAT_EQ(j.settings.negative_aesthetic_score, 2.5f);
+    EXPECT_EQ(j.settings.refiner, "");
     EXPECT_TRUE(j.settings.validate().ok()) << j.settings.validate().ToString();
   }
   const spec::InputDigests want_inputs{{sha256_hex(lora), *sha256_file(detail)}, *sha256_file(init), ""};
@@ -238,6 +234,54 @@ prompts: [a cat]
   EXPECT_TRUE(has_problem(lone.status(), (dir.path() / "lone.yaml").string(), 3, 3, "defaults.strength",
                           "strength needs init_image"))
       << lone.status().message();
+}
+
+TEST(ManifestTest, ARefinerReachesEveryJobAndItsUnimplementedCombinationsAreNamed) {
+  ManifestDir dir;
+  auto m = parse_manifest(dir.write("refined.yaml", R"yaml(model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 64
+  refiner: {model: synthetic:tiny-sdxl-refiner, switch_at: 0.75, aesthetic_score: 7}
+prompts: [a fox, a hare]
+)yaml"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto jobs = m->expand_jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.settings.refiner, "synthetic:tiny-sdxl-refiner");
+    EXPECT_FLOAT_EQ(j.settings.refiner_switch_at, 0.75f);
+    EXPECT_FLOAT_EQ(j.settings.aesthetic_score, 7.0f);
+    EXPECT_FLOAT_EQ(j.settings.negative_aesthetic_score, 2.5f);
+    EXPECT_TRUE(j.settings.validate().ok()) << j.settings.validate().ToString();
+  }
+
+  ASSERT_TRUE(spec::write_png(dir.path() / "fox.png", spec::RgbImage{64, 64, std::vector<uint8_t>(64 * 64 * 3, 9)}).ok());
+  auto bad = parse_manifest(dir.write("bad-refiner.yaml", R"yaml(model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 64
+  sampler: heun
+  refiner: synthetic:tiny-sdxl-refiner
+prompts: [a cat]
+)yaml"));
+  ASSERT_FALSE(bad.ok());
+  const std::string file = (dir.path() / "bad-refiner.yaml").string();
+  EXPECT_TRUE(has_problem(bad.status(), file, 6, 3, "defaults.refiner", "sampler 'heun' with a refiner"))
+      << bad.status().message();
+  auto both = parse_manifest(dir.write("both.yaml", R"yaml(model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 64
+  init_image: fox.png
+  strength: 0.5
+  refiner: synthetic:tiny-sdxl-refiner
+prompts: [a cat]
+)yaml"));
+  ASSERT_FALSE(both.ok());
+  EXPECT_TRUE(has_problem(both.status(), (dir.path() / "both.yaml").string(), 7, 3, "defaults.refiner",
+                          "a refiner with init_image is not implemented"))
+      << both.status().message();
 }
 
 TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
