@@ -24,36 +24,17 @@
 #if defined(__CUDACC__) || defined(__HIP__)
 #include <hip/hip_runtime.h>  // __host__ __device__ and the bit casts (the kernels' include path)
 #endif
+#include "kernels/hip/tf32_split.h"  // dev::f32_bits, dev::f32_from_bits
 
 namespace hipq::kernels::fp8 {
 
 inline constexpr float kE4m3Max = 448.0f;
 inline constexpr double kAmaxFloor = 1e-12;  // torchao's EPS
 
-HIPQ_HOST_DEVICE inline uint32_t bits_of(float x) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
-}
-
-HIPQ_HOST_DEVICE inline float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
-}
-
 // f32 -> e4m3 code: round to nearest even, saturating to +-448; NaN keeps its
 // sign (0x7F / 0xFF); -0 stays 0x80.
 HIPQ_HOST_DEVICE inline uint8_t e4m3_from_f32(float x) {
-  const uint32_t u = bits_of(x);
+  const uint32_t u = dev::f32_bits(x);
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
   const uint32_t a = u & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return static_cast<uint8_t>(sign | 0x7Fu);  // NaN
@@ -82,9 +63,9 @@ HIPQ_HOST_DEVICE inline uint8_t e4m3_from_f32(float x) {
 HIPQ_HOST_DEVICE inline float f32_from_e4m3(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
   const uint32_t e = (c >> 3) & 0xFu, m = c & 7u;
-  if (e == 15 && m == 7) return float_of(sign | 0x7FC00000u);
-  if (e == 0) return float_of(sign | bits_of(static_cast<float>(m) * (1.0f / 512.0f)));
-  return float_of(sign | ((e + 120u) << 23) | (m << 20));
+  if (e == 15 && m == 7) return dev::f32_from_bits(sign | 0x7FC00000u);
+  if (e == 0) return dev::f32_from_bits(sign | dev::f32_bits(static_cast<float>(m) * (1.0f / 512.0f)));
+  return dev::f32_from_bits(sign | ((e + 120u) << 23) | (m << 20));
 }
 
 // The quantization multiplier s of a row whose largest magnitude is amax

@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows_kernel(const void*
     }
     const float any_nan = dev::block_reduce_max(nan ? 1.0f : 0.0f, red);
     amax = dev::block_reduce_max(amax, red);
-    const float s = fp8::row_scale(any_nan > 0.0f ? fp8::float_of(0x7fc00000u) : amax);
+    const float s = fp8::row_scale(any_nan > 0.0f ? dev::f32_from_bits(0x7fc00000u) : amax);
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) codes[r * K + k] = fp8::quantize(dev::ld(x, dt, base + k), s);
     if (threadIdx.x == 0) scales[r] = fp8::dequant_scale(s);
     __syncthreads();  // red is reused by the next row
