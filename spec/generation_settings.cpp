@@ -138,6 +138,12 @@ nlohmann::json GenerationSettings::to_json() const {
   if (!refiner.empty()) {
     j["refiner"] = refiner;
     j["refiner_switch_at"] = std::stod(format_guidance(refiner_switch_at));
+  }
+  // A refiner run as the img2img model conditions on the scores itself, so
+  // they travel whenever a refiner is named or they are not the defaults.
+  const GenerationSettings defaults;
+  if (!refiner.empty() || aesthetic_score != defaults.aesthetic_score ||
+      negative_aesthetic_score != defaults.negative_aesthetic_score) {
     j["aesthetic_score"] = std::stod(format_guidance(aesthetic_score));
     j["negative_aesthetic_score"] = std::stod(format_guidance(negative_aesthetic_score));
   }

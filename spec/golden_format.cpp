@@ -125,6 +125,13 @@ std::string golden_key_material(std::string_view weights_sha256, const Generatio
                     {"switch_at", format_guidance(s.refiner_switch_at)},
                     {"aesthetic_score", format_guidance(s.aesthetic_score)},
                     {"negative_aesthetic_score", format_guidance(s.negative_aesthetic_score)}};
+  } else if (s.aesthetic_score != GenerationSettings{}.aesthetic_score ||
+             s.negative_aesthetic_score != GenerationSettings{}.negative_aesthetic_score) {
+    // A refiner run as the img2img model conditions on the scores itself: they
+    // change its image, so they are in the key when not the defaults (keys of
+    // every job with the defaults stay as they were).
+    j["aesthetic_score"] = format_guidance(s.aesthetic_score);
+    j["negative_aesthetic_score"] = format_guidance(s.negative_aesthetic_score);
   }
   return dump_canonical(j);
 }

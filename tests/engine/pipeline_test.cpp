@@ -137,6 +137,72 @@ TEST_F(PipelineTest, CpuBackendReproducesTheSamplerGoldens) {
   reproduce_golden_folder(&PipelineTest::pipeline, "tiny-samplers", 26);
 }
 
+// A path a golden's settings name relative to the source tree (as the
+// reference wrote it), made absolute so the test runs from any directory.
+std::string source_path(const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  return (fs::path(src != nullptr ? src : ".") / path).string();
+}
+
+// LoRA (kohya SGM and diffusers block names, LoCon, PEFT with metadata alpha,
+// two at once over both text encoders), img2img at several strengths and
+// samplers, base + refiner (switch points, aesthetic scores, samplers,
+// guidance off, fp16) and the refiner as the img2img model: each against
+// diffusers (load_lora_weights + fuse_lora, StableDiffusionXLImg2ImgPipeline,
+// denoising_end -> denoising_start). The golden's key pins every input file by
+// content; fp16 jobs are held to the default gate as the fp16 goldens are.
+TEST_F(PipelineTest, CpuBackendReproducesTheAdapterGoldens) {
+  auto files = golden_files("tiny-adapted");
+  ASSERT_GE(files.size(), 19u) << "goldens missing under " << goldens_root() / "tiny-adapted";
+  int with_lora = 0, with_image = 0, with_refiner = 0;
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    auto g = read_golden(f);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    GenerationSettings s = g->settings;
+    s.init_image = source_path(s.init_image);
+    for (auto& l : s.loras) l.path = source_path(l.path);
+    Pipeline& p = pipeline(g->model);
+    ASSERT_EQ(p.weights_sha256(), g->weights_sha256) << "synthetic weights changed: re-make the goldens";
+    ASSERT_EQ(golden_key(p.weights_sha256(), s, g->inputs), g->key);
+    ASSERT_TRUE(p.set_loras(s.loras).ok());
+    for (size_t i = 0; i < g->inputs.loras.size(); ++i) ASSERT_EQ(p.loras()[i].sha256, g->inputs.loras[i]);
+    Pipeline* refiner = nullptr;
+    if (!s.refiner.empty()) {
+      refiner = &pipeline(s.refiner);
+      ASSERT_EQ(refiner->weights_sha256(), g->inputs.refiner_weights);
+    }
+    with_lora += !s.loras.empty();
+    with_image += !s.init_image.empty();
+    with_refiner += refiner != nullptr;
+    auto out = p.generate(s, nullptr, nullptr, refiner);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const bool fp32 = s.precision == "fp32";
+    auto gate = fp32 ? spec::ParityGate::from_json(
+                           {{"cosine_min", kCosineMin}, {"rel_l2_max", kRelL2Max}, {"psnr_min", kPsnrMin}})
+                     : Result<spec::ParityGate>(spec::ParityGate{});
+    auto r = check_parity(*out, &*g, gate.value());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const ParityMetrics& m = *r->metrics;
+    std::printf("  %-12s %-20s seed %-2llu %-16s %-5s loras %zu image %-3s strength %-4s refiner %-3s "
+                "1-cos %.1e max_abs %.2e rel_l2 %.2e psnr %.2f dB\n",
+                g->key.substr(0, 12).c_str(), g->model.c_str() + 10, (unsigned long long)s.seed, s.sampler.c_str(),
+                s.precision.c_str(), s.loras.size(), s.init_image.empty() ? "no" : "yes",
+                format_guidance(s.strength).c_str(), refiner ? "yes" : "no", 1.0 - m.cosine, m.max_abs, m.rel_l2,
+                m.psnr);
+    EXPECT_EQ(r->verdict, Verdict::kPass) << r->reason;
+    if (fp32) {
+      EXPECT_GE(m.cosine, kCosineMin);
+      EXPECT_LE(m.rel_l2, kRelL2Max);
+    }
+  }
+  ASSERT_TRUE(pipeline("synthetic:tiny-sdxl").set_loras({}).ok());
+  EXPECT_GE(with_lora, 2);
+  EXPECT_GE(with_image, 6);
+  EXPECT_GE(with_refiner, 11);
+}
+
 TEST_F(PipelineTest, VerdictPassFromARealRun) {
   auto g = read_golden(goldens_root() / "tiny" / golden_file_name(golden_key(
                                                      pipeline("synthetic:tiny-sdxl").weights_sha256(), tiny(1))));

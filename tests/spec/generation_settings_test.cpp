@@ -179,6 +179,20 @@ TEST(GenerationSettingsTest, LorasAndRefinerAreWrittenOnlyWhenSetAndRoundTrip) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("loras[0]"), std::string::npos) << bad.status().message();
   EXPECT_FALSE(GenerationSettings::from_json(nlohmann::json{{"loras", "x"}}).ok());
+
+  // The refiner as the img2img model: its aesthetic scores travel without a
+  // refiner member (else the worker would run the defaults).
+  GenerationSettings scored;
+  scored.init_image = "init.png";
+  scored.strength = 0.5f;
+  scored.aesthetic_score = 9.0f;
+  scored.negative_aesthetic_score = 1.5f;
+  const nlohmann::json sj = scored.to_json();
+  EXPECT_FALSE(sj.contains("refiner"));
+  EXPECT_EQ(sj.at("aesthetic_score"), 9.0);
+  auto scored_back = GenerationSettings::from_json(sj);
+  ASSERT_TRUE(scored_back.ok());
+  EXPECT_EQ(*scored_back, scored);
 }
 
 TEST(GenerationSettingsTest, GuidanceTextIsShortestSixDigits) {

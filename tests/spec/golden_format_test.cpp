@@ -156,6 +156,12 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
   few.guidance = 0.0f;
   few.guidance_rescale = 0.7f;
   cases.push_back(few);
+  // A refiner as the img2img model with its own aesthetic scores (no refiner
+  // member: the scores enter the key at the top level).
+  GenerationSettings scored = sample_settings();
+  scored.aesthetic_score = 9.0f;
+  scored.negative_aesthetic_score = 1.5f;
+  cases.push_back(scored);
   std::vector<InputDigests> inputs(cases.size());
   // Two LoRAs, an init image and a refiner, with scales and strengths whose
   // float32 value prints differently from the decimal written.
@@ -179,6 +185,18 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
         golden_key_material("w0", cases[i], inputs[i]) + "\n" + golden_key("w0", cases[i], inputs[i]) + "\n";
     EXPECT_EQ(*text, expected) << "case " << i;
   }
+}
+
+TEST(GoldenFormatTest, AestheticScoresWithoutARefinerEnterTheKeyOnlyWhenSet) {
+  GenerationSettings plain = sample_settings();
+  GenerationSettings scored = plain;
+  scored.aesthetic_score = 9.0f;
+  EXPECT_NE(golden_key("w0", plain), golden_key("w0", scored));
+  EXPECT_NE(golden_key_material("w0", scored).find("\"aesthetic_score\":\"9\""), std::string::npos);
+  GenerationSettings neg = plain;
+  neg.negative_aesthetic_score = 1.0f;
+  EXPECT_NE(golden_key("w0", plain), golden_key("w0", neg));
+  EXPECT_EQ(golden_key_material("w0", plain).find("aesthetic"), std::string::npos);
 }
 
 TEST(GoldenFormatTest, MetadataRoundTripsAndIsChecked) {

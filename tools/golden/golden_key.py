@@ -119,6 +119,11 @@ def key_material(weights_sha256, settings, inputs=None):
             "aesthetic_score": format_guidance(s["aesthetic_score"]),
             "negative_aesthetic_score": format_guidance(s["negative_aesthetic_score"]),
         }
+    elif (as_float32(s["aesthetic_score"]) != as_float32(DEFAULTS["aesthetic_score"])
+          or as_float32(s["negative_aesthetic_score"]) != as_float32(DEFAULTS["negative_aesthetic_score"])):
+        # A refiner run as the img2img model conditions on the scores itself.
+        obj["aesthetic_score"] = format_guidance(s["aesthetic_score"])
+        obj["negative_aesthetic_score"] = format_guidance(s["negative_aesthetic_score"])
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
