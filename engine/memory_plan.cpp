@@ -97,6 +97,13 @@ int64_t low_placement_vae_tile(const VaeConfig& vae) {
   return std::max<int64_t>(256, vae.sample_size * 3 / 4 / 8 * 8);
 }
 
+std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae) {
+  std::vector<int64_t> tiles{low_placement_vae_tile(vae)};
+  const int64_t half = vae.sample_size / 2 / 8 * 8;
+  if (half >= 256 && half < tiles.front()) tiles.push_back(half);
+  return tiles;
+}
+
 int64_t MemoryPlan::peak() const { return std::max({text_encode, image_encode, denoise, decode}); }
 
 std::string MemoryPlan::describe() const {
@@ -226,8 +233,16 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   return plan;
 }
 
+int64_t runtime_device_memory(const kernels::MemoryStats& m) {
+  if (m.device_total <= 0 || m.device_free <= 0) return 0;
+  return std::max<int64_t>(0, m.device_total - m.device_free - (m.in_use + m.cached));
+}
+
 int64_t usable_device_memory(const kernels::MemoryStats& m) {
-  if (m.limit > 0) return m.limit;
+  if (m.limit > 0) {
+    const int64_t runtime = runtime_device_memory(m);
+    return std::max<int64_t>(0, m.limit - (runtime > 0 ? runtime + kRuntimeGrowthBytes : 0));
+  }
   if (m.device_total <= 0) return 0;
   // What the runtime keeps for its own context and modules, never ours.
   const int64_t reserve = std::max<int64_t>(int64_t{512} << 20, m.device_total / 32);
@@ -240,6 +255,7 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
                                     Placement requested, const kernels::Backend& backend, const ModelShapes* refiner) {
   const kernels::MemoryStats mem = backend.memory_stats();
   const int64_t usable = usable_device_memory(mem);
+  const bool unknown = mem.limit <= 0 && mem.device_total <= 0;  // a cpu backend without a cap: every plan fits
   struct Try {
     Placement p;
     int64_t tile;
@@ -248,16 +264,20 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   if (requested != Placement::kLow) order.push_back({Placement::kStandard, 0});
   if (requested != Placement::kStandard) {
     order.push_back({Placement::kLow, 0});
-    order.push_back({Placement::kLow, low_placement_vae_tile(refiner != nullptr ? refiner->vae : shapes.vae)});
+    for (int64_t tile : low_placement_vae_tiles(refiner != nullptr ? refiner->vae : shapes.vae))
+      order.push_back({Placement::kLow, tile});
   }
   MemoryPlan last;
   for (const Try& t : order) {
     HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner));
-    if (usable == 0 || last.peak() <= usable) return last;
+    last.usable = usable;
+    last.runtime = runtime_device_memory(mem);
+    if (unknown || last.peak() <= usable) return last;
   }
   const std::string device = backend.info().device_name.empty() ? backend.info().name : backend.info().device_name;
-  const std::string where = mem.limit > 0 ? "the device memory limit of " + gib(mem.limit) + " (--device-memory-limit / " +
-                                                kernels::kDeviceMemoryLimitEnv + ")"
+  const std::string where = mem.limit > 0 ? gib(usable) + " usable under the device memory limit of " + gib(mem.limit) +
+                                                " (--device-memory-limit / " + kernels::kDeviceMemoryLimitEnv + ")" +
+                                                (last.runtime > 0 ? ", the runtime holding " + gib(last.runtime) : "")
                                           : gib(usable) + " usable of the " + gib(mem.device_total) + " on " + device;
   std::string way_out = requested == Placement::kStandard
                             ? "run it with placement 'low' or 'auto', "

@@ -74,6 +74,10 @@ kernels::DType vae_encoder_dtype_for(const std::string& family, const VaeConfig&
 // 2 x 2 tiles, 1.4 times the whole decode's work, 0.56 of its memory), at
 // least 256 px (smaller tiles stray too far from the whole decode).
 int64_t low_placement_vae_tile(const VaeConfig& vae);
+// The tiles a low placement tries in turn when the whole decode does not fit:
+// low_placement_vae_tile(), then half the sample_size (SDXL: 512 px, 3 x 3
+// tiles of a 1024 px image) when that is another size of at least 256 px.
+std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae);
 
 struct MemoryPlan {
   Placement placement = Placement::kStandard;
@@ -92,6 +96,12 @@ struct MemoryPlan {
   int64_t image_encode = 0;  // img2img only: the init image through the VAE encoder
   int64_t denoise = 0;
   int64_t decode = 0;
+
+  // What the plan was checked against (choose_placement): the bytes the pool
+  // may hold, and the device memory the process (and any other) held outside
+  // the pool then (runtime context, loaded code), as the driver reported it.
+  int64_t usable = 0;
+  int64_t runtime = 0;
 
   int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;
@@ -117,14 +127,26 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
                                const kernels::Backend& backend, int64_t vae_tile = 0,
                                const ModelShapes* refiner = nullptr);
 
-// Bytes the backend may hold: its cap when one is set, else the device's
-// memory less what the runtime keeps for itself; 0 when unknown (a cpu
-// backend without a cap: every plan fits).
+// Device memory in use outside the backend's pool, as the driver reports it
+// now (device total - free - what the pool holds): the runtime's context, the
+// code it has loaded, other processes. 0 when the backend cannot tell (cpu).
+int64_t runtime_device_memory(const kernels::MemoryStats& m);
+
+// What the runtime may still add after a plan is made (code loaded on first
+// use, graph instances), kept free below a cap or the card.
+inline constexpr int64_t kRuntimeGrowthBytes = int64_t{256} << 20;
+
+// Bytes the backend's pool may hold. A cap (--device-memory-limit) is the
+// device memory of the whole process, as a card of that size would have it:
+// the cap less the runtime's memory and its growth. Without a cap: the
+// device's memory less the runtime's (at least 512 MiB or 1/32 of the card).
+// 0 when unknown (a cpu backend without a cap: every plan fits; with a cap it
+// is the cap, as no runtime memory is known there).
 int64_t usable_device_memory(const kernels::MemoryStats& m);
 
 // `requested` resolved against the backend's memory: the first plan that
 // fits of standard (kStandard, kAuto), then low decoding whole, then low
-// decoding in low_placement_vae_tile() tiles (kLow, kAuto). FailedPrecondition when the
+// decoding in each of low_placement_vae_tiles() (kLow, kAuto). FailedPrecondition when the
 // needed plan does not fit: the need, the device, and what to do.
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
                                     Placement requested, const kernels::Backend& backend,

@@ -959,7 +959,9 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                       {"text_encode_bytes", out.memory_plan.text_encode},
                       {"image_encode_bytes", out.memory_plan.image_encode},
                       {"denoise_bytes", out.memory_plan.denoise},
-                      {"decode_bytes", out.memory_plan.decode}};
+                      {"decode_bytes", out.memory_plan.decode},
+                      {"usable_bytes", out.memory_plan.usable},
+                      {"runtime_bytes", out.memory_plan.runtime}};
   j["settings"] = settings.to_json();
   j["model"] = info.model_spec;
   j["weights_sha256"] = info.weights_sha256;

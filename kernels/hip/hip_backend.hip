@@ -528,18 +528,32 @@ class HipBackend final : public Backend {
   // Below the cap with `cls` more bytes: else the cached blocks go back to
   // the device (not inside a capture: freeing would synchronise), and if
   // that is not enough, ResourceExhausted.
+  // The cap is the device memory of the whole process, as a card of that
+  // size would have it: what the pool holds plus what the runtime holds
+  // outside it (context, loaded code; other processes too), which the driver
+  // tells (hipMemGetInfo, once per new device block: next to the hipMalloc it
+  // precedes, negligible).
   Status make_room(size_t cls, size_t bytes) {
     if (limit_ <= 0) return Status::Ok();
     auto held = [&] { return in_use_ + cached_bytes_ + reserved_cached_; };
-    if (held() + static_cast<int64_t>(cls) > limit_ && capturing_ < 0 && cached_bytes_ > 0) {
+    int64_t outside = 0;
+    size_t free_b = 0, total_b = 0;
+    if (hipMemGetInfo(&free_b, &total_b) == hipSuccess) {
+      outside = std::max<int64_t>(0, static_cast<int64_t>(total_b) - static_cast<int64_t>(free_b) - held());
+    } else {
+      (void)hipGetLastError();
+    }
+    auto fits = [&] { return held() + outside + static_cast<int64_t>(cls) <= limit_; };
+    if (!fits() && capturing_ < 0 && cached_bytes_ > 0) {
       HIPQ_HIP_RETURN_IF_ERROR(hipStreamSynchronize(stream_));
       release_cached();
     }
-    if (held() + static_cast<int64_t>(cls) <= limit_) return Status::Ok();
+    if (fits()) return Status::Ok();
     return Status::ResourceExhausted("hip backend: allocating " + std::to_string(bytes) + " bytes would pass the " +
                                      std::to_string(limit_) + "-byte device memory limit (" +
                                      std::to_string(in_use_) + " in use, " +
-                                     std::to_string(cached_bytes_ + reserved_cached_) + " cached)");
+                                     std::to_string(cached_bytes_ + reserved_cached_) + " cached, " +
+                                     std::to_string(outside) + " held by the runtime outside the pool)");
   }
 
   Status release_cached_big() {

@@ -207,13 +207,37 @@ TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {
   EXPECT_NE(m.find("8 GiB"), std::string::npos) << m;
   EXPECT_NE(m.find("placement 'low'"), std::string::npos) << m;
 
-  // Nothing fits: the low tiled plan is the need named.
-  ASSERT_TRUE(be->set_memory_limit(tiled.peak() - 1).ok());
+  // Nothing fits: the last low tiled plan (the smaller tiles) is the need named.
+  EXPECT_EQ(low_placement_vae_tiles(sh.vae), (std::vector<int64_t>{768, 512}));
+  const MemoryPlan tiled512 = plan_memory(sh, job, Placement::kLow, *be, 512).value();
+  EXPECT_LE(tiled512.decode, tiled.decode);
+  ASSERT_TRUE(be->set_memory_limit(std::min(tiled.peak(), tiled512.peak()) - 1).ok());
   refused = choose_placement(sh, job, Placement::kAuto, *be);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.status().message().find("768 px tiles"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("512 px tiles"), std::string::npos) << refused.status().message();
   EXPECT_NE(refused.status().message().find("--device-memory-limit"), std::string::npos);
+}
+
+// A cap is the whole process's device memory: what the runtime holds outside
+// the pool (device total - free - the pool) and its growth come off it.
+TEST(MemoryPlanTest, ACapLeavesTheRuntimesMemoryOut) {
+  kernels::MemoryStats m;
+  m.limit = 8 * kGiB;
+  EXPECT_EQ(usable_device_memory(m), 8 * kGiB);  // nothing known of the runtime (cpu)
+  m.device_total = 141 * kGiB;
+  m.in_use = 2 * kGiB;
+  m.cached = kGiB / 2;
+  const int64_t runtime = 700LL << 20;
+  m.device_free = m.device_total - m.in_use - m.cached - runtime;
+  EXPECT_EQ(runtime_device_memory(m), runtime);
+  EXPECT_EQ(usable_device_memory(m), 8 * kGiB - runtime - kRuntimeGrowthBytes);
+  // Without a cap: the card less the runtime and the reserve.
+  m.limit = 0;
+  EXPECT_EQ(usable_device_memory(m), 141 * kGiB - runtime - 141 * kGiB / 32);
+  // A cap smaller than the runtime leaves nothing, never a negative size.
+  m.limit = runtime / 2;
+  EXPECT_EQ(usable_device_memory(m), 0);
 }
 
 // The tiny synthetic SDXL on the cpu backend, capped so that each placement
