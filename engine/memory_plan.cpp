@@ -131,6 +131,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   const int64_t lh = s.height / 8, lw = s.width / 8;
   const int64_t batch = s.guidance > 1.0f ? 2 : 1;
   // One model's weights and the activations of its UNet and text encoders.
+  int64_t largest_text = 0;  // the largest single text encoder's weights (the low placement holds one at a time)
   struct ModelNeeds {
     int64_t unet_act = 0, fixed = 0, text_act = 0;
   };
@@ -143,7 +144,9 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms += unet.conv;
     for (const ClipTextConfig& c : m.text_encoders) {
       HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ClipTextModel::parameters(c));
-      plan.text_weights += param_bytes(specs, dtype, backend).all;
+      const int64_t bytes = param_bytes(specs, dtype, backend).all;
+      plan.text_weights += bytes;
+      largest_text = std::max(largest_text, bytes);
     }
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(m.vae));
     plan.vae_weights += param_bytes(vae_specs, vae_dt, backend, "decoder.", "post_quant_conv.").all;
@@ -222,8 +225,8 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   }
   const int64_t resident_text = p == Placement::kLow ? 0 : plan.text_weights;
   const int64_t resident_encoder = p == Placement::kLow ? 0 : plan.vae_encoder_weights;
-  plan.text_encode =
-      plan.unet_weights + plan.vae_weights + plan.text_weights + resident_encoder + text_act + fixed;
+  const int64_t text_held = p == Placement::kLow ? largest_text : plan.text_weights;
+  plan.text_encode = plan.unet_weights + plan.vae_weights + text_held + resident_encoder + text_act + fixed;
   if (!s.init_image.empty())
     plan.image_encode =
         plan.unet_weights + plan.vae_weights + resident_text + plan.vae_encoder_weights + enc_act + fixed;

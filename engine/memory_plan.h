@@ -116,7 +116,7 @@ struct MemoryPlan {
 // forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms).
 // With `refiner` (a base + refiner job, docs/pipeline.md "Refiner"), both
 // models' weights count in every phase (both UNets stay on the device in
-// either placement; the low placement drops both models' text encoders after
+// either placement; the low placement holds one text encoder at a time and drops it after
 // the prompts are encoded), the activations are the larger UNet's (one runs
 // at a time) and the refiner's VAE decodes.
 // An img2img job (settings.init_image set) adds the VAE encoder: its weights

@@ -101,6 +101,8 @@ struct Pipeline::Impl {
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
   Status load_text_encoders();
+  // One encoder (0: enc1, 1: enc2) when the model has it and it is not held.
+  Status load_text_encoder(size_t slot);
   void release_text_encoders();
   Result<std::vector<int32_t>> token_ids(const std::string& text, bool pad_with_eos) const;
   struct TextConditioning {
@@ -108,7 +110,9 @@ struct Pipeline::Impl {
     DeviceTensor pooled;  // [N, P] (SDXL)
     int batch = 1;
   };
-  Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg);
+  // one_at_a_time (the low placement): each encoder is loaded, run and
+  // released before the next loads, so the device holds one at a time.
+  Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg, bool one_at_a_time = false);
   // SDXL micro-conditioning per row: the base's original size, crop top-left,
   // target size; the refiner's original size, crop top-left, aesthetic score.
   std::vector<float> time_ids(const spec::GenerationSettings& s, int batch) const;
@@ -322,11 +326,16 @@ Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
 }
 
 Status Pipeline::Impl::load_text_encoders() {
+  for (size_t slot : {size_t{0}, size_t{1}}) HIPQ_RETURN_IF_ERROR(load_text_encoder(slot));
+  return Status::Ok();
+}
+
+Status Pipeline::Impl::load_text_encoder(size_t slot) {
   TextEncoderSlot* slots[2] = {&enc1, &enc2};
   const std::vector<size_t> indices = text_encoder_indices();
   for (size_t j = 0; j < shapes.text_encoders.size() && j < indices.size(); ++j) {
     const size_t i = indices[j];
-    if (slots[i]->model) continue;
+    if (i != slot || slots[i]->model) continue;
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
     HIPQ_ASSIGN_OR_RETURN(ClipTextModel m, ClipTextModel::load(shapes.text_encoders[j], *w, *backend, loaded_dtype));
     slots[i]->model.emplace(std::move(m));
@@ -345,9 +354,16 @@ Result<std::vector<int32_t>> Pipeline::Impl::token_ids(const std::string& text, 
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
-Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec::GenerationSettings& s, bool cfg) {
+Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec::GenerationSettings& s, bool cfg,
+                                                                     bool one_at_a_time) {
   kernels::Backend& be = *backend;
-  HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  if (!one_at_a_time) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  // Loads encoder `slot` now when one_at_a_time (else all are held), and
+  // releases it after its forward pass.
+  auto acquire = [&](size_t slot) -> Status { return one_at_a_time ? load_text_encoder(slot) : Status::Ok(); };
+  auto done_with = [&](size_t slot) {
+    if (one_at_a_time) (slot == 0 ? enc1 : enc2).model.reset();
+  };
   TextConditioning out;
   // diffusers' SDXL pipelines zero the negative conditioning when no negative
   // prompt is given (force_zeros_for_empty_prompt); SD 1.x/2.x encode "".
@@ -378,7 +394,9 @@ Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec:
     req.last_hidden_state = false;
     req.penultimate = true;
     req.pooled = true;
+    HIPQ_RETURN_IF_ERROR(acquire(1));
     HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o2, enc2.model->forward(be, ids2, enc_batch, req));
+    done_with(1);
     hidden_enc = std::move(o2.penultimate);
     pooled_enc = std::move(o2.pooled);
   } else if (family == "sdxl") {
@@ -387,9 +405,13 @@ Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec:
     ClipTextRequest req;
     req.last_hidden_state = false;
     req.penultimate = true;
+    HIPQ_RETURN_IF_ERROR(acquire(0));
     HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o1, enc1.model->forward(be, ids1, enc_batch, req));
+    done_with(0);
     req.pooled = true;
+    HIPQ_RETURN_IF_ERROR(acquire(1));
     HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o2, enc2.model->forward(be, ids2, enc_batch, req));
+    done_with(1);
     const kernels::Tensor& h1 = o1.penultimate.t;
     const kernels::Tensor& h2 = o2.penultimate.t;
     HIPQ_ASSIGN_OR_RETURN(hidden_enc, DeviceTensor::make(be, h1.dtype, {h1.dim(0), h1.dim(1), h1.dim(2) + h2.dim(2)}));
@@ -400,7 +422,9 @@ Result<Pipeline::Impl::TextConditioning> Pipeline::Impl::encode_text(const spec:
     HIPQ_ASSIGN_OR_RETURN(auto ids1, ids_for(enc1.pad_with_eos));
     ClipTextRequest req;
     req.last_hidden_state = true;
+    HIPQ_RETURN_IF_ERROR(acquire(0));
     HIPQ_ASSIGN_OR_RETURN(ClipTextOutput o1, enc1.model->forward(be, ids1, enc_batch, req));
+    done_with(0);
     hidden_enc = std::move(o1.last_hidden_state);
   }
   if (!zero_negative) {
@@ -725,14 +749,14 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
   if (rf) HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
-  HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg));
-  // The low placement holds the text encoders only while it encodes.
+  // The low placement holds one text encoder at a time, only while it encodes.
+  HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg, /*one_at_a_time=*/low));
   if (low) im.release_text_encoders();
   std::optional<Impl::TextConditioning> refiner_text;
   if (rf) {
     HIPQ_RETURN_IF_ERROR(model_timer.end());
     HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
-    HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning t, rf->encode_text(s, cfg));
+    HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning t, rf->encode_text(s, cfg, /*one_at_a_time=*/low));
     refiner_text.emplace(std::move(t));
     if (low) rf->release_text_encoders();
     HIPQ_RETURN_IF_ERROR(model_timer.end());
