@@ -24,7 +24,10 @@
 # SPACING (timestep spacing; empty = the model's), TAG (a name for this case's files; default
 # the sampler),
 # REFERENCE_SRC (a diffusers checkout's src/, put on PYTHONPATH when diffusers is not
-# installed), BACKEND (hip).
+# installed), BACKEND (hip), EXTRA_DEFAULTS (YAML flow entries added to the manifest's
+# defaults, e.g. "loras: [{path: /x/style.safetensors, scale: 0.8}]",
+# "init_image: /x/init.png, strength: 0.6" or "refiner: {model: /x/refiner, switch_at: 0.8}"),
+# GOLDEN_ARGS (more make_goldens.py arguments, e.g. "--refiner /x/refiner").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 hipq="$(realpath "${1:?usage: sdxl_parity.sh HIPQ_BINARY OUTDIR}")"
@@ -56,7 +59,7 @@ manifest() {  # $1 precision, $2 golden dir, $3 gate cosine
 batch: $synthetic-parity-$tag-$1
 model: $model
 defaults: {width: $size, height: $size, steps: $steps, guidance: $guidance, sampler: $sampler, precision: $1,
-           ${spacing:+timestep_spacing: $spacing, }seeds: [$seeds]}
+           ${spacing:+timestep_spacing: $spacing, }${EXTRA_DEFAULTS:+$EXTRA_DEFAULTS, }seeds: [$seeds]}
 parity: {golden: $2, gate: {cosine_min: $3}}
 outputs: {directory: $work/images/$1, save: [latent, png]}
 prompts:
@@ -67,8 +70,9 @@ YAML
 goldens() {  # $1 manifest, $2 out dir, $3 log, [extra make_goldens args]
   local m="$1" dir="$2" log="$3"; shift 3
   rm -rf "$dir"
+  # shellcheck disable=SC2086  # GOLDEN_ARGS are words on purpose
   CUDA_VISIBLE_DEVICES=0 python3 "$root/tools/golden/make_goldens.py" --model "$model" --model-name "$model" \
-    --manifest "$m" --out "$dir" "$@" > "$log" 2>&1 || { tail -n 30 "$log"; exit 1; }
+    --manifest "$m" --out "$dir" ${GOLDEN_ARGS:-} "$@" > "$log" 2>&1 || { tail -n 30 "$log"; exit 1; }
   cat "$log"
 }
 

@@ -196,8 +196,19 @@ def jobs_from_manifest(path, common):
     if defaults.get("loras"):
         d["loras"] = [{"path": os.path.join(base_dir, l["path"]), "scale": float(l.get("scale", 1.0))}
                       for l in defaults["loras"]]
-    if defaults.get("refiner"):
-        d["refiner"] = defaults["refiner"]
+    ref = defaults.get("refiner")
+    if isinstance(ref, dict):
+        # {model, switch_at, aesthetic_score, negative_aesthetic_score} (docs/manifest.md)
+        d["refiner"] = ref.get("model", "")
+        for src, dst in (("switch_at", "refiner_switch_at"), ("aesthetic_score", "aesthetic_score"),
+                         ("negative_aesthetic_score", "negative_aesthetic_score")):
+            if src in ref:
+                d[dst] = ref[src]
+    elif ref:
+        d["refiner"] = ref
+    for field in ("aesthetic_score", "negative_aesthetic_score"):
+        if field in defaults:
+            d[field] = defaults[field]
     seeds = _seed_list(defaults.get("seeds", [0]))
     entries = []
     for p in m.get("prompts", []) or []:

@@ -13,9 +13,15 @@ for that reason alone:
     and out of a layer (diffusers tells the old-diffusers layout by its out_proj
     keys) in text encoder 1 and attention out + MLP fc1 in text encoder 2.
 Shapes are those of synthetic:tiny-sdxl (hidden 32, MLP 64, UNet mid block 64).
+With --sdxl FILE it writes instead a kohya LoRA for the full SDXL base
+architecture (rank 4; every attention projection of every transformer block,
+diffusers-style kohya names; text encoder 1 and 2 attention in their first two
+layers and one bigG MLP), for the full-size parity run (tools/bench/sdxl_parity.sh);
+about 20 MB, made where it is used, not committed.
 Deterministic; no dependency beyond Python.
 
   tools/golden/make_lora_files.py tests/data/lora
+  tools/golden/make_lora_files.py --sdxl /tmp/sdxl-lora.safetensors
 """
 import json
 import os
@@ -50,7 +56,42 @@ def pair(down_shape, up_shape, phase):
             (up_shape, values(up_shape[0] * up_shape[1], phase + 1)))
 
 
+def sdxl_lora(path):
+    """kohya names (diffusers-style) over SDXL base's attention layers."""
+    rank, t, phase = 4, {}, 0
+
+    def add(name, n_in, n_out):
+        nonlocal phase
+        d = [0.08 * v for v in values(rank * n_in, phase)]
+        u = [0.08 * v for v in values(n_out * rank, phase + 1)]
+        phase += 2
+        t[name + ".lora_down.weight"] = ([rank, n_in], d)
+        t[name + ".lora_up.weight"] = ([n_out, rank], u)
+        t[name + ".alpha"] = ([], [float(rank)])
+
+    blocks = [("down_blocks_1", 2, 2, 640), ("down_blocks_2", 2, 10, 1280), ("mid_block", 1, 10, 1280),
+              ("up_blocks_0", 3, 10, 1280), ("up_blocks_1", 3, 2, 640)]
+    for block, attentions, depth, c in blocks:
+        for a in range(attentions):
+            for b in range(depth):
+                pre = "lora_unet_%s_attentions_%d_transformer_blocks_%d_" % (block, a, b)
+                for attn, ctx in (("attn1", c), ("attn2", 2048)):
+                    add(pre + attn + "_to_q", c, c)
+                    add(pre + attn + "_to_k", ctx, c)
+                    add(pre + attn + "_to_v", ctx, c)
+                    add(pre + attn + "_to_out_0", c, c)
+    for te, hidden in (("lora_te1", 768), ("lora_te2", 1280)):
+        for layer in (0, 1):
+            for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                add("%s_text_model_encoder_layers_%d_self_attn_%s" % (te, layer, proj), hidden, hidden)
+    add("lora_te2_text_model_encoder_layers_1_mlp_fc1", 1280, 5120)
+    write_safetensors(path, t)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--sdxl":
+        sdxl_lora(sys.argv[2])
+        return
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/lora"
     os.makedirs(out, exist_ok=True)
 
