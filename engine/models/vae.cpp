@@ -1,6 +1,8 @@
 #include "engine/models/vae.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cmath>
 
 #include "engine/models/config_json.h"
@@ -233,33 +235,54 @@ struct GroupMoments {
 };
 
 // Adds the moments of x's region [y0, y1) x [x0, x1) (x: [N, C, H, W] fp32
-// on the host) to m, two passes per (image, group).
+// on the host) to m, two passes per (image, group). The (image, group) pairs
+// run on the host's cores side by side: each pair's arithmetic and its merge
+// are the same as one after the other, so the result does not depend on the
+// thread count. (A 1024 px SDXL decode in tiles computes about 30 of these
+// over the whole image: 10 s on one core.)
 void add_region_moments(const std::vector<float>& x, const std::vector<int64_t>& shape, int groups, int64_t y0,
                         int64_t y1, int64_t x0, int64_t x1, GroupMoments& m) {
   const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3], cpg = C / groups;
-  for (int64_t b = 0; b < N; ++b)
-    for (int64_t g = 0; g < groups; ++g) {
-      double sum = 0;
-      int64_t cnt = 0;
-      for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
-        for (int64_t y = y0; y < y1; ++y) {
-          const float* row = x.data() + ((b * C + c) * H + y) * W;
-          for (int64_t i = x0; i < x1; ++i) sum += row[i];
-          cnt += x1 - x0;
+  auto one = [&](int64_t bg) {
+    const int64_t b = bg / groups, g = bg % groups;
+    double sum = 0;
+    int64_t cnt = 0;
+    for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
+      for (int64_t y = y0; y < y1; ++y) {
+        const float* row = x.data() + ((b * C + c) * H + y) * W;
+        for (int64_t i = x0; i < x1; ++i) sum += row[i];
+        cnt += x1 - x0;
+      }
+    if (cnt == 0) return;
+    const double mean = sum / static_cast<double>(cnt);
+    double m2 = 0;
+    for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
+      for (int64_t y = y0; y < y1; ++y) {
+        const float* row = x.data() + ((b * C + c) * H + y) * W;
+        for (int64_t i = x0; i < x1; ++i) {
+          const double d = row[i] - mean;
+          m2 += d * d;
         }
-      if (cnt == 0) continue;
-      const double mean = sum / static_cast<double>(cnt);
-      double m2 = 0;
-      for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c)
-        for (int64_t y = y0; y < y1; ++y) {
-          const float* row = x.data() + ((b * C + c) * H + y) * W;
-          for (int64_t i = x0; i < x1; ++i) {
-            const double d = row[i] - mean;
-            m2 += d * d;
-          }
-        }
-      m.merge(static_cast<size_t>(b * groups + g), static_cast<double>(cnt), mean, m2);
-    }
+      }
+    m.merge(static_cast<size_t>(bg), static_cast<double>(cnt), mean, m2);  // each bg: its own slot
+  };
+  const int64_t pairs = N * groups;
+  const int64_t work = pairs * cpg * (y1 - y0) * (x1 - x0);
+  const int64_t threads = work < (int64_t{1} << 20)
+                              ? 1
+                              : std::min<int64_t>(pairs, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (int64_t bg = 0; bg < pairs; ++bg) one(bg);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int64_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int64_t bg = next++; bg < pairs; bg = next++) one(bg);
+    });
+  for (std::thread& th : pool) th.join();
 }
 
 // x (on the device) normalised in place with the moments m, as GroupNorm
