@@ -181,8 +181,12 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     auto text = read_file(out_path);
     ASSERT_TRUE(text.ok());
-    std::string expected =
-        golden_key_material("w0", cases[i], inputs[i]) + "\n" + golden_key("w0", cases[i], inputs[i]) + "\n";
+    GoldenHeader stored;
+    stored.settings = cases[i];
+    // ... and the settings as a golden stores them (what read_golden keys on).
+    std::string expected = golden_key_material("w0", cases[i], inputs[i]) + "\n" +
+                           golden_key("w0", cases[i], inputs[i]) + "\n" + golden_metadata(stored).at("settings") +
+                           "\n";
     EXPECT_EQ(*text, expected) << "case " << i;
   }
 }

@@ -172,18 +172,25 @@ def settings_json(settings):
         obj["loras"] = [{"path": str(l["path"]), "scale": as_float32(l.get("scale", 1.0))} for l in s["loras"]]
     if str(s["refiner"]):
         obj["refiner"] = str(s["refiner"])
-        for k in ("refiner_switch_at", "aesthetic_score", "negative_aesthetic_score"):
+        obj["refiner_switch_at"] = float(format_guidance(s["refiner_switch_at"]))
+    # The scores travel with a refiner, or alone when not the defaults (the
+    # refiner as the img2img model conditions on them).
+    if str(s["refiner"]) or any(as_float32(s[k]) != as_float32(DEFAULTS[k])
+                                for k in ("aesthetic_score", "negative_aesthetic_score")):
+        for k in ("aesthetic_score", "negative_aesthetic_score"):
             obj[k] = float(format_guidance(s[k]))
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def main(argv):
     if len(argv) not in (3, 4):
-        sys.stderr.write("usage: golden_key.py WEIGHTS_SHA256 SETTINGS_JSON [INPUTS_JSON]\n")
+        sys.stderr.write("usage: golden_key.py WEIGHTS_SHA256 SETTINGS_JSON [INPUTS_JSON]\n"
+                         "prints the key material, the key and the settings as a golden stores them\n")
         return 2
     settings = json.loads(argv[2])
     inputs = json.loads(argv[3]) if len(argv) == 4 else None
-    sys.stdout.write(key_material(argv[1], settings, inputs) + "\n" + golden_key(argv[1], settings, inputs) + "\n")
+    sys.stdout.write(key_material(argv[1], settings, inputs) + "\n" + golden_key(argv[1], settings, inputs) + "\n" +
+                     settings_json(settings) + "\n")
     return 0
 
 
