@@ -3,6 +3,7 @@
 // diffusers' strength 1 (the image encoded and fully noised, not text-to-image)
 // and the refusals of init images that do not fit, before any device work.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -22,7 +23,8 @@ class PipelineImg2ImgTest : public ::testing::Test {
   static void SetUpTestSuite() {
     backend_ = kernels::make_backend("cpu").value().release();
     pipeline_ = Pipeline::load("synthetic:tiny-sdxl", *backend_).value().release();
-    dir_ = fs::path(::testing::TempDir()) / "hipq_pipeline_img2img";
+    // One folder per process: ctest runs each case as its own process, side by side.
+    dir_ = fs::path(::testing::TempDir()) / ("hipq_pipeline_img2img_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // The init image: a text-to-image result of the same model, as a user would take one.
@@ -33,6 +35,8 @@ class PipelineImg2ImgTest : public ::testing::Test {
     HIPQ_CHECK(spec::write_png(dir_ / "init.png", img).ok());
   }
   static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
     delete pipeline_;
     delete backend_;
     delete t2i_latent_;

@@ -5,6 +5,7 @@
 // hand from the two UNets' outputs, the refiner on its own as an img2img
 // model, its export and single-file checkpoint, and the refusals.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -35,11 +36,14 @@ class PipelineRefinerTest : public ::testing::Test {
     backend_ = kernels::make_backend("cpu").value().release();
     base_ = Pipeline::load("synthetic:tiny-sdxl", *backend_).value().release();
     refiner_ = Pipeline::load("synthetic:tiny-sdxl-refiner", *backend_).value().release();
-    dir_ = fs::path(::testing::TempDir()) / "hipq_pipeline_refiner";
+    // One folder per process: ctest runs each case as its own process, side by side.
+    dir_ = fs::path(::testing::TempDir()) / ("hipq_pipeline_refiner_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
     delete refiner_;
     delete base_;
     delete backend_;
