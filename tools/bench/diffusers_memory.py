@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--guidance", type=float, default=5.0)
+    ap.add_argument("--negative-prompt", default=None)
+    ap.add_argument("--prompts-tsv", default=None, help="PartiPrompts-style TSV: the first column after the header")
     args = ap.parse_args()
     import diffusers
 
@@ -38,6 +40,9 @@ def main():
     pipe = cls.from_pretrained(args.model, torch_dtype=dtype).to("cuda")
     pipe.set_progress_bar_config(disable=True)
     prompts = ["a photograph of an astronaut riding a horse", "a watercolor painting of a lighthouse at dawn"]
+    if args.prompts_tsv:
+        with open(args.prompts_tsv, encoding="utf-8") as f:
+            prompts = [line.split("\t")[0] for line in f.read().splitlines()[1:] if line.strip()][:args.images]
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     times, used = [], []
@@ -45,7 +50,7 @@ def main():
         g = torch.Generator("cpu").manual_seed(i)
         t0 = time.time()
         with torch.no_grad():
-            pipe(prompt=prompts[i % len(prompts)], height=args.size, width=args.size,
+            pipe(prompt=prompts[i % len(prompts)], negative_prompt=args.negative_prompt, height=args.size, width=args.size,
                  num_inference_steps=args.steps, guidance_scale=args.guidance, generator=g)
         torch.cuda.synchronize()
         times.append(time.time() - t0)
