@@ -76,7 +76,7 @@ Status Worker::connect() {
     return Status::InvalidArgument("cannot connect to \"" + options_.endpoint + "\": " + e.what());
   }
   welcomed_ = false;
-  asked_ = false;
+  asked_ = 0;
   last_heard_ = Clock::now();
   return Status::Ok();
 }
@@ -127,14 +127,51 @@ void Worker::send_hello_if_wanted(Clock::time_point now) {
 }
 
 void Worker::send_ready() {
-  if (!welcomed_ || draining_ || !idle() || asked_) return;
+  if (!welcomed_ || draining_) return;
   if (Clock::now() < ready_not_before_) return;  // backing off; the loop asks again later
+  int64_t want = options_.credit - held();
+  if (options_.max_jobs > 0) {
+    want = std::min(want, options_.max_jobs - counters_.jobs_done - counters_.jobs_failed - held());
+  }
+  // The coordinator replaces its credit with each Ready: ask again only for more.
+  if (want <= asked_) return;
   proto::Envelope e;
-  e.mutable_ready()->set_credit(1);
-  for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
-  for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
+  e.mutable_ready()->set_credit(static_cast<int32_t>(want));
+  if (idle()) {
+    // The runner's models may be read only while no job runs (worker/job_runner.h);
+    // while one runs the coordinator keeps what it last heard and adds the
+    // running job's model itself.
+    for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
+    for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
+  }
   send(e);
-  asked_ = true;
+  asked_ = static_cast<int>(want);
+}
+
+void Worker::give_back(const proto::JobAssignment& a, const std::string& why) {
+  proto::Envelope err;
+  err.mutable_error()->set_job_id(a.job_id());
+  err.mutable_error()->set_attempt(a.attempt());
+  err.mutable_error()->set_code("Unavailable");
+  err.mutable_error()->set_message(why);
+  err.mutable_error()->set_retryable(true);
+  err.mutable_error()->set_not_started(true);
+  ++counters_.given_back;
+  send_report(err, a.job_id(), a.attempt());
+}
+
+void Worker::give_back_next(const std::string& why) {
+  if (!next_) return;
+  spdlog::info("worker {}: prefetched job {} attempt {} given back unstarted: {}", options_.worker_id,
+                next_->job_id(), next_->attempt(), why);
+  proto::JobAssignment a = std::move(*next_);
+  next_.reset();
+  give_back(a, why);
+}
+
+void Worker::set_draining() {
+  draining_ = true;
+  give_back_next("worker is draining");
 }
 
 void Worker::job_thread_main(zmq::socket_t pipe) {
@@ -200,12 +237,16 @@ void Worker::on_coordinator(const proto::Envelope& e) {
                                    e.welcome().coordinator_id());
       welcomed_ = true;
       hello_wanted_ = false;  // answered; a Reconnect after this asks again
-      asked_ = false;
+      asked_ = 0;
       backoff_ = options_.reconnect_initial;
       resend_reports(Clock::now(), std::chrono::milliseconds(0));
       send_ready();
       return;
     case proto::Envelope::kReconnect:
+      // The coordinator lost track of this connection (restart, expiry, a
+      // failed commit): it gives back leases the hello does not claim, and
+      // the hello claims only the running job.
+      give_back_next("the coordinator asked for a hello");
       welcomed_ = false;
       hello_wanted_ = true;
       send_hello_if_wanted(Clock::now());
@@ -214,31 +255,45 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       return;
     case proto::Envelope::kAssignment: {
       const auto& a = e.assignment();
-      asked_ = false;
-      if (!idle() || draining_) {
-        // Never hold two jobs: hand it straight back for another worker.
-        proto::Envelope err;
-        err.mutable_error()->set_job_id(a.job_id());
-        err.mutable_error()->set_attempt(a.attempt());
-        err.mutable_error()->set_code("Unavailable");
-        err.mutable_error()->set_message(draining_ ? "worker is draining" : "worker is busy with another job");
-        err.mutable_error()->set_retryable(true);
-        err.mutable_error()->set_not_started(true);
-        send_report(err, a.job_id(), a.attempt());
+      asked_ = std::max(0, asked_ - 1);
+      if (draining_ || held() >= options_.credit || Clock::now() < ready_not_before_) {
+        // Never hold more than its credit, nor work while backing off: hand
+        // it straight back for another worker.
+        give_back(a, draining_                              ? "worker is draining"
+                     : Clock::now() < ready_not_before_ ? "worker is backing off after a failure"
+                                                         : "worker is busy with another job");
         return;
       }
-      start_job(a);
+      if (idle()) {
+        start_job(a);
+      } else {
+        next_ = a;
+        ++counters_.prefetched;
+      }
       return;
     }
     case proto::Envelope::kCancel:
       if (e.cancel().job_id() == running_job_id_) {
         spdlog::info("worker {}: job {} cancelled by the coordinator", options_.worker_id, running_job_id_);
         cancel_.store(true);
+      } else if (next_ && e.cancel().job_id() == next_->job_id()) {
+        // Never started: reported as the runner reports a cancelled job.
+        spdlog::info("worker {}: prefetched job {} cancelled by the coordinator", options_.worker_id, next_->job_id());
+        proto::Envelope err;
+        err.mutable_error()->set_job_id(next_->job_id());
+        err.mutable_error()->set_attempt(next_->attempt());
+        err.mutable_error()->set_code(std::string(status_code_name(StatusCode::kCancelled)));
+        err.mutable_error()->set_message("job " + std::to_string(next_->job_id()) + " cancelled before it started");
+        err.mutable_error()->set_retryable(false);
+        const int64_t job = next_->job_id();
+        const int attempt = next_->attempt();
+        next_.reset();
+        send_report(err, job, attempt);
       }
       return;
     case proto::Envelope::kDrain:
       spdlog::info("worker {}: draining ({})", options_.worker_id, e.drain().reason());
-      draining_ = true;
+      set_draining();
       return;
     case proto::Envelope::kReportAck:
       unacked_.erase({e.report_ack().job_id(), e.report_ack().attempt()});
@@ -295,7 +350,26 @@ void Worker::on_job_thread(const std::string& bytes) {
   send_report(*env, job, attempt);
   running_job_id_ = 0;
   running_attempt_ = 0;
-  if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) draining_ = true;
+  if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) set_draining();
+  if (next_) {
+    // The coordinator expires a worker it has not heard from for `liveness`
+    // heartbeats and leases its jobs again. A worker whose own loop stood
+    // still (a stopped process, a stalled machine) or that has not heard the
+    // coordinator for most of that window cannot know its prefetched job is
+    // still its own: it hands it back rather than risk running it beside
+    // another worker.
+    const auto now = Clock::now();
+    const auto window = options_.heartbeat * std::max(1, options_.liveness - 1);
+    if (now < ready_not_before_) {
+      give_back_next("worker is backing off after a failure");
+    } else if (now - last_heard_ > window || now - heartbeat_sent_ > window) {
+      give_back_next("the worker was out of touch with the coordinator; its lease may have been taken back");
+    } else {
+      proto::JobAssignment a = std::move(*next_);
+      next_.reset();
+      start_job(a);
+    }
+  }
   send_ready();
 }
 
@@ -336,6 +410,7 @@ Status Worker::start() {
   HIPQ_RETURN_IF_ERROR(connect());
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;
+  heartbeat_sent_ = Clock::now();
   write_health("connected");
   drain_started_ = Clock::time_point{};
   return Status::Ok();
@@ -346,7 +421,7 @@ bool Worker::done_running() {
     cancel_.store(true);
     return true;
   }
-  if (drain_requested_.load()) draining_ = true;
+  if (drain_requested_.load() && !draining_) set_draining();
   if (draining_ && idle()) {
     // Give the coordinator a moment to acknowledge the last report.
     if (drain_started_ == Clock::time_point{}) drain_started_ = Clock::now();
@@ -365,7 +440,7 @@ Status Worker::turn(bool coordinator_readable, bool job_thread_readable) {
   if (job_thread_readable) receive_from_job_thread();
   const auto now = Clock::now();
   send_hello_if_wanted(now);
-  if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
+  if (idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
     ready_not_before_ = Clock::time_point{};
     send_ready();  // the failure backoff is over
   }
@@ -405,6 +480,7 @@ void Worker::on_heartbeat_due(Clock::time_point now) {
   hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
   hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
   send(hb);
+  heartbeat_sent_ = now;
   next_heartbeat_ = now + options_.heartbeat;
   write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
   if (welcomed_) resend_reports(now, options_.report_resend);
@@ -412,6 +488,10 @@ void Worker::on_heartbeat_due(Clock::time_point now) {
 
 Status Worker::on_coordinator_silent() {
   ++counters_.reconnects;
+  // A silent coordinator may have expired this worker and leased its jobs
+  // elsewhere: the prefetched one is not started; it goes back after the
+  // welcome (a report kept until acknowledged).
+  give_back_next("the coordinator was silent");
   spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms",
                options_.worker_id, options_.endpoint, options_.liveness, backoff_.count());
   socket_.reset();
