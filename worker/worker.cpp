@@ -14,10 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Sends job-thread events back to the connection thread through the PAIR.
-class PipeProgress final : public ProgressSink {
+// Posts job-thread progress to the connection thread.
+class HandoffProgress final : public ProgressSink {
  public:
-  PipeProgress(zmq::socket_t& pipe, const JobAssignment& job) : pipe_(pipe), job_(job) {}
+  HandoffProgress(JobHandoff& handoff, const JobAssignment& job) : handoff_(handoff), job_(job) {}
   void progress(int step, int steps, std::string_view phase) override {
     proto::Envelope e;
     auto* p = e.mutable_progress();
@@ -26,11 +26,11 @@ class PipeProgress final : public ProgressSink {
     p->set_step(step);
     p->set_steps(steps);
     p->set_phase(std::string(phase));
-    (void)proto::send_envelope(pipe_, e);
+    handoff_.post(std::move(e));
   }
 
  private:
-  zmq::socket_t& pipe_;
+  JobHandoff& handoff_;
   const JobAssignment& job_;
 };
 
@@ -58,10 +58,7 @@ Worker::Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner
 Worker::~Worker() {
   if (job_thread_ && job_thread_->joinable()) {
     cancel_.store(true);
-    try {
-      pipe_.send(zmq::const_buffer(), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-    }
+    handoff_->quit();
     job_thread_->join();
   }
 }
@@ -83,6 +80,7 @@ Status Worker::connect() {
 
 void Worker::send(const proto::Envelope& e) {
   if (!socket_) return;
+  last_sent_ = Clock::now();
   Status s = proto::send_envelope(*socket_, e);
   if (!s.ok()) spdlog::debug("worker {}: send {} failed: {}", options_.worker_id, proto::body_name(e), s.message());
 }
@@ -174,19 +172,10 @@ void Worker::set_draining() {
   give_back_next("worker is draining");
 }
 
-void Worker::job_thread_main(zmq::socket_t pipe) {
-  for (;;) {
-    zmq::message_t msg;
-    try {
-      if (!pipe.recv(msg, zmq::recv_flags::none)) continue;
-    } catch (const zmq::error_t&) {
-      return;
-    }
-    if (msg.size() == 0) return;  // quit
-    auto env = proto::decode(msg.to_string_view());
-    if (!env.ok() || env->body_case() != proto::Envelope::kAssignment) continue;
-    const JobAssignment& job = env->assignment();
-    PipeProgress progress(pipe, job);
+void Worker::job_thread_main() {
+  while (std::optional<JobAssignment> next = handoff_->wait_for_job()) {
+    const JobAssignment& job = *next;
+    HandoffProgress progress(*handoff_, job);
     auto start = Clock::now();
     Result<proto::JobResult> outcome = [&]() -> Result<proto::JobResult> {
       try {
@@ -213,20 +202,16 @@ void Worker::job_thread_main(zmq::socket_t pipe) {
       err->set_retryable(is_retryable(outcome.status()));
       err->set_configuration(is_configuration_error(outcome.status()));
     }
-    (void)proto::send_envelope(pipe, report);
+    handoff_->post(std::move(report));
   }
 }
 
-void Worker::start_job(const proto::JobAssignment& a) {
+void Worker::start_job(proto::JobAssignment a) {
   running_job_id_ = a.job_id();
   running_attempt_ = a.attempt();
   cancel_.store(false);
-  proto::Envelope e;
-  *e.mutable_assignment() = a;
-  Status s = proto::send_envelope(pipe_, e);
-  if (!s.ok()) spdlog::error("worker {}: cannot hand job {} to the job thread: {}", options_.worker_id, a.job_id(),
-                             s.message());
   spdlog::debug("worker {}: job {} attempt {} started", options_.worker_id, a.job_id(), a.attempt());
+  handoff_->give(std::move(a));
 }
 
 void Worker::on_coordinator(const proto::Envelope& e) {
@@ -314,9 +299,8 @@ void Worker::on_coordinator(const proto::Envelope& e) {
   }
 }
 
-void Worker::on_job_thread(const std::string& bytes) {
-  auto env = proto::decode(bytes);
-  if (!env.ok()) return;
+void Worker::on_job_thread(proto::Envelope& message) {
+  proto::Envelope* env = &message;
   if (env->body_case() == proto::Envelope::kProgress) {
     send(*env);
     return;
@@ -352,22 +336,19 @@ void Worker::on_job_thread(const std::string& bytes) {
   running_attempt_ = 0;
   if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) set_draining();
   if (next_) {
-    // The coordinator expires a worker it has not heard from for `liveness`
-    // heartbeats and leases its jobs again. A worker whose own loop stood
-    // still (a stopped process, a stalled machine) or that has not heard the
-    // coordinator for most of that window cannot know its prefetched job is
-    // still its own: it hands it back rather than risk running it beside
+    // A worker that has not heard the coordinator for most of the liveness
+    // window may have been expired (turn() checks that its own loop did not
+    // stand still): it hands the job back rather than risk running it beside
     // another worker.
     const auto now = Clock::now();
-    const auto window = options_.heartbeat * std::max(1, options_.liveness - 1);
     if (now < ready_not_before_) {
       give_back_next("worker is backing off after a failure");
-    } else if (now - last_heard_ > window || now - heartbeat_sent_ > window) {
-      give_back_next("the worker was out of touch with the coordinator; its lease may have been taken back");
+    } else if (now - last_heard_ > out_of_touch_window()) {
+      give_back_next("the coordinator has been silent; its lease may have been taken back");
     } else {
       proto::JobAssignment a = std::move(*next_);
       next_.reset();
-      start_job(a);
+      start_job(std::move(a));
     }
   }
   send_ready();
@@ -377,7 +358,7 @@ Status Worker::run() {
   HIPQ_RETURN_IF_ERROR(start());
   while (!done_running()) {
     zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
-                               {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};
+                               {nullptr, handoff_->wake_fd(), ZMQ_POLLIN, 0}};
     try {
       zmq::poll(items, 2, next_timeout());
     } catch (const zmq::error_t& e) {
@@ -391,26 +372,11 @@ Status Worker::run() {
 }
 
 Status Worker::start() {
-  zmq::socket_t job_end;
-  try {
-    pipe_ = zmq::socket_t(context_, zmq::socket_type::pair);
-    pipe_.set(zmq::sockopt::linger, 0);
-    pipe_endpoint_ = "inproc://hipq-worker-job-" + std::to_string(reinterpret_cast<uintptr_t>(this));
-    pipe_.bind(pipe_endpoint_);
-    // Connected here, not in the job thread: an assignment that arrives
-    // before that thread is scheduled would otherwise find no peer and be lost.
-    job_end = zmq::socket_t(context_, zmq::socket_type::pair);
-    job_end.set(zmq::sockopt::linger, 0);
-    job_end.connect(pipe_endpoint_);
-  } catch (const zmq::error_t& e) {
-    return Status::Internal(std::string("job pipe: ") + e.what());
-  }
-  job_thread_ = std::make_unique<std::thread>(
-      [this, pipe = std::move(job_end)]() mutable { job_thread_main(std::move(pipe)); });
+  HIPQ_ASSIGN_OR_RETURN(handoff_, JobHandoff::create());
+  job_thread_ = std::make_unique<std::thread>([this] { job_thread_main(); });
   HIPQ_RETURN_IF_ERROR(connect());
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;
-  heartbeat_sent_ = Clock::now();
   write_health("connected");
   drain_started_ = Clock::time_point{};
   return Status::Ok();
@@ -435,7 +401,23 @@ std::chrono::milliseconds Worker::next_timeout() const {
   return std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
 }
 
+std::chrono::milliseconds Worker::out_of_touch_window() const {
+  return options_.heartbeat * std::max(1, options_.liveness - 1);
+}
+
 Status Worker::turn(bool coordinator_readable, bool job_thread_readable) {
+  // The coordinator expires a worker it has not heard from for `liveness`
+  // heartbeats and leases its jobs again. A worker that sent nothing for
+  // most of that window (its loop stood still: a stopped process, a frozen
+  // machine; it sends a heartbeat every interval otherwise) cannot know its
+  // prefetched job is still its own, whatever old heartbeats it now reads:
+  // it gives the job back before anything else.
+  const auto turn_start = Clock::now();
+  if (next_ && turn_start - last_sent_ > out_of_touch_window()) {
+    give_back_next("this worker sent nothing for " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(turn_start - last_sent_).count()) +
+                   " ms; its lease may have been taken back");
+  }
   if (coordinator_readable) receive_from_coordinator();
   if (job_thread_readable) receive_from_job_thread();
   const auto now = Clock::now();
@@ -468,11 +450,7 @@ void Worker::receive_from_coordinator() {
 }
 
 void Worker::receive_from_job_thread() {
-  for (;;) {
-    auto frame = proto::recv_frame(pipe_);
-    if (!frame.ok() || !frame->has_value()) break;
-    on_job_thread(**frame);
-  }
+  for (proto::Envelope& message : handoff_->take()) on_job_thread(message);
 }
 
 void Worker::on_heartbeat_due(Clock::time_point now) {
@@ -480,7 +458,6 @@ void Worker::on_heartbeat_due(Clock::time_point now) {
   hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
   hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
   send(hb);
-  heartbeat_sent_ = now;
   next_heartbeat_ = now + options_.heartbeat;
   write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
   if (welcomed_) resend_reports(now, options_.report_resend);
@@ -521,10 +498,7 @@ void Worker::leave() {
   spdlog::info("worker {}: leaving ({} done, {} failed, {} reconnects)", options_.worker_id, counters_.jobs_done,
                counters_.jobs_failed, counters_.reconnects);
   cancel_.store(true);
-  try {
-    pipe_.send(zmq::const_buffer(), zmq::send_flags::none);
-  } catch (const zmq::error_t&) {
-  }
+  handoff_->quit();
   if (job_thread_->joinable()) job_thread_->join();
   job_thread_.reset();
   socket_.reset();

@@ -7,8 +7,8 @@
 // jobs, the one it runs and, with credit 2, the next one, so the hand-off
 // round trip hides behind work), sends a heartbeat every interval whatever
 // the GPU is doing, and forwards progress, results and errors. The job runs
-// on a second thread that owns the JobRunner; the two talk through an inproc
-// PAIR socket, so the GPU never blocks heartbeats.
+// on a second thread that owns the JobRunner; the two talk through a
+// JobHandoff (worker/job_handoff.h), so the GPU never blocks heartbeats.
 //
 // The prefetched job is only held, never started, until the running one
 // ends; it is given back unstarted (JobError.not_started: no attempt counted)
@@ -47,6 +47,7 @@
 #include "proto/protocol.h"
 #include "proto/transport.h"
 #include "worker/health_file.h"
+#include "worker/job_handoff.h"
 #include "worker/job_runner.h"
 
 namespace hipq::worker {
@@ -132,8 +133,8 @@ class Worker {
   void send_ready();
   void send(const proto::Envelope& e);
   void on_coordinator(const proto::Envelope& e);
-  void on_job_thread(const std::string& bytes);
-  void start_job(const proto::JobAssignment& a);
+  void on_job_thread(proto::Envelope& message);
+  void start_job(proto::JobAssignment a);
   // Hands `a` back unstarted (JobError.not_started), saying `why`.
   void give_back(const proto::JobAssignment& a, const std::string& why);
   // Gives back the prefetched job, if any.
@@ -141,9 +142,8 @@ class Worker {
   void set_draining();
   // Jobs held: the running one and the prefetched one.
   int held() const { return (running_job_id_ != 0 ? 1 : 0) + (next_ ? 1 : 0); }
-  // Runs jobs from `pipe`, the job thread's end of pipe_, connected before
-  // the thread starts so no assignment can find it unconnected.
-  void job_thread_main(zmq::socket_t pipe);
+  // Runs the jobs handoff_ gives it until quit.
+  void job_thread_main();
   bool idle() const { return running_job_id_ == 0; }
   void write_health(const char* state);
 
@@ -151,8 +151,7 @@ class Worker {
   WorkerOptions options_;
   JobRunner& runner_;
   std::unique_ptr<zmq::socket_t> socket_;
-  zmq::socket_t pipe_;             // connection thread's end of the inproc PAIR
-  std::string pipe_endpoint_;
+  std::unique_ptr<JobHandoff> handoff_;  // made by start(), before the job thread
   std::unique_ptr<std::thread> job_thread_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> drain_requested_{false};
@@ -182,7 +181,11 @@ class Worker {
   void resend_reports(std::chrono::steady_clock::time_point now, std::chrono::milliseconds older_than);
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};
-  std::chrono::steady_clock::time_point heartbeat_sent_{};  // when the loop last sent one
+  std::chrono::steady_clock::time_point last_sent_{};  // when it last sent the coordinator anything
+  // How long without hearing the coordinator, or without sending it
+  // anything, before the prefetched job is given back: liveness - 1
+  // heartbeats (the coordinator expires it after liveness).
+  std::chrono::milliseconds out_of_touch_window() const;
   std::chrono::steady_clock::time_point drain_started_{};  // draining with no job: since when
   std::chrono::milliseconds backoff_;
   WorkerCounters counters_;
