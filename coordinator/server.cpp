@@ -601,7 +601,7 @@ void Server::on_ready(Peer& peer, const proto::Ready& m) {
   // Credit is what the worker takes now besides the jobs it holds (it sends
   // Ready after its report: same connection, same order, so a job it
   // reported is no longer counted). Capped so it never holds more than
-  // kMaxCredit; a version-5 worker asks only when idle, for one.
+  // kMaxCredit; a worker of an earlier release asks only when idle, for one.
   peer.credit = std::clamp(m.credit(), 0, kMaxCredit - held_jobs(peer));
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
