@@ -35,6 +35,7 @@ struct WorkerArgs {
   std::string engine = "engine";
   std::string id;
   int64_t max_jobs = 0;
+  int credit = proto::kDefaultCredit;
   bool all_devices = false;
   std::string health_file;
   MemoryOptions memory;
@@ -109,6 +110,7 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
   o.curve = *keys;
   o.worker_id = a.id;
   o.max_jobs = a.max_jobs;
+  o.credit = a.credit;
   o.health_file = a.health_file;
   zmq::context_t context;
   worker::Worker w(context, o, **runner);
@@ -142,6 +144,11 @@ void add_worker_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--id", args.id, "worker id (default <host>/<backend><device>/<pid>)");
   add_memory_options(cmd, args.memory);
   cmd->add_option("--max-jobs", args.max_jobs, "leave after this many jobs (0 = never)");
+  cmd->add_option("--credit", args.credit,
+                  "jobs held at once: 1 = ask for the next job after reporting the last; 2 = also hold the next "
+                  "one while running one, so the hand-off hides behind work (docs/protocol.md)")
+      ->check(CLI::Range(1, proto::kMaxCredit))
+      ->capture_default_str();
   cmd->add_option("--health-file", args.health_file,
                   "rewrite FILE on every heartbeat and remove it on exit, for liveness probes (with --all-devices: "
                   "FILE.<device> per worker)");

@@ -45,10 +45,41 @@ std::vector<std::string> PeerTable::silent_since(SteadyTime deadline) const {
   return out;
 }
 
+int held_jobs(const Peer& p) { return (p.running_job_id != 0 ? 1 : 0) + (p.next ? 1 : 0); }
+
+bool end_job(Peer& p, int64_t job_id, SteadyTime now) {
+  if (job_id == 0) return false;
+  if (p.next && p.next->job_id == job_id) {
+    p.next.reset();
+    return true;
+  }
+  if (p.running_job_id != job_id) return false;
+  p.progress_step = 0;
+  p.progress_steps = 0;
+  if (!p.next) {
+    p.running_job_id = 0;
+    p.running_attempt = 0;
+    p.running_holding = {};
+    return true;
+  }
+  PrefetchedJob n = std::move(*p.next);
+  p.next.reset();
+  p.running_job_id = n.job_id;
+  p.running_attempt = n.attempt;
+  p.running_holding = std::move(n.holding);
+  p.progress_steps = n.steps;
+  p.last_progress = now;
+  p.assigned_job_id = n.job_id;
+  p.assigned_batch_id = n.batch_id;
+  p.assigned_seed = n.seed;
+  p.assigned_prompt = std::move(n.prompt);
+  return true;
+}
+
 namespace {
-// A worker holds one job at a time: one that runs a job is never offered
-// another, whatever credit it claims (a second one would come back "busy").
-bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining && p.running_job_id == 0; }
+// A worker holds at most kMaxCredit jobs (the running one and the next);
+// one holding that many is offered nothing, whatever credit it claims.
+bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining && held_jobs(p) < kMaxCredit; }
 }  // namespace
 
 bool PeerTable::any_wanting_work() const {
@@ -61,8 +92,11 @@ std::vector<std::string> PeerTable::wanting_work() const {
   for (const auto& [id, p] : peers_) {
     if (wants_work(p)) ps.push_back(&p);
   }
-  // Fairness: the peer that has waited longest since it asked goes first.
-  std::sort(ps.begin(), ps.end(), [](const Peer* a, const Peer* b) { return a->asked_at < b->asked_at; });
+  // Fairness: idle peers before prefetches, then the longest wait since the ask.
+  std::sort(ps.begin(), ps.end(), [](const Peer* a, const Peer* b) {
+    const int ha = held_jobs(*a), hb = held_jobs(*b);
+    return ha != hb ? ha < hb : a->asked_at < b->asked_at;
+  });
   std::vector<std::string> out;
   out.reserve(ps.size());
   for (const Peer* p : ps) out.push_back(p->routing_id);

@@ -15,27 +15,45 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "db/records.h"
 #include "proto/hipq.pb.h"
+#include "proto/protocol.h"
 
 namespace hipq::coordinator {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
+
+// A job leased to a worker that it has not started yet: the next one, held
+// while it runs another (credit 2, docs/protocol.md "Credit and prefetch").
+struct PrefetchedJob {
+  int64_t job_id = 0;
+  int attempt = 0;
+  int steps = 0;
+  int64_t batch_id = 0;
+  uint64_t seed = 0;
+  std::string prompt;
+  db::ModelHolding holding;          // its model and LoRA set (affinity of the job after it)
+};
 
 struct Peer {
   std::string routing_id;
   std::string worker_id;
   std::string user_id;               // "" when the coordinator runs without CURVE
   proto::WorkerHello info;
-  int credit = 0;                    // jobs it asked for and has not been given (at most kMaxCredit)
+  int credit = 0;                    // jobs it asked for and has not been given (held + credit <= kMaxCredit)
   bool draining = false;
   bool resyncing = false;            // a commit failed; waiting for its fresh hello
   int64_t running_job_id = 0;        // 0 = idle
   int running_attempt = 0;
+  db::ModelHolding running_holding;  // the running job's model and LoRA set, when dispatch leased it
+  // Leased to it, to start when the running job ends (never set while
+  // running_job_id is 0: the worker starts a job it receives idle at once).
+  std::optional<PrefetchedJob> next;
   int progress_step = 0;
   int progress_steps = 0;
   std::vector<std::string> loaded_models;
@@ -54,9 +72,17 @@ struct Peer {
   std::string assigned_prompt;
 };
 
-// One worker process drives one device and runs one job at a time: it never
-// needs more credit than that, and a Ready claiming more is capped.
-inline constexpr int kMaxCredit = 1;
+// One worker process drives one device and runs one job at a time; it holds
+// at most one more, prefetched. A Ready claiming more is capped.
+inline constexpr int kMaxCredit = proto::kMaxCredit;
+
+// Jobs leased to the peer: the running one and the prefetched one.
+int held_jobs(const Peer& p);
+// Job `job_id` ended on the peer (reported, given back, expired, taken
+// back): the running one is replaced by the prefetched one, which starts
+// now (its stall clock from `now`); a prefetched one is forgotten. False
+// when the peer holds no such job.
+bool end_job(Peer& p, int64_t job_id, SteadyTime now);
 
 class PeerTable {
  public:
@@ -69,7 +95,9 @@ class PeerTable {
 
   // Routing ids of peers silent since before `deadline`.
   std::vector<std::string> silent_since(SteadyTime deadline) const;
-  // Routing ids of peers with credit that are not draining, oldest ask first.
+  // Routing ids of peers with credit that are not draining and hold fewer
+  // than kMaxCredit jobs: those holding fewer first (an idle worker is
+  // served before another's prefetch), then the oldest ask.
   std::vector<std::string> wanting_work() const;
   // Whether any peer would be offered a job now (wanting_work() not empty).
   bool any_wanting_work() const;

@@ -19,6 +19,7 @@
 #include "db/transaction.h"
 #include "proto/codec.h"
 #include "proto/transport.h"
+#include "spec/input_digests.h"
 
 
 namespace hipq::coordinator {
@@ -348,6 +349,8 @@ void Server::forget_peer_state() {
     p->credit = 0;
     p->running_job_id = 0;
     p->running_attempt = 0;
+    p->running_holding = {};
+    p->next.reset();
     p->progress_step = p->progress_steps = 0;
     p->resyncing = true;
   }
@@ -516,6 +519,8 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
     peer.held_models = to_held_models(m.held_models());
     peer.running_job_id = 0;
     peer.running_attempt = 0;
+    peer.running_holding = {};
+    peer.next.reset();  // a reconnecting worker gives its prefetched job back
   }
   // A repeated hello on one connection (it sent several while reconnecting)
   // changes nothing it holds: a job handed to it in between is still its job,
@@ -593,10 +598,11 @@ void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHel
 
 void Server::on_ready(Peer& peer, const proto::Ready& m) {
   if (peer.resyncing) return;  // its hello comes first (forget_peer_state)
-  // A worker asks only when idle, after its report (same connection, same
-  // order): a Ready while it holds a job is not a request for a second one.
-  if (peer.running_job_id != 0) return;
-  peer.credit = std::min(m.credit(), kMaxCredit);
+  // Credit is what the worker takes now besides the jobs it holds (it sends
+  // Ready after its report: same connection, same order, so a job it
+  // reported is no longer counted). Capped so it never holds more than
+  // kMaxCredit; a worker of an earlier release asks only when idle, for one.
+  peer.credit = std::clamp(m.credit(), 0, kMaxCredit - held_jobs(peer));
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
@@ -605,7 +611,7 @@ void Server::on_ready(Peer& peer, const proto::Ready& m) {
 }
 
 void Server::on_heartbeat(Peer& peer, const proto::Heartbeat& m) {
-  if (m.running_job_id() == 0 && peer.running_job_id == 0) return;
+  if (m.running_job_id() == 0 && held_jobs(peer) == 0) return;
   auto n = store_->extend_worker_leases(peer.worker_id, db::wall_clock_seconds(), options_.lease_seconds);
   if (!n.ok()) spdlog::warn("worker {}: cannot extend its lease: {}", peer.worker_id, n.status().ToString());
 }
@@ -664,11 +670,7 @@ void Server::on_result(Peer& peer, const proto::JobResult& m) {
     ack = false;
     spdlog::error("cannot record result of job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
   }
-  if (peer.running_job_id == m.job_id()) {
-    peer.running_job_id = 0;
-    peer.running_attempt = 0;
-    peer.progress_step = peer.progress_steps = 0;
-  }
+  end_job(peer, m.job_id(), Clock::now());
   if (ack) {
     proto::Envelope a;
     a.mutable_report_ack()->set_job_id(m.job_id());
@@ -680,6 +682,21 @@ void Server::on_result(Peer& peer, const proto::JobResult& m) {
 void Server::fail_batch_of(int64_t job_id, const std::string& error) {
   auto job = store_->get_job(job_id);
   if (!job.ok()) return;
+  // Jobs of the batch that workers hold prefetched have not started: they go
+  // back to the queue (no attempt counted) and fail with the queued ones
+  // instead of running into the same error; their workers drop them.
+  for (const auto& [rid, p] : peers_.peers()) {
+    if (!p.next || p.next->batch_id != job->batch_id) continue;
+    const PrefetchedJob next = *p.next;
+    Status s = store_->return_lease(next.job_id, next.attempt, p.worker_id, db::wall_clock_seconds());
+    if (!s.ok()) continue;  // its lease ended already
+    proto::Envelope c;
+    c.mutable_cancel()->set_job_id(next.job_id);
+    c.mutable_cancel()->set_attempt(next.attempt);
+    send(rid, std::move(c));
+    ++counters_.leases_returned;
+    end_job(*peers_.find(rid), next.job_id, Clock::now());
+  }
   auto failed = store_->fail_queued_jobs(
       job->batch_id, "not run: job " + std::to_string(job_id) + " of this batch hit a configuration error: " + error,
       db::wall_clock_seconds());
@@ -716,10 +733,7 @@ void Server::on_error(Peer& peer, const proto::JobError& m) {
     ack = false;
     spdlog::error("cannot record failure of job {}: {}", m.job_id(), r.status().ToString());
   }
-  if (peer.running_job_id == m.job_id()) {
-    peer.running_job_id = 0;
-    peer.running_attempt = 0;
-  }
+  end_job(peer, m.job_id(), Clock::now());
   if (ack) {
     proto::Envelope a;
     a.mutable_report_ack()->set_job_id(m.job_id());
@@ -740,10 +754,9 @@ void Server::on_returned(Peer& peer, const proto::JobError& m) {
     spdlog::error("cannot give back job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
     return;  // no ack: the worker re-sends it
   }
-  if (peer.running_job_id == m.job_id() && peer.running_attempt == m.attempt()) {
-    peer.running_job_id = 0;
-    peer.running_attempt = 0;
-  }
+  const bool held = (peer.running_job_id == m.job_id() && peer.running_attempt == m.attempt()) ||
+                    (peer.next && peer.next->job_id == m.job_id() && peer.next->attempt == m.attempt());
+  if (held) end_job(peer, m.job_id(), Clock::now());
   proto::Envelope a;
   a.mutable_report_ack()->set_job_id(m.job_id());
   a.mutable_report_ack()->set_attempt(m.attempt());
@@ -759,13 +772,27 @@ void Server::on_goodbye(Peer& peer, const proto::Goodbye& m) {
 }
 
 void Server::dispatch() {
-  if (!maybe_queued_) return;
-  for (const std::string& rid : peers_.wanting_work()) {
-    Peer* peer = peers_.find(rid);
-    if (!peer) continue;
-    while (peer->credit > 0 && peer->running_job_id == 0) {
-      auto leased = store_->lease_next(peer->worker_id, peer->loaded_models, db::wall_clock_seconds(),
-                                       options_.lease_seconds, peer->held_models);
+  // One job per peer per round, idle peers first (PeerTable::wanting_work):
+  // a prefetch never takes the last queued job from an idle worker.
+  for (bool gave = true; gave && maybe_queued_;) {
+    gave = false;
+    for (const std::string& rid : peers_.wanting_work()) {
+      Peer* peer = peers_.find(rid);
+      if (!peer || peer->credit <= 0 || held_jobs(*peer) >= kMaxCredit) continue;
+      // A prefetched job runs after the running one, whose model the worker
+      // then holds: it is preferred as much as the models held now.
+      std::vector<std::string> models = peer->loaded_models;
+      std::vector<db::ModelHolding> holdings = peer->held_models;
+      if (peer->running_job_id != 0 && !peer->running_holding.model.empty()) {
+        if (std::find(models.begin(), models.end(), peer->running_holding.model) == models.end()) {
+          models.push_back(peer->running_holding.model);
+        }
+        if (std::find(holdings.begin(), holdings.end(), peer->running_holding) == holdings.end()) {
+          holdings.push_back(peer->running_holding);
+        }
+      }
+      auto leased = store_->lease_next(peer->worker_id, models, db::wall_clock_seconds(), options_.lease_seconds,
+                                       holdings);
       if (!leased.ok()) {
         spdlog::error("lease for {} failed: {}", peer->worker_id, leased.status().ToString());
         return;
@@ -777,10 +804,19 @@ void Server::dispatch() {
       const db::LeasedJob& job = **leased;
       proto::Envelope e;
       *e.mutable_assignment() = make_assignment(job, dispatch_settings_);
+      db::ModelHolding holding{job.job.model, spec::lora_set_key(job.job.loras, job.job.inputs.loras)};
       send(rid, std::move(e));
       --peer->credit;
+      gave = true;
+      ++counters_.assignments;
+      if (peer->running_job_id != 0) {
+        peer->next = PrefetchedJob{job.job.id, job.attempt, job.job.steps, job.job.batch_id, job.job.seed,
+                                   job.job.prompt, std::move(holding)};
+        continue;
+      }
       peer->running_job_id = job.job.id;
       peer->running_attempt = job.attempt;
+      peer->running_holding = std::move(holding);
       peer->last_progress = Clock::now();
       peer->progress_step = 0;
       peer->progress_steps = job.job.steps;
@@ -788,7 +824,6 @@ void Server::dispatch() {
       peer->assigned_batch_id = job.job.batch_id;
       peer->assigned_seed = job.job.seed;
       peer->assigned_prompt = job.job.prompt;
-      ++counters_.assignments;
     }
   }
 }
@@ -822,7 +857,7 @@ void Server::expire_leases() {
     ++counters_.leases_expired;
     spdlog::warn("lease of job {} attempt {} ({}) expired; job is now {}", f.job_id, f.attempt, f.worker_id,
                  db::job_state_name(f.new_state));
-    if (Peer* p = peers_.find_worker(f.worker_id); p && p->running_job_id == f.job_id) p->running_job_id = 0;
+    if (Peer* p = peers_.find_worker(f.worker_id)) end_job(*p, f.job_id, Clock::now());
   }
   if (!expired->empty()) maybe_queued_ = true;
 }
@@ -852,9 +887,7 @@ void Server::reclaim_stalled_leases() {
     c.mutable_cancel()->set_job_id(p->running_job_id);
     c.mutable_cancel()->set_attempt(p->running_attempt);
     send(rid, std::move(c));
-    p->running_job_id = 0;
-    p->running_attempt = 0;
-    p->progress_step = p->progress_steps = 0;
+    end_job(*p, p->running_job_id, now);  // its prefetched job starts now
   }
 }
 

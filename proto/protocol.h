@@ -19,6 +19,13 @@ namespace hipq::proto {
 // ignore the settings and draw a text-to-image base-model image instead.
 inline constexpr uint32_t kProtocolVersion = 5;
 
+// Jobs a worker holds at once: the one it runs and, with a credit of 2, the
+// next one, leased to it while the first runs so the hand-off round trip
+// hides behind work (docs/protocol.md, "Credit and prefetch"). The worker's
+// default (`hipq worker --credit`) and the most the coordinator grants.
+inline constexpr int kMaxCredit = 2;
+inline constexpr int kDefaultCredit = 2;
+
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).
 inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};

@@ -6,8 +6,8 @@
 // benchmarks). The worker's connection loop (worker/worker.h) owns one
 // runner and calls run() on its job thread, one job at a time; describe()
 // and loaded_models() are called on the connection thread only while no job
-// runs (the job thread hands each outcome over through a ZeroMQ message,
-// which orders the two).
+// runs (the job thread hands each outcome over through the JobHandoff's
+// mutex, which orders the two).
 //
 // run() returns the finished job (a parity FAIL is a finished job) or the
 // Status that says why it failed, named so an operator can act on it:

@@ -14,10 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Sends job-thread events back to the connection thread through the PAIR.
-class PipeProgress final : public ProgressSink {
+// Posts job-thread progress to the connection thread.
+class HandoffProgress final : public ProgressSink {
  public:
-  PipeProgress(zmq::socket_t& pipe, const JobAssignment& job) : pipe_(pipe), job_(job) {}
+  HandoffProgress(JobHandoff& handoff, const JobAssignment& job) : handoff_(handoff), job_(job) {}
   void progress(int step, int steps, std::string_view phase) override {
     proto::Envelope e;
     auto* p = e.mutable_progress();
@@ -26,11 +26,11 @@ class PipeProgress final : public ProgressSink {
     p->set_step(step);
     p->set_steps(steps);
     p->set_phase(std::string(phase));
-    (void)proto::send_envelope(pipe_, e);
+    handoff_.post(std::move(e));
   }
 
  private:
-  zmq::socket_t& pipe_;
+  JobHandoff& handoff_;
   const JobAssignment& job_;
 };
 
@@ -58,10 +58,7 @@ Worker::Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner
 Worker::~Worker() {
   if (job_thread_ && job_thread_->joinable()) {
     cancel_.store(true);
-    try {
-      pipe_.send(zmq::const_buffer(), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-    }
+    handoff_->quit();
     job_thread_->join();
   }
 }
@@ -76,13 +73,14 @@ Status Worker::connect() {
     return Status::InvalidArgument("cannot connect to \"" + options_.endpoint + "\": " + e.what());
   }
   welcomed_ = false;
-  asked_ = false;
+  asked_ = 0;
   last_heard_ = Clock::now();
   return Status::Ok();
 }
 
 void Worker::send(const proto::Envelope& e) {
   if (!socket_) return;
+  last_sent_ = Clock::now();
   Status s = proto::send_envelope(*socket_, e);
   if (!s.ok()) spdlog::debug("worker {}: send {} failed: {}", options_.worker_id, proto::body_name(e), s.message());
 }
@@ -127,29 +125,57 @@ void Worker::send_hello_if_wanted(Clock::time_point now) {
 }
 
 void Worker::send_ready() {
-  if (!welcomed_ || draining_ || !idle() || asked_) return;
+  if (!welcomed_ || draining_) return;
   if (Clock::now() < ready_not_before_) return;  // backing off; the loop asks again later
+  int64_t want = options_.credit - held();
+  if (options_.max_jobs > 0) {
+    want = std::min(want, options_.max_jobs - counters_.jobs_done - counters_.jobs_failed - held());
+  }
+  // The coordinator replaces its credit with each Ready: ask again only for more.
+  if (want <= asked_) return;
   proto::Envelope e;
-  e.mutable_ready()->set_credit(1);
-  for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
-  for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
+  e.mutable_ready()->set_credit(static_cast<int32_t>(want));
+  if (idle()) {
+    // The runner's models may be read only while no job runs (worker/job_runner.h);
+    // while one runs the coordinator keeps what it last heard and adds the
+    // running job's model itself.
+    for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
+    for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
+  }
   send(e);
-  asked_ = true;
+  asked_ = static_cast<int>(want);
 }
 
-void Worker::job_thread_main(zmq::socket_t pipe) {
-  for (;;) {
-    zmq::message_t msg;
-    try {
-      if (!pipe.recv(msg, zmq::recv_flags::none)) continue;
-    } catch (const zmq::error_t&) {
-      return;
-    }
-    if (msg.size() == 0) return;  // quit
-    auto env = proto::decode(msg.to_string_view());
-    if (!env.ok() || env->body_case() != proto::Envelope::kAssignment) continue;
-    const JobAssignment& job = env->assignment();
-    PipeProgress progress(pipe, job);
+void Worker::give_back(const proto::JobAssignment& a, const std::string& why) {
+  proto::Envelope err;
+  err.mutable_error()->set_job_id(a.job_id());
+  err.mutable_error()->set_attempt(a.attempt());
+  err.mutable_error()->set_code("Unavailable");
+  err.mutable_error()->set_message(why);
+  err.mutable_error()->set_retryable(true);
+  err.mutable_error()->set_not_started(true);
+  ++counters_.given_back;
+  send_report(err, a.job_id(), a.attempt());
+}
+
+void Worker::give_back_next(const std::string& why) {
+  if (!next_) return;
+  spdlog::info("worker {}: prefetched job {} attempt {} given back unstarted: {}", options_.worker_id,
+                next_->job_id(), next_->attempt(), why);
+  proto::JobAssignment a = std::move(*next_);
+  next_.reset();
+  give_back(a, why);
+}
+
+void Worker::set_draining() {
+  draining_ = true;
+  give_back_next("worker is draining");
+}
+
+void Worker::job_thread_main() {
+  while (std::optional<JobAssignment> next = handoff_->wait_for_job()) {
+    const JobAssignment& job = *next;
+    HandoffProgress progress(*handoff_, job);
     auto start = Clock::now();
     Result<proto::JobResult> outcome = [&]() -> Result<proto::JobResult> {
       try {
@@ -176,20 +202,16 @@ void Worker::job_thread_main(zmq::socket_t pipe) {
       err->set_retryable(is_retryable(outcome.status()));
       err->set_configuration(is_configuration_error(outcome.status()));
     }
-    (void)proto::send_envelope(pipe, report);
+    handoff_->post(std::move(report));
   }
 }
 
-void Worker::start_job(const proto::JobAssignment& a) {
+void Worker::start_job(proto::JobAssignment a) {
   running_job_id_ = a.job_id();
   running_attempt_ = a.attempt();
   cancel_.store(false);
-  proto::Envelope e;
-  *e.mutable_assignment() = a;
-  Status s = proto::send_envelope(pipe_, e);
-  if (!s.ok()) spdlog::error("worker {}: cannot hand job {} to the job thread: {}", options_.worker_id, a.job_id(),
-                             s.message());
   spdlog::debug("worker {}: job {} attempt {} started", options_.worker_id, a.job_id(), a.attempt());
+  handoff_->give(std::move(a));
 }
 
 void Worker::on_coordinator(const proto::Envelope& e) {
@@ -200,12 +222,16 @@ void Worker::on_coordinator(const proto::Envelope& e) {
                                    e.welcome().coordinator_id());
       welcomed_ = true;
       hello_wanted_ = false;  // answered; a Reconnect after this asks again
-      asked_ = false;
+      asked_ = 0;
       backoff_ = options_.reconnect_initial;
       resend_reports(Clock::now(), std::chrono::milliseconds(0));
       send_ready();
       return;
     case proto::Envelope::kReconnect:
+      // The coordinator lost track of this connection (restart, expiry, a
+      // failed commit): it gives back leases the hello does not claim, and
+      // the hello claims only the running job.
+      give_back_next("the coordinator asked for a hello");
       welcomed_ = false;
       hello_wanted_ = true;
       send_hello_if_wanted(Clock::now());
@@ -214,31 +240,45 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       return;
     case proto::Envelope::kAssignment: {
       const auto& a = e.assignment();
-      asked_ = false;
-      if (!idle() || draining_) {
-        // Never hold two jobs: hand it straight back for another worker.
-        proto::Envelope err;
-        err.mutable_error()->set_job_id(a.job_id());
-        err.mutable_error()->set_attempt(a.attempt());
-        err.mutable_error()->set_code("Unavailable");
-        err.mutable_error()->set_message(draining_ ? "worker is draining" : "worker is busy with another job");
-        err.mutable_error()->set_retryable(true);
-        err.mutable_error()->set_not_started(true);
-        send_report(err, a.job_id(), a.attempt());
+      asked_ = std::max(0, asked_ - 1);
+      if (draining_ || held() >= options_.credit || Clock::now() < ready_not_before_) {
+        // Never hold more than its credit, nor work while backing off: hand
+        // it straight back for another worker.
+        give_back(a, draining_                              ? "worker is draining"
+                     : Clock::now() < ready_not_before_ ? "worker is backing off after a failure"
+                                                         : "worker is busy with another job");
         return;
       }
-      start_job(a);
+      if (idle()) {
+        start_job(a);
+      } else {
+        next_ = a;
+        ++counters_.prefetched;
+      }
       return;
     }
     case proto::Envelope::kCancel:
       if (e.cancel().job_id() == running_job_id_) {
         spdlog::info("worker {}: job {} cancelled by the coordinator", options_.worker_id, running_job_id_);
         cancel_.store(true);
+      } else if (next_ && e.cancel().job_id() == next_->job_id()) {
+        // Never started: reported as the runner reports a cancelled job.
+        spdlog::info("worker {}: prefetched job {} cancelled by the coordinator", options_.worker_id, next_->job_id());
+        proto::Envelope err;
+        err.mutable_error()->set_job_id(next_->job_id());
+        err.mutable_error()->set_attempt(next_->attempt());
+        err.mutable_error()->set_code(std::string(status_code_name(StatusCode::kCancelled)));
+        err.mutable_error()->set_message("job " + std::to_string(next_->job_id()) + " cancelled before it started");
+        err.mutable_error()->set_retryable(false);
+        const int64_t job = next_->job_id();
+        const int attempt = next_->attempt();
+        next_.reset();
+        send_report(err, job, attempt);
       }
       return;
     case proto::Envelope::kDrain:
       spdlog::info("worker {}: draining ({})", options_.worker_id, e.drain().reason());
-      draining_ = true;
+      set_draining();
       return;
     case proto::Envelope::kReportAck:
       unacked_.erase({e.report_ack().job_id(), e.report_ack().attempt()});
@@ -259,9 +299,8 @@ void Worker::on_coordinator(const proto::Envelope& e) {
   }
 }
 
-void Worker::on_job_thread(const std::string& bytes) {
-  auto env = proto::decode(bytes);
-  if (!env.ok()) return;
+void Worker::on_job_thread(proto::Envelope& message) {
+  proto::Envelope* env = &message;
   if (env->body_case() == proto::Envelope::kProgress) {
     send(*env);
     return;
@@ -295,7 +334,23 @@ void Worker::on_job_thread(const std::string& bytes) {
   send_report(*env, job, attempt);
   running_job_id_ = 0;
   running_attempt_ = 0;
-  if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) draining_ = true;
+  if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) set_draining();
+  if (next_) {
+    // A worker that has not heard the coordinator for most of the liveness
+    // window may have been expired (turn() checks that its own loop did not
+    // stand still): it hands the job back rather than risk running it beside
+    // another worker.
+    const auto now = Clock::now();
+    if (now < ready_not_before_) {
+      give_back_next("worker is backing off after a failure");
+    } else if (now - last_heard_ > out_of_touch_window()) {
+      give_back_next("the coordinator has been silent; its lease may have been taken back");
+    } else {
+      proto::JobAssignment a = std::move(*next_);
+      next_.reset();
+      start_job(std::move(a));
+    }
+  }
   send_ready();
 }
 
@@ -303,7 +358,7 @@ Status Worker::run() {
   HIPQ_RETURN_IF_ERROR(start());
   while (!done_running()) {
     zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
-                               {static_cast<void*>(pipe_), 0, ZMQ_POLLIN, 0}};
+                               {nullptr, handoff_->wake_fd(), ZMQ_POLLIN, 0}};
     try {
       zmq::poll(items, 2, next_timeout());
     } catch (const zmq::error_t& e) {
@@ -317,22 +372,8 @@ Status Worker::run() {
 }
 
 Status Worker::start() {
-  zmq::socket_t job_end;
-  try {
-    pipe_ = zmq::socket_t(context_, zmq::socket_type::pair);
-    pipe_.set(zmq::sockopt::linger, 0);
-    pipe_endpoint_ = "inproc://hipq-worker-job-" + std::to_string(reinterpret_cast<uintptr_t>(this));
-    pipe_.bind(pipe_endpoint_);
-    // Connected here, not in the job thread: an assignment that arrives
-    // before that thread is scheduled would otherwise find no peer and be lost.
-    job_end = zmq::socket_t(context_, zmq::socket_type::pair);
-    job_end.set(zmq::sockopt::linger, 0);
-    job_end.connect(pipe_endpoint_);
-  } catch (const zmq::error_t& e) {
-    return Status::Internal(std::string("job pipe: ") + e.what());
-  }
-  job_thread_ = std::make_unique<std::thread>(
-      [this, pipe = std::move(job_end)]() mutable { job_thread_main(std::move(pipe)); });
+  HIPQ_ASSIGN_OR_RETURN(handoff_, JobHandoff::create());
+  job_thread_ = std::make_unique<std::thread>([this] { job_thread_main(); });
   HIPQ_RETURN_IF_ERROR(connect());
   send_hello();
   next_heartbeat_ = Clock::now() + options_.heartbeat;
@@ -346,7 +387,7 @@ bool Worker::done_running() {
     cancel_.store(true);
     return true;
   }
-  if (drain_requested_.load()) draining_ = true;
+  if (drain_requested_.load() && !draining_) set_draining();
   if (draining_ && idle()) {
     // Give the coordinator a moment to acknowledge the last report.
     if (drain_started_ == Clock::time_point{}) drain_started_ = Clock::now();
@@ -360,12 +401,28 @@ std::chrono::milliseconds Worker::next_timeout() const {
   return std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
 }
 
+std::chrono::milliseconds Worker::out_of_touch_window() const {
+  return options_.heartbeat * std::max(1, options_.liveness - 1);
+}
+
 Status Worker::turn(bool coordinator_readable, bool job_thread_readable) {
+  // The coordinator expires a worker it has not heard from for `liveness`
+  // heartbeats and leases its jobs again. A worker that sent nothing for
+  // most of that window (its loop stood still: a stopped process, a frozen
+  // machine; it sends a heartbeat every interval otherwise) cannot know its
+  // prefetched job is still its own, whatever old heartbeats it now reads:
+  // it gives the job back before anything else.
+  const auto turn_start = Clock::now();
+  if (next_ && turn_start - last_sent_ > out_of_touch_window()) {
+    give_back_next("this worker sent nothing for " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(turn_start - last_sent_).count()) +
+                   " ms; its lease may have been taken back");
+  }
   if (coordinator_readable) receive_from_coordinator();
   if (job_thread_readable) receive_from_job_thread();
   const auto now = Clock::now();
   send_hello_if_wanted(now);
-  if (!asked_ && idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
+  if (idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
     ready_not_before_ = Clock::time_point{};
     send_ready();  // the failure backoff is over
   }
@@ -393,11 +450,7 @@ void Worker::receive_from_coordinator() {
 }
 
 void Worker::receive_from_job_thread() {
-  for (;;) {
-    auto frame = proto::recv_frame(pipe_);
-    if (!frame.ok() || !frame->has_value()) break;
-    on_job_thread(**frame);
-  }
+  for (proto::Envelope& message : handoff_->take()) on_job_thread(message);
 }
 
 void Worker::on_heartbeat_due(Clock::time_point now) {
@@ -412,6 +465,10 @@ void Worker::on_heartbeat_due(Clock::time_point now) {
 
 Status Worker::on_coordinator_silent() {
   ++counters_.reconnects;
+  // A silent coordinator may have expired this worker and leased its jobs
+  // elsewhere: the prefetched one is not started; it goes back after the
+  // welcome (a report kept until acknowledged).
+  give_back_next("the coordinator was silent");
   spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms",
                options_.worker_id, options_.endpoint, options_.liveness, backoff_.count());
   socket_.reset();
@@ -441,10 +498,7 @@ void Worker::leave() {
   spdlog::info("worker {}: leaving ({} done, {} failed, {} reconnects)", options_.worker_id, counters_.jobs_done,
                counters_.jobs_failed, counters_.reconnects);
   cancel_.store(true);
-  try {
-    pipe_.send(zmq::const_buffer(), zmq::send_flags::none);
-  } catch (const zmq::error_t&) {
-  }
+  handoff_->quit();
   if (job_thread_->joinable()) job_thread_->join();
   job_thread_.reset();
   socket_.reset();

@@ -3,11 +3,18 @@
 //
 // The connection thread owns a DEALER socket to the coordinator. It says
 // hello (device facts, models held, the job it still runs after a
-// reconnect), asks for work with Ready only when idle (pull-based: it never
-// holds more than one job), sends a heartbeat every interval whatever the GPU
-// is doing, and forwards progress, results and errors. The job runs on a
-// second thread that owns the JobRunner; the two talk through an inproc PAIR
-// socket, so the GPU never blocks heartbeats.
+// reconnect), asks for work with Ready (pull-based: it holds at most `credit`
+// jobs, the one it runs and, with credit 2, the next one, so the hand-off
+// round trip hides behind work), sends a heartbeat every interval whatever
+// the GPU is doing, and forwards progress, results and errors. The job runs
+// on a second thread that owns the JobRunner; the two talk through a
+// JobHandoff (worker/job_handoff.h), so the GPU never blocks heartbeats.
+//
+// The prefetched job is only held, never started, until the running one
+// ends; it is given back unstarted (JobError.not_started: no attempt counted)
+// when the worker drains, backs off after a retryable failure, is asked to
+// reconnect or finds the coordinator silent, so it never waits on a worker
+// that will not run it and never runs while another worker might.
 //
 // When the coordinator is silent for `liveness` heartbeats the worker closes
 // the socket and reconnects after a backoff that doubles from 1 s to 32 s
@@ -40,6 +47,7 @@
 #include "proto/protocol.h"
 #include "proto/transport.h"
 #include "worker/health_file.h"
+#include "worker/job_handoff.h"
 #include "worker/job_runner.h"
 
 namespace hipq::worker {
@@ -54,6 +62,10 @@ struct WorkerOptions {
   std::chrono::milliseconds reconnect_max = proto::kReconnectMax;
   // Leave after this many jobs (0 = never); for tests and batch schedulers.
   int64_t max_jobs = 0;
+  // Jobs held at once, 1..proto::kMaxCredit: 1 = ask for the next job only
+  // after reporting the last; 2 = also hold the next one while running one
+  // (`hipq worker --credit`; docs/protocol.md, "Credit and prefetch").
+  int credit = proto::kDefaultCredit;
   // After a retryable failure (device error, out of memory, I/O) the worker
   // waits before asking for more work: failure_backoff_initial, doubling per
   // failure in a row, at most failure_backoff_max; reset by a success. A GPU
@@ -78,6 +90,8 @@ struct WorkerCounters {
   int64_t dropped_messages = 0;
   int64_t reports_resent = 0;  // results/errors sent again for want of an ack (after a Welcome, or overdue)
   int64_t hellos_refused = 0;  // ErrorReply answers to its hello (logged the first time and every 60th)
+  int64_t prefetched = 0;      // jobs received while running another, held until it ended
+  int64_t given_back = 0;      // jobs handed back unstarted (busy, draining, backing off, reconnecting)
 };
 
 class Worker {
@@ -119,11 +133,17 @@ class Worker {
   void send_ready();
   void send(const proto::Envelope& e);
   void on_coordinator(const proto::Envelope& e);
-  void on_job_thread(const std::string& bytes);
-  void start_job(const proto::JobAssignment& a);
-  // Runs jobs from `pipe`, the job thread's end of pipe_, connected before
-  // the thread starts so no assignment can find it unconnected.
-  void job_thread_main(zmq::socket_t pipe);
+  void on_job_thread(proto::Envelope& message);
+  void start_job(proto::JobAssignment a);
+  // Hands `a` back unstarted (JobError.not_started), saying `why`.
+  void give_back(const proto::JobAssignment& a, const std::string& why);
+  // Gives back the prefetched job, if any.
+  void give_back_next(const std::string& why);
+  void set_draining();
+  // Jobs held: the running one and the prefetched one.
+  int held() const { return (running_job_id_ != 0 ? 1 : 0) + (next_ ? 1 : 0); }
+  // Runs the jobs handoff_ gives it until quit.
+  void job_thread_main();
   bool idle() const { return running_job_id_ == 0; }
   void write_health(const char* state);
 
@@ -131,8 +151,7 @@ class Worker {
   WorkerOptions options_;
   JobRunner& runner_;
   std::unique_ptr<zmq::socket_t> socket_;
-  zmq::socket_t pipe_;             // connection thread's end of the inproc PAIR
-  std::string pipe_endpoint_;
+  std::unique_ptr<JobHandoff> handoff_;  // made by start(), before the job thread
   std::unique_ptr<std::thread> job_thread_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> drain_requested_{false};
@@ -148,7 +167,8 @@ class Worker {
   void send_hello_if_wanted(std::chrono::steady_clock::time_point now);
   int64_t running_job_id_ = 0;
   int running_attempt_ = 0;
-  bool asked_ = false;             // a Ready is outstanding
+  std::optional<proto::JobAssignment> next_;  // prefetched: starts when the running job ends
+  int asked_ = 0;                  // credit asked for and not yet used by assignments
   int failures_in_a_row_ = 0;      // retryable failures since the last success
   std::chrono::steady_clock::time_point ready_not_before_{};  // failure backoff
   struct PendingReport {
@@ -161,6 +181,11 @@ class Worker {
   void resend_reports(std::chrono::steady_clock::time_point now, std::chrono::milliseconds older_than);
   std::chrono::steady_clock::time_point last_heard_{};
   std::chrono::steady_clock::time_point next_heartbeat_{};
+  std::chrono::steady_clock::time_point last_sent_{};  // when it last sent the coordinator anything
+  // How long without hearing the coordinator, or without sending it
+  // anything, before the prefetched job is given back: liveness - 1
+  // heartbeats (the coordinator expires it after liveness).
+  std::chrono::milliseconds out_of_touch_window() const;
   std::chrono::steady_clock::time_point drain_started_{};  // draining with no job: since when
   std::chrono::milliseconds backoff_;
   WorkerCounters counters_;

@@ -61,26 +61,56 @@ TEST_F(QueueProcessTest, FiftyJobsOverThreeWorkersEachRecordedExactlyOnce) {
   EXPECT_NE(json.find("\"NO_GOLDEN\": 60"), std::string::npos) << json;
 }
 
-TEST_F(QueueProcessTest, WorkerKilledMidJobHasItsJobRequeuedAndFinishedByAnother) {
+TEST_F(QueueProcessTest, WorkerKilledMidJobHasItsJobAndItsPrefetchedJobRequeuedAndFinishedByAnother) {
   std::string ep;
   auto coord = start_coordinator(tmp.path(), "coord", &ep);
   fs::path manifest = write_sleep_manifest(tmp.path(), "kill", 3, 1);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  // Credit 2 (the default): it runs one job and holds the next.
   auto slow = start_worker(tmp.path(), "slow", ep, "sleep:30s");
-  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
-  int64_t victim = query_int(db(), "SELECT id FROM jobs WHERE state = 'leased'");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 2; }, std::chrono::seconds(10)));
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'slow'"), 2);
   slow->signal(SIGKILL);
   EXPECT_EQ(slow->wait(), 128 + SIGKILL);
   auto fast = start_worker(tmp.path(), "fast", ep, "sleep:10ms");
   ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 3; }, std::chrono::seconds(15))) << coord->err();
-  EXPECT_EQ(query_int(db(), "SELECT attempts FROM jobs WHERE id = " + std::to_string(victim)), 2);
-  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE job_id = " + std::to_string(victim) +
-                                " AND attempt = 1 AND state = 'expired' AND worker_id = 'slow'"),
-            1);
-  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(victim) +
-                                " AND worker_id = 'fast'"),
-            1);
+  // Both of its leases expired (an attempt each) and ran again on the other worker.
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs WHERE attempts = 2"), 2);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE attempt = 1 AND state = 'expired' AND "
+                            "worker_id = 'slow'"),
+            2);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE worker_id = 'fast'"), 3);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT job_id) FROM results"), 3);
   EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 3);
+}
+
+// A worker that stood still past its liveness window (SIGSTOP, as a frozen
+// machine) was expired and its jobs leased to another; woken, it must not
+// start the job it had prefetched while the other worker may run it.
+TEST_F(QueueProcessTest, AFrozenWorkerWokenAfterExpiryGivesBackItsPrefetchedJobUnstarted) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "frozen", 2, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  Process frozen({"--log-level", "debug", "worker", "--connect", ep, "--engine", "sleep:2s", "--backend", "cpu",
+                  "--id", "frozen"},
+                 tmp.path() / "frozen");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 2; }, std::chrono::seconds(10)));
+  frozen.signal(SIGSTOP);
+  auto other = start_worker(tmp.path(), "other", ep, "sleep:10ms");
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 2; }, std::chrono::seconds(15))) << coord->err();
+  const int64_t prefetched = query_int(db(), "SELECT MAX(job_id) FROM attempts WHERE worker_id = 'frozen'");
+  frozen.signal(SIGCONT);
+  // Its running job's sleep is over: it reports it (dropped, the lease ended)
+  // and hands the prefetched one back instead of starting it.
+  const std::string given_back = "prefetched job " + std::to_string(prefetched) + " attempt 1 given back unstarted";
+  ASSERT_TRUE(wait_until([&] { return frozen.err().find(given_back) != std::string::npos; }, std::chrono::seconds(10)))
+      << frozen.err();
+  EXPECT_EQ(frozen.err().find("job " + std::to_string(prefetched) + " attempt 1 started"), std::string::npos)
+      << frozen.err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 2);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE worker_id = 'other'"), 2);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE state = 'done'"), 2);
 }
 
 TEST_F(QueueProcessTest, CoordinatorKilledAndRestartedMidBatchLosesAndDoublesNothing) {
@@ -117,15 +147,19 @@ TEST_F(QueueProcessTest, CancelBatchStopsQueuedAndRunningJobs) {
   auto w = start_worker(tmp.path(), "w0", ep, "sleep:20s");
   fs::path manifest = write_sleep_manifest(tmp.path(), "cancel", 5, 2);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
-  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 2; }, std::chrono::seconds(10)));  // one prefetched
   std::string out;
   ASSERT_EQ(run_hipq(tmp.path(), "cancel", {"cancel", "1", "--connect", ep}, &out), 0);
-  EXPECT_NE(out.find("cancelled 10 job(s); 1 running job(s) told to stop"), std::string::npos) << out;
+  EXPECT_NE(out.find("cancelled 10 job(s); 2 running job(s) told to stop"), std::string::npos) << out;
   EXPECT_EQ(jobs_in(db(), "cancelled"), 10);
   EXPECT_EQ(query_int(db(), "SELECT state = 'cancelled' FROM batches WHERE id = 1"), 1);
   // The worker stopped its 20 s job and is free: a new batch runs on it at once.
-  ASSERT_TRUE(wait_until([&] { return w->err().find("cancelled by the coordinator") != std::string::npos; },
-                         std::chrono::seconds(5)));
+  // Both its jobs stop: the running one and the prefetched one.
+  ASSERT_TRUE(wait_until([&] { return w->err().find("w0: job") != std::string::npos &&
+                                      w->err().find("w0: prefetched job") != std::string::npos; },
+                         std::chrono::seconds(5)))
+      << w->err();
+  EXPECT_NE(w->err().find("cancelled by the coordinator"), std::string::npos) << w->err();
   // Cancelling a finished batch is refused with a clear error.
   std::string err;
   EXPECT_NE(run_hipq(tmp.path(), "cancel2", {"cancel", "1", "--connect", ep}, &out, &err), 0);
@@ -151,14 +185,17 @@ TEST_F(QueueProcessTest, DrainedWorkerFinishesItsJobAndLeaves) {
   auto w = start_worker(tmp.path(), "w0", ep, "sleep:1s");
   fs::path manifest = write_sleep_manifest(tmp.path(), "drain", 5, 1);
   ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
-  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 1; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 2; }, std::chrono::seconds(10)));  // one prefetched
   std::string out;
   ASSERT_EQ(run_hipq(tmp.path(), "drain", {"drain", "w0", "--connect", ep}, &out), 0) << out;
   EXPECT_NE(out.find("1 worker(s) draining"), std::string::npos);
   EXPECT_EQ(w->wait(std::chrono::seconds(10)), 0) << w->err();
-  // It finished the job it held and took no other.
+  // It finished the job it ran, gave the prefetched one back unstarted (no
+  // attempt counted) and took no other.
   EXPECT_EQ(jobs_in(db(), "done"), 1);
   EXPECT_EQ(jobs_in(db(), "queued"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT SUM(attempts) FROM jobs"), 1);
   EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM workers WHERE id = 'w0' AND state = 'gone'"), 1);
   // Unknown worker: a clear error.
   std::string err;

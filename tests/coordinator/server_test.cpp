@@ -56,12 +56,17 @@ class ServerTest : public ::testing::Test {
     }
     return std::nullopt;
   }
-  int64_t submit(int prompts, int seeds) {
+  // A batch of `prompts` x `seeds` jobs of `model` (the SleepEngine manifest).
+  int64_t submit(int prompts, int seeds, const std::string& model = "synthetic:tiny-sdxl") {
     ClientOptions co;
     co.endpoint = server->endpoint();
     auto c = Client::connect(ctx, co);
     EXPECT_TRUE(c.ok());
-    auto r = (*c)->submit(write_sleep_manifest(tmp.path(), "b", prompts, seeds));
+    const auto path = write_sleep_manifest(tmp.path(), "b" + std::to_string(++batches_), prompts, seeds);
+    std::string text = hipq::testing::slurp(path);
+    text.replace(text.find("synthetic:tiny-sdxl"), std::string("synthetic:tiny-sdxl").size(), model);
+    std::ofstream(path) << text;
+    auto r = (*c)->submit(path);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? r->batch_id() : 0;
   }
@@ -78,10 +83,24 @@ class ServerTest : public ::testing::Test {
     return row.ok() && *row ? s.column_int64(0) : -1;
   }
 
+  proto::Envelope ready(int credit) {
+    proto::Envelope e;
+    e.mutable_ready()->set_credit(credit);
+    return e;
+  }
+  proto::Envelope result(const proto::JobAssignment& a) {
+    proto::Envelope e;
+    e.mutable_result()->set_job_id(a.job_id());
+    e.mutable_result()->set_attempt(a.attempt());
+    e.mutable_result()->mutable_parity()->set_verdict("NO_GOLDEN");
+    return e;
+  }
+
   TempDir tmp;
   zmq::context_t ctx;
   std::unique_ptr<Server> server;
   std::thread thread;
+  int batches_ = 0;
 };
 
 TEST(ServerBatchCapTest, ABatchPastTheCoordinatorsCapIsRefusedNamingTheSettingAndOneAtItIsQueuedWhole) {
@@ -194,6 +213,70 @@ TEST_F(ServerTest, AWorkerGetsAJobOnlyAfterAskingForOne) {
   EXPECT_EQ(a->assignment().model(), "synthetic:tiny-sdxl");
   // Credit 1 = one job, however many are queued.
   EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(300)).has_value());
+}
+
+TEST_F(ServerTest, CreditTwoLeasesTheNextJobWhileTheFirstRunsAndNeverAThird) {
+  submit(5, 1);
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  ASSERT_TRUE(proto::send_envelope(w, ready(1024)).ok());  // capped at kMaxCredit
+  auto first = expect(w, proto::Envelope::kAssignment);
+  auto second = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_NE(first->assignment().job_id(), second->assignment().job_id());
+  // Asking again while holding two gets nothing: the worker holds at most two.
+  ASSERT_TRUE(proto::send_envelope(w, ready(1)).ok());
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'w1'"), 2);
+  // The first reported, one slot is free again: one more, not two.
+  ASSERT_TRUE(proto::send_envelope(w, result(first->assignment())).ok());
+  ASSERT_TRUE(proto::send_envelope(w, ready(2)).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kReportAck).has_value());
+  auto third = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'w1'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 1);
+}
+
+TEST_F(ServerTest, APrefetchedJobIsChosenForTheModelTheRunningJobLoads) {
+  // Queued in this order: A (model x), B (model y), C (model x).
+  submit(1, 1, "synthetic:tiny-sdxl");
+  submit(1, 1, "synthetic:tiny-sdxl@3");
+  submit(1, 1, "synthetic:tiny-sdxl");
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  ASSERT_TRUE(proto::send_envelope(w, ready(2)).ok());
+  auto first = expect(w, proto::Envelope::kAssignment);
+  auto second = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  // It holds no model: the oldest job first; the next one is for the model
+  // it will hold after that job, not the older job of the other model.
+  EXPECT_EQ(first->assignment().job_id(), 1);
+  EXPECT_EQ(second->assignment().job_id(), 3);
+  EXPECT_EQ(second->assignment().model(), "synthetic:tiny-sdxl");
+}
+
+TEST_F(ServerTest, AnIdleWorkerIsServedBeforeAnotherWorkersPrefetch) {
+  auto busy = dealer();
+  ASSERT_TRUE(proto::send_envelope(busy, hello("busy")).ok());
+  ASSERT_TRUE(expect(busy, proto::Envelope::kWelcome).has_value());
+  submit(1, 1);
+  ASSERT_TRUE(proto::send_envelope(busy, ready(1)).ok());
+  auto running = expect(busy, proto::Envelope::kAssignment);
+  ASSERT_TRUE(running.has_value());
+  ASSERT_TRUE(proto::send_envelope(busy, ready(1)).ok());  // asks for a prefetch first
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto idle = dealer();
+  ASSERT_TRUE(proto::send_envelope(idle, hello("idle")).ok());
+  ASSERT_TRUE(expect(idle, proto::Envelope::kWelcome).has_value());
+  ASSERT_TRUE(proto::send_envelope(idle, ready(2)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  submit(1, 1);  // one job for two askers: the idle one gets it
+  EXPECT_TRUE(expect(idle, proto::Envelope::kAssignment).has_value());
+  EXPECT_FALSE(expect(busy, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
 }
 
 TEST_F(ServerTest, AResultIsRecordedOnceAndARepeatIsAcknowledgedAndDropped) {

@@ -168,5 +168,98 @@ TEST(Worker, ABurstOfReconnectsIsAnsweredWithOneHello) {
   t.join();
 }
 
+proto::Envelope assignment_of(int64_t job) {
+  proto::Envelope e;
+  auto* a = e.mutable_assignment();
+  a->set_job_id(job);
+  a->set_attempt(1);
+  a->set_model("synthetic:tiny-sdxl");
+  a->mutable_settings()->set_prompt("a red fox");
+  a->mutable_settings()->set_steps(2);
+  return e;
+}
+
+// Credit 2: an idle worker asks for two jobs, runs the first and holds the
+// second; the held job starts only when the first ends, and a Reconnect
+// (the coordinator lost track of it) makes it hand the held job back
+// unstarted, after the welcome, while the running one goes on.
+TEST(Worker, HoldsTheNextJobWhileOneRunsAndGivesItBackUnstartedOnReconnect) {
+  zmq::context_t ctx;
+  ScriptedCoordinator coord(ctx);
+  SleepEngine engine(400ms);
+  WorkerOptions o;
+  o.endpoint = coord.endpoint();
+  o.worker_id = "test/sleep0";
+  o.heartbeat = 100ms;
+  o.liveness = 30;
+  Worker w(ctx, o, engine);
+  std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
+
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  proto::Envelope welcome;
+  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  coord.send(welcome);
+  auto ready = coord.expect(proto::Envelope::kReady, 3000ms);
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->ready().credit(), 2);
+  coord.send(assignment_of(7));
+  coord.send(assignment_of(8));
+  ASSERT_TRUE(coord.expect(proto::Envelope::kProgress, 3000ms).has_value());
+  proto::Envelope reconnect;
+  reconnect.mutable_reconnect()->set_reason("unknown peer; send hello");
+  coord.send(reconnect);
+  auto hello = coord.expect(proto::Envelope::kHello, 3000ms);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->hello().running_job_id(), 7) << "the hello claims the running job only";
+  coord.send(welcome);
+  auto back = coord.expect(proto::Envelope::kError, 3000ms);
+  ASSERT_TRUE(back.has_value()) << "the held job was not given back";
+  EXPECT_EQ(back->error().job_id(), 8);
+  EXPECT_TRUE(back->error().not_started());
+  auto result = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->result().job_id(), 7);
+  EXPECT_FALSE(coord.expect(proto::Envelope::kResult, 1000ms).has_value()) << "the given-back job ran";
+  w.request_stop();
+  (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+  t.join();
+  EXPECT_EQ(w.counters().jobs_done, 1);
+  EXPECT_EQ(w.counters().prefetched, 1);
+  EXPECT_EQ(w.counters().given_back, 1);
+}
+
+// With credit 1 the worker asks for one job and answers a second sent while
+// it runs one with "busy", unstarted.
+TEST(Worker, CreditOneAsksForOneJobAndHandsBackASecondUnstarted) {
+  zmq::context_t ctx;
+  ScriptedCoordinator coord(ctx);
+  SleepEngine engine(300ms);
+  WorkerOptions o;
+  o.endpoint = coord.endpoint();
+  o.worker_id = "test/sleep0";
+  o.heartbeat = 100ms;
+  o.credit = 1;
+  Worker w(ctx, o, engine);
+  std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  proto::Envelope welcome;
+  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  coord.send(welcome);
+  auto ready = coord.expect(proto::Envelope::kReady, 3000ms);
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->ready().credit(), 1);
+  coord.send(assignment_of(7));
+  coord.send(assignment_of(8));
+  auto busy = coord.expect(proto::Envelope::kError, 3000ms);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_EQ(busy->error().job_id(), 8);
+  EXPECT_TRUE(busy->error().not_started());
+  EXPECT_NE(busy->error().message().find("busy"), std::string::npos) << busy->error().message();
+  w.request_stop();
+  (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+  t.join();
+  EXPECT_EQ(w.counters().prefetched, 0);
+}
+
 }  // namespace
 }  // namespace hipq::worker

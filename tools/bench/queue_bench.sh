@@ -4,9 +4,13 @@
 # Measures, from the durable timestamps in the database:
 #   jobs/s         = jobs / (last result recorded - first lease)
 #   overhead/job   = per worker, the gap between recording one result and leasing
-#                    its next job (ack + ready + lease round trip), p50 / p99
+#                    its next job (ack + ready + lease round trip), p50 / p99; 0 where
+#                    the next job was leased before the result (a worker with credit 2
+#                    holds it while it runs one: docs/protocol.md, "Credit and prefetch")
+#   next held      = the share of those gaps that are 0 for that reason
 # Usage: tools/bench/queue_bench.sh [HIPQ_BINARY] [JOBS] [WORKERS...]
 #   e.g. tools/bench/queue_bench.sh build/cli/hipq 2000 1 8 64
+# WORKER_ARGS: extra `hipq worker` flags (e.g. "--credit 1", the hand-off without prefetch).
 # HIPQ_BENCH_METRICS=1: the coordinator also serves its monitor (--metrics-bind) and
 # /metrics and / are fetched every second while the batch runs (a Prometheus scrape and
 # an open status page), to measure what the monitor costs the queue (docs/metrics.md).
@@ -49,7 +53,8 @@ run_one() {
   ep=$(cat "$dir/endpoint")
   local pids=()
   for ((w = 0; w < workers; w++)); do
-    "$HIPQ" --log-level error worker --connect "$ep" --engine sleep:0 --backend cpu --id "w$w" \
+    # shellcheck disable=SC2086
+    "$HIPQ" --log-level error worker --connect "$ep" --engine sleep:0 --backend cpu --id "w$w" ${WORKER_ARGS:-} \
         > "$dir/w$w.log" 2>&1 &
     pids+=($!)
   done
@@ -68,17 +73,21 @@ n = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 distinct = db.execute("SELECT COUNT(DISTINCT job_id) FROM results").fetchone()[0]
 first = min(r[1] for r in rows); last = max(r[2] for r in rows)
 gaps = []
+held = 0
 for a, b in zip(rows, rows[1:]):
     if a[0] == b[0]:
-        gaps.append((b[1] - a[2]) * 1e3)
+        gap = (b[1] - a[2]) * 1e3
+        held += gap < 0
+        gaps.append(max(0.0, gap))
 gaps.sort()
 def pct(p):
     return gaps[min(len(gaps) - 1, int(round(p * (len(gaps) - 1))))] if gaps else float('nan')
-print(f"| {sys.argv[2]:>3} | {n} ({distinct} distinct) | {n / (last - first):8.0f} | {pct(0.5):6.2f} | {pct(0.99):6.2f} |")
+print(f"| {sys.argv[2]:>3} | {n} ({distinct} distinct) | {n / (last - first):8.0f} | {pct(0.5):6.2f} | {pct(0.99):6.2f} "
+      f"| {100 * held / max(1, len(gaps)):3.0f} % |")
 PY
   rm -rf "$dir"
 }
 
-echo "| workers | results | jobs/s | overhead p50 ms | overhead p99 ms |"
-echo "| ---: | ---: | ---: | ---: | ---: |"
+echo "| workers | results | jobs/s | overhead p50 ms | overhead p99 ms | next held |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
 for w in "${WORKER_COUNTS[@]}"; do run_one "$w"; done
