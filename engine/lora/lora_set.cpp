@@ -136,6 +136,7 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
   }
   for (auto& [component, weights] : deltas) {
     set.merged_weights += static_cast<int>(weights.size());
+    for (const auto& [name, d] : weights) set.targets[component].push_back(name);
     set.components.weights[component] =
         std::make_shared<LoraMergedSource>(keys.source(component), std::move(weights), label);
   }

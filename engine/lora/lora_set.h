@@ -15,6 +15,7 @@
 // Thread safety: a value.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct LoraSet {
   std::vector<AppliedLora> loras;
   ModelComponents components;  // the base's, touched components merged
   int merged_weights = 0;      // distinct weights a delta lands on
+  // component -> the weights a delta lands on (sorted): what a switch from or
+  // to this set rewrites (engine/lora/lora_rebind.h).
+  std::map<std::string, std::vector<std::string>> targets;
 };
 
 // `family`: the model's ("sdxl" | "sd1" | "sd2"). An empty `specs` returns
