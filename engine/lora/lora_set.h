@@ -53,7 +53,10 @@ struct LoraSet {
 Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& family,
                               const std::vector<spec::LoraSpec>& specs);
 
-// The sha256 of the whole file and AUTOMATIC1111's hash (above), one read.
+// The sha256 of the whole file and AUTOMATIC1111's hash (above), one read;
+// remembered for the process per file identity (absolute path, device,
+// inode, size, mtime, ctime: a rewritten file is read again), so a switch
+// back to files already hashed reads none of them for hashing.
 struct LoraFileHashes {
   std::string sha256;
   std::string a1111_hash;
