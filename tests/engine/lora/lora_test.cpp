@@ -759,7 +759,21 @@ TEST_F(LoraPipelineTest, ASwitchReadsTheCheckpointOnlyForWeightsNeverModifiedBef
   }
   EXPECT_EQ(new_reads(before), targets(set_a));  // first modified: read once, kept
   before = reads();
+  // In place: the switch holds no second copy of any model, only one
+  // weight's f32 staging at a time (the cast to the load precision).
+  const int64_t in_use = backend_->memory_stats().in_use;
+  int64_t largest = 0;
+  for (const auto& [name, n] : targets(set_b)) {
+    const size_t slash = name.find('/');
+    auto m = model("tiny-sdxl").weights.at(name.substr(0, slash))->meta(name.substr(slash + 1));
+    ASSERT_TRUE(m.ok());
+    int64_t numel = 1;
+    for (int64_t d : m->shape) numel *= d;
+    largest = std::max(largest, numel * 4);
+  }
   ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  EXPECT_EQ(backend_->memory_stats().in_use, in_use);
+  EXPECT_LE(backend_->memory_stats().peak, in_use + static_cast<int64_t>(backend_->block_bytes(largest)));
   std::map<std::string, int> only_b = targets(set_b);
   for (const auto& [name, n] : targets(set_a)) only_b.erase(name);
   ASSERT_FALSE(only_b.empty());
