@@ -452,6 +452,22 @@ TEST(LoraSpec, ParsesPathAndScaleAndRoundTripsJson) {
   EXPECT_FALSE(spec::LoraSpec::from_json({{"path", "a"}, {"weight", 1}}).ok());
 }
 
+TEST(LoraHashes, ARewrittenFileIsHashedAgain) {
+  const fs::path f = write_lora("rehash.safetensors", "tiny-sdxl", sdxl_layers(), 5, 1.0f, Style::kKohyaSgm);
+  auto first = hash_lora_file(f);
+  auto again = hash_lora_file(f);  // remembered
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(again->sha256, first->sha256);
+  // The same path, other bytes of the same size (the pairs' values differ).
+  write_lora("rehash.safetensors", "tiny-sdxl", sdxl_layers(), 6, 1.0f, Style::kKohyaSgm);
+  auto changed = hash_lora_file(f);
+  ASSERT_TRUE(changed.ok());
+  auto bytes = read_file(f);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(changed->sha256, sha256_hex(*bytes));
+  EXPECT_NE(changed->sha256, first->sha256);
+}
+
 TEST(LoraHashes, A1111HashIsTheDataSectionsSha256) {
   const fs::path f = write_lora("hash.safetensors", "tiny-sdxl", sdxl_layers(), 1, 1.0f, Style::kKohyaSgm);
   auto h = hash_lora_file(f);
