@@ -67,8 +67,8 @@ struct Pipeline::Impl {
   ModelComponents base;
   ModelComponents components;
   std::vector<lora::AppliedLora> loras;
-  // The weights the current set modifies, per component (LoraSet::targets).
-  std::map<std::string, std::vector<std::string>> lora_targets;
+  // What the current set puts on each weight it modifies (LoraSet::signatures).
+  lora::WeightSignatures lora_signatures;
   LoadOptions options;
   std::string family;
   // The SDXL refiner's layout (stabilityai/stable-diffusion-xl-refiner-1.0):
@@ -477,7 +477,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
     impl->retain_lora_targets(set.targets);
     impl->components = std::move(set.components);
     impl->loras = std::move(set.loras);
-    impl->lora_targets = std::move(set.targets);
+    impl->lora_signatures = std::move(set.signatures);
   }
   SchedulerConfig defaults = SchedulerConfig::defaults_for_family(impl->family);
   if (const auto* j = find_config(model, "scheduler")) {
@@ -519,18 +519,14 @@ Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
     return a.spec == b.spec && a.sha256 == b.sha256;
   };
   if (std::equal(set.loras.begin(), set.loras.end(), im.loras.begin(), im.loras.end(), same)) return Status::Ok();
-  // What either set modifies is written again; nothing else is touched.
-  std::map<std::string, std::vector<std::string>> touched = im.lora_targets;
-  for (const auto& [key, names] : set.targets) {
-    std::vector<std::string>& all = touched[key];
-    all.insert(all.end(), names.begin(), names.end());
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-  }
+  // What either set modifies is written again, unless both put the same on
+  // it; nothing else is touched.
+  const std::map<std::string, std::vector<std::string>> touched =
+      lora::weights_to_rewrite(im.lora_signatures, set.signatures);
   im.retain_lora_targets(set.targets);
   im.components = std::move(set.components);
   im.loras = std::move(set.loras);
-  im.lora_targets = std::move(set.targets);
+  im.lora_signatures = std::move(set.signatures);
   im.options.loras = specs;
   // Not loaded (a failed precision switch): the next generate() loads afresh.
   if (im.loaded_precision.empty() || !im.unet) return Status::Ok();

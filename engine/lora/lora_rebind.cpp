@@ -5,6 +5,32 @@
 
 namespace hipq::engine::lora {
 
+std::map<std::string, std::vector<std::string>> weights_to_rewrite(const WeightSignatures& from,
+                                                                   const WeightSignatures& to) {
+  static const std::map<std::string, std::string> kNone;
+  auto of = [](const WeightSignatures& s, const std::string& component) -> const std::map<std::string, std::string>& {
+    auto it = s.find(component);
+    return it == s.end() ? kNone : it->second;
+  };
+  std::set<std::string> components;
+  for (const auto& [c, w] : from) components.insert(c);
+  for (const auto& [c, w] : to) components.insert(c);
+  std::map<std::string, std::vector<std::string>> out;
+  for (const std::string& c : components) {
+    const auto& a = of(from, c);
+    const auto& b = of(to, c);
+    std::set<std::string> names;
+    for (const auto& [name, sig] : a) {
+      auto it = b.find(name);
+      if (it == b.end() || it->second != sig) names.insert(name);
+    }
+    for (const auto& [name, sig] : b)
+      if (!a.contains(name)) names.insert(name);
+    if (!names.empty()) out[c] = std::vector<std::string>(names.begin(), names.end());
+  }
+  return out;
+}
+
 Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const std::vector<std::string>& names,
                                    const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
                                    bool fp8_linears) {

@@ -16,10 +16,12 @@
 // Thread safety: the backend's thread.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/lora/lora_set.h"
 #include "engine/models/weight_binder.h"
 #include "engine/weight_source.h"
 #include "kernels/backend.h"
@@ -30,6 +32,14 @@ struct RebindStats {
   int weights = 0;          // weights written again
   int64_t device_bytes = 0; // their bytes on the device
 };
+
+// The weights a switch from the set of signatures `from` to `to` writes
+// again (LoraSet::signatures): those either set modifies, except the ones
+// both give the same signature (the same pairs of the same files at the same
+// coefficients, in the same order: the same merged bits).
+// component -> names, sorted.
+std::map<std::string, std::vector<std::string>> weights_to_rewrite(const WeightSignatures& from,
+                                                                   const WeightSignatures& to);
 
 // `params`: the model's (UNet::bound_params, ClipTextModel::bound_params),
 // bound at `dtype` (with `fp8_linears` as the load had it); `names`: the

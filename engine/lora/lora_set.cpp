@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "base/fs.h"
 #include "engine/lora/lora_keys.h"
@@ -136,6 +137,7 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
     }
     std::vector<std::string> unmatched;
     std::map<std::string, std::string> seen;  // component/weight -> pair key
+    std::vector<std::tuple<std::string, std::string, std::string>> landed;  // component, weight, what
     AppliedLora applied;
     applied.spec = s;
     applied.name = file.name;
@@ -163,6 +165,9 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
       const float coefficient = s.scale * (p.alpha / static_cast<float>(p.rank));
       if (coefficient == 0.0f) continue;  // scale 0 or alpha 0: the base weight, bit for bit
       deltas[b->component][b->weight].push_back({p.down, p.up, coefficient, path + ": " + p.key});
+      uint32_t bits = 0;
+      std::memcpy(&bits, &coefficient, sizeof bits);
+      landed.emplace_back(b->component, b->weight, p.key + " x" + std::to_string(bits));
     }
     if (!unmatched.empty()) {
       std::string list;
@@ -176,6 +181,8 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
     }
     HIPQ_ASSIGN_OR_RETURN(LoraFileHashes h, hash_lora_file(file.path));
     applied.sha256 = h.sha256;
+    for (const auto& [component, weight, what] : landed)
+      set.signatures[component][weight] += h.sha256 + " " + what + "\n";
     applied.a1111_hash = h.a1111_hash;
     set.loras.push_back(std::move(applied));
   }

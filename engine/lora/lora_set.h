@@ -39,13 +39,19 @@ struct AppliedLora {
   int pairs = 0;             // pairs applied
 };
 
+using WeightSignatures = std::map<std::string, std::map<std::string, std::string>>;
+
 struct LoraSet {
   std::vector<AppliedLora> loras;
   ModelComponents components;  // the base's, touched components merged
   int merged_weights = 0;      // distinct weights a delta lands on
-  // component -> the weights a delta lands on (sorted): what a switch from or
-  // to this set rewrites (engine/lora/lora_rebind.h).
+  // component -> the weights a delta lands on (sorted).
   std::map<std::string, std::vector<std::string>> targets;
+  // component -> weight -> what lands on it: each pair's file (sha256), key
+  // and coefficient bits, in order. Two sets giving a weight the same
+  // signature merge it to the same bits (engine/lora/lora_rebind.h,
+  // weights_to_rewrite).
+  WeightSignatures signatures;
 };
 
 // `family`: the model's ("sdxl" | "sd1" | "sd2"). An empty `specs` returns

@@ -580,6 +580,42 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
   }
 }
 
+// A weight both sets give the same pairs (same files, keys, coefficients, in
+// order) keeps its bytes: only what differs is rewritten, and the result is
+// still a fresh load's.
+TEST(LoraRebind, WeightsBothSetsMergeAlikeAreNotRewritten) {
+  const fs::path a = write_lora("same_a.safetensors", "tiny-sdxl", sdxl_layers(), 1900, 4.0f, Style::kKohyaSgm);
+  std::vector<Layer> some(sdxl_layers().begin() + 2, sdxl_layers().begin() + 8);
+  const fs::path c = write_lora("same_c.safetensors", "tiny-sdxl", some, 2100, 8.0f, Style::kPeft);
+  auto set_a = open("tiny-sdxl", {{a.string(), 0.9f}});
+  auto set_ac = open("tiny-sdxl", {{a.string(), 0.9f}, {c.string(), 0.7f}});
+  auto set_ca = open("tiny-sdxl", {{c.string(), 0.7f}, {a.string(), 0.9f}});
+  auto set_a2 = open("tiny-sdxl", {{a.string(), 0.5f}});
+  auto set_c = open("tiny-sdxl", {{c.string(), 0.7f}});
+  ASSERT_TRUE(set_a.ok() && set_ac.ok() && set_ca.ok() && set_a2.ok() && set_c.ok());
+  using Names = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_ac->signatures), set_c->targets);  // only c's weights
+  EXPECT_EQ(weights_to_rewrite(set_ac->signatures, set_ca->signatures), set_c->targets);  // summed in another order
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_a2->signatures), set_a->targets);  // another scale
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_a->signatures), Names{});
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, {}), set_a->targets);
+  EXPECT_EQ(weights_to_rewrite({}, set_c->signatures), set_c->targets);
+  // In a model: A then only c's weights rewritten from A + C gives A + C's bytes.
+  auto b = kernels::make_backend("cpu");
+  ASSERT_TRUE(b.ok());
+  auto cfg = UNetConfig::from_weights(*model("tiny-sdxl").weights.at("unet"));
+  ASSERT_TRUE(cfg.ok());
+  auto u = UNet::load(*cfg, *set_a->components.weights.at("unet"), **b, kernels::DType::kF16);
+  ASSERT_TRUE(u.ok());
+  const Names names = weights_to_rewrite(set_a->signatures, set_ac->signatures);
+  ASSERT_TRUE(rebind_weights(u->bound_params(), names.at("unet"), *set_ac->components.weights.at("unet"), **b,
+                             kernels::DType::kF16, false)
+                  .ok());
+  auto fresh = UNet::load(*cfg, *set_ac->components.weights.at("unet"), **b, kernels::DType::kF16);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(device_bytes(**b, u->bound_params()) == device_bytes(**b, fresh->bound_params()));
+}
+
 TEST(LoraRebind, AWeightTheModelDoesNotHoldIsRefusedBeforeAnyWrite) {
   auto b = kernels::make_backend("cpu");
   ASSERT_TRUE(b.ok());
