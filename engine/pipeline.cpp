@@ -16,6 +16,8 @@
 #include "engine/safetensors.h"
 #include "engine/guidance.h"
 #include "engine/img2img.h"
+#include "engine/lora/lora_base_bits.h"
+#include "engine/lora/lora_rebind.h"
 #include "engine/refiner.h"
 #include "engine/models/vae_encoder.h"
 #include "engine/sampler.h"
@@ -59,11 +61,14 @@ struct TextEncoderSlot {
 
 struct Pipeline::Impl {
   kernels::Backend* backend = nullptr;
-  // The model as opened, and as loaded: `base` with the LoRA set's merged
-  // views over the same sources (engine/lora/lora_set.h).
+  // The model as opened (the UNet's and text encoders' sources kept as
+  // lora::RetainedBaseSource), and as loaded: `base` with the LoRA set's
+  // merged views over the same sources (engine/lora/lora_set.h).
   ModelComponents base;
   ModelComponents components;
   std::vector<lora::AppliedLora> loras;
+  // What the current set puts on each weight it modifies (LoraSet::signatures).
+  lora::WeightSignatures lora_signatures;
   LoadOptions options;
   std::string family;
   // The SDXL refiner's layout (stabilityai/stable-diffusion-xl-refiner-1.0):
@@ -94,10 +99,14 @@ struct Pipeline::Impl {
   // Which of text encoders 1 and 2 (index 0, 1) the model has, in order:
   // shapes.text_encoders[j] is encoder text_encoder_indices()[j].
   std::vector<size_t> text_encoder_indices() const;
-  // The UNet and text encoders again from `components` (after a LoRA switch),
-  // at the loaded precision, those whose source differs from `before`'s;
-  // shapes and the VAE stay.
-  Status reload_adapted_models(const ModelComponents& before);
+  // After a LoRA switch: the weights of `touched` (component -> names: those
+  // the old or the new set modifies) written again in place, from
+  // `components`, in the models on the device (engine/lora/lora_rebind.h);
+  // every other tensor, the shapes and the VAE stay.
+  Status switch_lora_weights(const std::map<std::string, std::vector<std::string>>& touched);
+  // Keeps the base bits of the weights `targets` modifies on the host
+  // (lora::RetainedBaseSource) once read.
+  void retain_lora_targets(const std::map<std::string, std::vector<std::string>>& targets);
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
   Status load_text_encoders();
@@ -289,35 +298,42 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   return Status::Ok();
 }
 
-Status Pipeline::Impl::reload_adapted_models(const ModelComponents& before) {
-  auto changed = [&](const char* key) {
-    auto a = before.weights.find(key);
-    auto b = components.weights.find(key);
-    const bool in_a = a != before.weights.end(), in_b = b != components.weights.end();
-    return in_a != in_b || (in_a && a->second != b->second);
+void Pipeline::Impl::retain_lora_targets(const std::map<std::string, std::vector<std::string>>& targets) {
+  for (const auto& [key, names] : targets) {
+    auto it = base.weights.find(key);
+    if (it == base.weights.end()) continue;
+    if (auto* retained = dynamic_cast<lora::RetainedBaseSource*>(it->second.get())) retained->retain(names);
+  }
+}
+
+Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vector<std::string>>& touched) {
+  auto names_of = [&](const std::string& key) {
+    auto it = touched.find(key);
+    return it == touched.end() ? std::vector<std::string>() : it->second;
   };
-  const bool unet_changed = changed("unet");
-  const bool text_changed = changed(kTextEncoderKeys[0]) || changed(kTextEncoderKeys[1]);
-  if (!unet_changed && !text_changed) return Status::Ok();
   kernels::Backend& be = *backend;
   const std::string precision = loaded_precision;
   PhaseTimer timer(&be);
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
-  const bool encoders_held = enc1.model.has_value();
-  // What is replaced goes first: the switch peaks no higher than a load.
-  if (text_changed) release_text_encoders();
-  if (unet_changed) unet.reset();
   loaded_precision.clear();  // a failure below leaves generate() to load afresh
   be.reset_peak();
-  if (unet_changed) {
-    HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
-    HIPQ_ASSIGN_OR_RETURN(UNet u,
-                          UNet::load(shapes.unet, *unet_weights, be, loaded_dtype, fp8_linears(precision)));
-    unet.emplace(std::move(u));
+  if (const std::vector<std::string> names = names_of("unet"); unet && !names.empty()) {
+    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, "unet"));
+    HIPQ_RETURN_IF_ERROR(lora::rebind_weights(unet->bound_params(), names, *w, be, loaded_dtype,
+                                              unet->fp8_linears())
+                             .status());
   }
-  if (text_changed && encoders_held) HIPQ_RETURN_IF_ERROR(load_text_encoders());
+  // Text encoders not on the device (a low placement between prompts) load
+  // from `components` when next needed.
+  TextEncoderSlot* slots[2] = {&enc1, &enc2};
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<std::string> names = names_of(kTextEncoderKeys[i]);
+    if (!slots[i]->model || names.empty()) continue;
+    HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
+    HIPQ_RETURN_IF_ERROR(
+        lora::rebind_weights(slots[i]->model->bound_params(), names, *w, be, loaded_dtype, false).status());
+  }
   HIPQ_RETURN_IF_ERROR(be.synchronize());
-  HIPQ_RETURN_IF_ERROR(be.trim_cache());
   HIPQ_RETURN_IF_ERROR(timer.end());
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
   pending_load = phases.front();
@@ -461,7 +477,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
   auto impl = std::make_unique<Impl>();
   impl->backend = &backend;
   impl->base = model;
-  impl->components = model;
+  // LoRA switches merge from host copies of the base bits they touch
+  // (engine/lora/lora_base_bits.h), never from the checkpoint again.
+  for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
+    auto it = impl->base.weights.find(key);
+    if (it != impl->base.weights.end() && it->second != nullptr)
+      it->second = std::make_shared<lora::RetainedBaseSource>(it->second);
+  }
+  impl->components = impl->base;
   impl->options = options;
   impl->family = model.family;
   if (impl->family.empty()) {
@@ -474,9 +497,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
       impl->force_zeros_for_empty_prompt = it->get<bool>();
   }
   if (!options.loras.empty()) {
-    HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(model, impl->family, options.loras));
+    HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(impl->base, impl->family, options.loras));
+    impl->retain_lora_targets(set.targets);
     impl->components = std::move(set.components);
     impl->loras = std::move(set.loras);
+    impl->lora_signatures = std::move(set.signatures);
   }
   SchedulerConfig defaults = SchedulerConfig::defaults_for_family(impl->family);
   if (const auto* j = find_config(model, "scheduler")) {
@@ -518,13 +543,18 @@ Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
     return a.spec == b.spec && a.sha256 == b.sha256;
   };
   if (std::equal(set.loras.begin(), set.loras.end(), im.loras.begin(), im.loras.end(), same)) return Status::Ok();
-  ModelComponents before = std::move(im.components);
+  // What either set modifies is written again, unless both put the same on
+  // it; nothing else is touched.
+  const std::map<std::string, std::vector<std::string>> touched =
+      lora::weights_to_rewrite(im.lora_signatures, set.signatures);
+  im.retain_lora_targets(set.targets);
   im.components = std::move(set.components);
   im.loras = std::move(set.loras);
+  im.lora_signatures = std::move(set.signatures);
   im.options.loras = specs;
   // Not loaded (a failed precision switch): the next generate() loads afresh.
   if (im.loaded_precision.empty() || !im.unet) return Status::Ok();
-  return im.reload_adapted_models(before);
+  return im.switch_lora_weights(touched);
 }
 
 const std::vector<lora::AppliedLora>& Pipeline::loras() const { return impl_->loras; }

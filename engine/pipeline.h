@@ -152,12 +152,14 @@ class Pipeline {
   // Switches the LoRA set (empty: none). The files are read and checked
   // against the model before any device work (errors as LoadOptions::loras;
   // on error the current set stays). The same set (paths, scales and file
-  // contents) is a no-op; another re-binds, from the retained base weight
-  // sources with the new deltas, the models whose weights differ between the
-  // two sets (the UNet, the text encoders, or both; the base checkpoint is
-  // not opened again, the VAE is untouched), so the weights equal a fresh
-  // load with that set, bit for bit. The next generate() reports the re-bind
-  // as its load phase (warm = false). Cost: docs/adapters.md, "Switching".
+  // contents) is a no-op; another rewrites in place, on the device, only the
+  // weights the old or the new set modifies (engine/lora/lora_rebind.h),
+  // merged from host copies of their base bits (the base checkpoint is read
+  // for a weight at most once, by the first set that modifies it; the VAE and
+  // every other tensor are untouched; no device memory beyond one weight's
+  // staging), so the weights equal a fresh load with that set, bit for bit.
+  // The next generate() reports the switch as its load phase (warm = false).
+  // Cost: docs/adapters.md, "Switching sets between jobs".
   Status set_loras(const std::vector<spec::LoraSpec>& loras);
   // The LoRAs folded into the weights now, in application order.
   const std::vector<lora::AppliedLora>& loras() const;

@@ -247,6 +247,12 @@ class Backend {
   // matrix-unit conv) instead of deriving them on every op. The weight loader
   // calls it for every parameter. Default: ignored.
   virtual void hold_constant(const void* /*data*/, size_t /*bytes*/) {}
+  // The held block at `data` was written again (a LoRA switch rewrites a
+  // weight in place, engine/lora/lora_rebind.h): the forms derived from it
+  // are dropped (an op makes them again from the new bytes on its next use)
+  // and it stays constant. Call after the write is complete on the stream.
+  // Default: nothing is kept.
+  virtual void constant_changed(const void* /*data*/) {}
 
   // Graph capture: the ops enqueued between begin_capture() and end_capture()
   // are recorded, not run; end_capture() returns an id whose replay_graph()

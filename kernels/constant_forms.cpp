@@ -35,8 +35,19 @@ void ConstantForms::put(const void* src, Form form, const Shape& shape, Buffer d
 }
 
 std::vector<Buffer> ConstantForms::drop(const void* block) {
+  if (impl_->held.erase(block) == 0) return {};
+  return forget(block);
+}
+
+std::vector<Buffer> ConstantForms::drop_forms() {
   std::vector<Buffer> out;
-  if (impl_->held.erase(block) == 0) return out;
+  for (auto& [key, d] : impl_->forms) out.push_back(std::move(d.buffer));
+  impl_->forms.clear();
+  return out;
+}
+
+std::vector<Buffer> ConstantForms::forget(const void* block) {
+  std::vector<Buffer> out;
   auto& forms = impl_->forms;
   for (auto it = forms.lower_bound({block, 0}); it != forms.end() && it->first.first == block;) {
     out.push_back(std::move(it->second.buffer));

@@ -50,6 +50,12 @@ class ConstantForms {
   // handed back, to be destroyed after the caller's own bookkeeping (their
   // release re-enters the backend).
   std::vector<Buffer> drop(const void* block);
+  // `block`'s bytes changed: its forms are handed back (as drop's), and it
+  // stays held.
+  std::vector<Buffer> forget(const void* block);
+  // Every form handed back; the held blocks stay held (their forms are made
+  // again on next use).
+  std::vector<Buffer> drop_forms();
   // Every form, for a backend about to free its memory.
   std::vector<Buffer> drop_all();
 

@@ -1,9 +1,14 @@
 #include "engine/lora/lora_set.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "base/fs.h"
 #include "engine/lora/lora_keys.h"
@@ -52,7 +57,32 @@ std::string delta_shape(const LoraPair& p) {
 
 }  // namespace
 
-Result<LoraFileHashes> hash_lora_file(const std::filesystem::path& path) {
+namespace {
+
+// A file as it is now: rewriting it (even restoring its mtime) changes its ctime.
+struct FileIdentity {
+  std::string path;
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  auto operator<=>(const FileIdentity&) const = default;
+};
+
+std::optional<FileIdentity> identity_of(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  FileIdentity id;
+  id.path = ec ? path.string() : abs.string();
+  id.dev = static_cast<uint64_t>(st.st_dev);
+  id.ino = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
+Result<LoraFileHashes> compute_hashes(const std::filesystem::path& path) {
   HIPQ_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   LoraFileHashes h;
   h.sha256 = sha256_hex(bytes);
@@ -60,6 +90,28 @@ Result<LoraFileHashes> hash_lora_file(const std::filesystem::path& path) {
   if (bytes.size() >= 8) std::memcpy(&header, bytes.data(), 8);  // little-endian hosts only (as the reader)
   const uint64_t start = bytes.size() >= 8 && header <= bytes.size() - 8 ? 8 + header : bytes.size();
   h.a1111_hash = sha256_hex(std::string_view(bytes).substr(start)).substr(0, 12);
+  return h;
+}
+
+}  // namespace
+
+Result<LoraFileHashes> hash_lora_file(const std::filesystem::path& path) {
+  // Remembered for the process, per file identity: a worker switching back
+  // to a set it has held hashes nothing again (a changed file is hashed anew).
+  static std::mutex mu;
+  static std::map<FileIdentity, LoraFileHashes> memo;
+  const std::optional<FileIdentity> id = identity_of(path);
+  if (id) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(*id); it != memo.end()) return it->second;
+  }
+  HIPQ_ASSIGN_OR_RETURN(LoraFileHashes h, compute_hashes(path));
+  // Kept only when the file did not change while it was read.
+  if (id && identity_of(path) == id) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (memo.size() >= 4096) memo.clear();
+    memo[*id] = h;
+  }
   return h;
 }
 
@@ -85,6 +137,7 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
     }
     std::vector<std::string> unmatched;
     std::map<std::string, std::string> seen;  // component/weight -> pair key
+    std::vector<std::tuple<std::string, std::string, std::string>> landed;  // component, weight, what
     AppliedLora applied;
     applied.spec = s;
     applied.name = file.name;
@@ -112,6 +165,9 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
       const float coefficient = s.scale * (p.alpha / static_cast<float>(p.rank));
       if (coefficient == 0.0f) continue;  // scale 0 or alpha 0: the base weight, bit for bit
       deltas[b->component][b->weight].push_back({p.down, p.up, coefficient, path + ": " + p.key});
+      uint32_t bits = 0;
+      std::memcpy(&bits, &coefficient, sizeof bits);
+      landed.emplace_back(b->component, b->weight, p.key + " x" + std::to_string(bits));
     }
     if (!unmatched.empty()) {
       std::string list;
@@ -125,6 +181,8 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
     }
     HIPQ_ASSIGN_OR_RETURN(LoraFileHashes h, hash_lora_file(file.path));
     applied.sha256 = h.sha256;
+    for (const auto& [component, weight, what] : landed)
+      set.signatures[component][weight] += h.sha256 + " " + what + "\n";
     applied.a1111_hash = h.a1111_hash;
     set.loras.push_back(std::move(applied));
   }
@@ -136,6 +194,7 @@ Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& fa
   }
   for (auto& [component, weights] : deltas) {
     set.merged_weights += static_cast<int>(weights.size());
+    for (const auto& [name, d] : weights) set.targets[component].push_back(name);
     set.components.weights[component] =
         std::make_shared<LoraMergedSource>(keys.source(component), std::move(weights), label);
   }

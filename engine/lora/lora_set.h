@@ -15,6 +15,7 @@
 // Thread safety: a value.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,19 @@ struct AppliedLora {
   int pairs = 0;             // pairs applied
 };
 
+using WeightSignatures = std::map<std::string, std::map<std::string, std::string>>;
+
 struct LoraSet {
   std::vector<AppliedLora> loras;
   ModelComponents components;  // the base's, touched components merged
   int merged_weights = 0;      // distinct weights a delta lands on
+  // component -> the weights a delta lands on (sorted).
+  std::map<std::string, std::vector<std::string>> targets;
+  // component -> weight -> what lands on it: each pair's file (sha256), key
+  // and coefficient bits, in order. Two sets giving a weight the same
+  // signature merge it to the same bits (engine/lora/lora_rebind.h,
+  // weights_to_rewrite).
+  WeightSignatures signatures;
 };
 
 // `family`: the model's ("sdxl" | "sd1" | "sd2"). An empty `specs` returns
@@ -49,7 +59,10 @@ struct LoraSet {
 Result<LoraSet> open_lora_set(const ModelComponents& base, const std::string& family,
                               const std::vector<spec::LoraSpec>& specs);
 
-// The sha256 of the whole file and AUTOMATIC1111's hash (above), one read.
+// The sha256 of the whole file and AUTOMATIC1111's hash (above), one read;
+// remembered for the process per file identity (absolute path, device,
+// inode, size, mtime, ctime: a rewritten file is read again), so a switch
+// back to files already hashed reads none of them for hashing.
 struct LoraFileHashes {
   std::string sha256;
   std::string a1111_hash;

@@ -152,6 +152,7 @@ Result<ClipTextModel> ClipTextModel::load(const ClipTextConfig& cfg, const Weigh
   WeightLoader loader(weights, backend, precision);
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();
+  m.bound_ = loader.take_bound();
   return m;
 }
 

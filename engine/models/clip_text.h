@@ -32,6 +32,7 @@
 #include "base/result.h"
 #include "engine/models/device_tensor.h"
 #include "engine/models/layers.h"
+#include "engine/models/weight_binder.h"
 #include "engine/weight_source.h"
 #include "kernels/backend.h"
 
@@ -95,6 +96,9 @@ class ClipTextModel {
   const ClipTextConfig& config() const { return cfg_; }
   kernels::DType precision() const { return dtype_; }
   int64_t weight_bytes() const;
+  // Where each parameter lives on the device (a LoRA switch rewrites some in
+  // place: WeightLoader::rewrite, engine/lora/lora_rebind.h).
+  const std::vector<BoundParam>& bound_params() const { return bound_; }
 
  private:
   struct Layer {
@@ -110,6 +114,7 @@ class ClipTextModel {
   LayerNorm final_ln_;
   Linear projection_;
   std::vector<kernels::Buffer> weights_;
+  std::vector<BoundParam> bound_;
 };
 
 }  // namespace hipq::engine

@@ -347,9 +347,11 @@ Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kern
   UNet m;
   m.cfg_ = cfg;
   m.dtype_ = precision;
+  m.fp8_linears_ = fp8_linears;
   WeightLoader loader(weights, backend, precision, {}, fp8_linears);
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();
+  m.bound_ = loader.take_bound();
   return m;
 }
 

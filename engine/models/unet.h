@@ -31,6 +31,7 @@
 #include "base/result.h"
 #include "engine/models/device_tensor.h"
 #include "engine/models/layers.h"
+#include "engine/models/weight_binder.h"
 #include "engine/models/resample.h"
 #include "engine/models/resnet_block.h"
 #include "engine/models/transformer_2d.h"
@@ -122,6 +123,10 @@ class UNet {
 
   const UNetConfig& config() const { return cfg_; }
   kernels::DType precision() const { return dtype_; }
+  bool fp8_linears() const { return fp8_linears_; }
+  // Where each parameter lives on the device (a LoRA switch rewrites some in
+  // place: WeightLoader::rewrite, engine/lora/lora_rebind.h).
+  const std::vector<BoundParam>& bound_params() const { return bound_; }
 
  private:
   struct DownBlock {
@@ -152,6 +157,8 @@ class UNet {
   std::vector<UpBlock> up_;
   GroupNorm norm_out_;
   std::vector<kernels::Buffer> weights_;
+  std::vector<BoundParam> bound_;
+  bool fp8_linears_ = false;
 };
 
 }  // namespace hipq::engine

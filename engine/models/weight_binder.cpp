@@ -90,33 +90,37 @@ void WeightLoader::keep(kernels::Buffer buf, int64_t bytes) {
   buffers_.push_back(std::move(buf));
 }
 
+Status WeightLoader::write(const HostTensor& host, const std::string& name, ParamLayout layout, Tensor dst) {
+  const std::vector<int64_t> shape = dst.shape_vec();
+  if (layout != ParamLayout::kInterleavedHalves) return upload(host, dst);
+  if (shape.empty() || shape[0] % 2 != 0) {
+    return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
+                                   " cannot have its halves interleaved: dim 0 must be even");
+  }
+  // Upload as stored, then one strided copy (with the cast): [2, R/2, rest]
+  // read as [R/2, 2, rest].
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
+  Tensor src = staging.tensor(host.dtype, shape);
+  HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
+  const int64_t half = shape[0] / 2;
+  const int64_t rest = host.numel() / shape[0];
+  Tensor halves = src.reshape({2, half, rest}).permute({1, 0, 2});
+  Tensor pairs = dst.reshape({half, 2, rest});
+  HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
+  return backend_.synchronize();
+}
+
 Result<kernels::Buffer> WeightLoader::load(const std::string& local, const std::vector<int64_t>& shape,
                                            ParamLayout layout) {
   const std::string name = prefix_ + local;
   HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
-  const bool interleave = layout == ParamLayout::kInterleavedHalves;
-  if (interleave && (shape.empty() || shape[0] % 2 != 0)) {
+  if (layout == ParamLayout::kInterleavedHalves && (shape.empty() || shape[0] % 2 != 0)) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
                                    " cannot have its halves interleaved: dim 0 must be even");
   }
   used_.insert(name);
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
-  Tensor dst = buf.tensor(dtype_, shape);
-  if (interleave) {
-    // Upload as stored, then one strided copy (with the cast): [2, R/2, rest]
-    // read as [R/2, 2, rest].
-    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
-    Tensor src = staging.tensor(host.dtype, shape);
-    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
-    const int64_t half = shape[0] / 2;
-    const int64_t rest = host.numel() / shape[0];
-    Tensor halves = src.reshape({2, half, rest}).permute({1, 0, 2});
-    Tensor pairs = dst.reshape({half, 2, rest});
-    HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
-    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
-  } else {
-    HIPQ_RETURN_IF_ERROR(upload(host, dst));
-  }
+  HIPQ_RETURN_IF_ERROR(write(host, name, layout, buf.tensor(dtype_, shape)));
   return buf;
 }
 
@@ -125,6 +129,7 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load(local, shape, layout));
   Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
+  bound_.push_back({{prefix_ + local}, shape, layout, dst, std::nullopt});
   return dst;
 }
 
@@ -155,6 +160,9 @@ Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load_stacked(locals, shape, part_shape));
   Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
+  BoundParam bound{{}, part_shape, ParamLayout::kAsStored, dst, std::nullopt};
+  for (const std::string& local : locals) bound.names.push_back(prefix_ + local);
+  bound_.push_back(std::move(bound));
   return dst;
 }
 
@@ -181,7 +189,39 @@ Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector
   HIPQ_RETURN_IF_ERROR(backend_.synchronize());
   keep(std::move(codes), rows * in);
   keep(std::move(scales), rows * static_cast<int64_t>(sizeof(float)));
+  BoundParam bound{{}, part_shape, layout, q.codes, q};
+  for (const std::string& local : locals) bound.names.push_back(prefix_ + local);
+  bound_.push_back(std::move(bound));
   return std::optional<kernels::Fp8Rows>(q);
+}
+
+Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
+  if (part >= param.names.size() || param.part_shape.empty())
+    return Status::InvalidArgument("rewrite: part " + std::to_string(part) + " of a parameter of " +
+                              std::to_string(param.names.size()) + " parts");
+  const std::string& name = param.names[part];
+  HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, param.part_shape));
+  const int64_t rows = param.part_shape[0];
+  const int64_t first = static_cast<int64_t>(part) * rows;
+  // A single name is the whole tensor, with its layout; a stacked part is its rows.
+  const bool whole = param.names.size() == 1;
+  if (!param.fp8) {
+    Tensor dst = whole ? param.tensor : param.tensor.slice(0, first, rows);
+    HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, dst));
+    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+    backend_.constant_changed(param.tensor.data);
+    return Status::Ok();
+  }
+  // fp8: the part's 16-bit rows as bind_fp8 made them, then their codes and scales.
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
+  HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, weight.tensor(dtype_, param.part_shape)));
+  Tensor codes = whole ? param.fp8->codes : param.fp8->codes.slice(0, first, rows);
+  Tensor scales = whole ? param.fp8->scales : param.fp8->scales.slice(0, first, rows);
+  HIPQ_RETURN_IF_ERROR(backend_.quantize_fp8_rows(weight.tensor(dtype_, param.part_shape), codes, scales));
+  HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+  backend_.constant_changed(param.fp8->codes.data);
+  backend_.constant_changed(param.fp8->scales.data);
+  return Status::Ok();
 }
 
 std::vector<std::string> WeightLoader::unused_names() const {

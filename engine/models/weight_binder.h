@@ -64,6 +64,20 @@ struct ParamSpec {
   ParamInit init;
 };
 
+// Where the source's tensors of one bound parameter live on the device: what
+// WeightLoader::rewrite writes again in place (a LoRA switch,
+// engine/lora/lora_rebind.h). `names` (prefix applied), each of `part_shape`,
+// stacked on dim 0 in this order; `tensor` the device tensor in the model's
+// dtype, or, when the binder made the fp8 form, `fp8` (codes and row scales)
+// and `tensor` its codes.
+struct BoundParam {
+  std::vector<std::string> names;
+  std::vector<int64_t> part_shape;
+  ParamLayout layout = ParamLayout::kAsStored;
+  kernels::Tensor tensor;
+  std::optional<kernels::Fp8Rows> fp8;
+};
+
 class WeightBinder {
  public:
   virtual ~WeightBinder() = default;
@@ -140,6 +154,18 @@ class WeightLoader : public WeightBinder {
   std::vector<std::string> unused_names() const;
   int64_t bytes_loaded() const { return bytes_; }
   std::vector<kernels::Buffer> take_buffers() { return std::move(buffers_); }
+  // Every parameter bound so far, in binding order.
+  std::vector<BoundParam> take_bound() { return std::move(bound_); }
+
+  // Writes part `part` of `param` (bound by a loader of the same dtype and
+  // fp8 setting, its memory still alive) again from this loader's source, by
+  // the path bind() took: the same cast on the backend, the same layout, the
+  // fp8 codes and scales of that part's rows made again (row-wise, so the
+  // other parts' rows are untouched). Then tells the backend the block
+  // changed (Backend::constant_changed). Device scratch: that part's staging
+  // (its stored bytes; a 16-bit copy for fp8), one at a time. Errors as
+  // bind's; InvalidArgument for a part past the names.
+  Status rewrite(const BoundParam& param, size_t part);
 
  private:
   // The stored tensor `name` (prefix applied), checked against `shape`.
@@ -151,6 +177,9 @@ class WeightLoader : public WeightBinder {
   // The parameter `name` (`names` stacked) on the device in the model's
   // dtype, in a buffer not yet kept: what bind / bind_stacked keep.
   Result<kernels::Buffer> load(const std::string& local, const std::vector<int64_t>& shape, ParamLayout layout);
+  // `host` (the stored tensor `name`, fetched) into `dst` (its shape, the
+  // model's dtype), laid out as `layout` says.
+  Status write(const HostTensor& host, const std::string& name, ParamLayout layout, kernels::Tensor dst);
   Result<kernels::Buffer> load_stacked(const std::vector<std::string>& locals, const std::vector<int64_t>& shape,
                                        const std::vector<int64_t>& part_shape);
 
@@ -161,6 +190,7 @@ class WeightLoader : public WeightBinder {
   bool fp8_linears_ = false;
   std::set<std::string> used_;
   std::vector<kernels::Buffer> buffers_;
+  std::vector<BoundParam> bound_;
   int64_t bytes_ = 0;
 };
 

@@ -189,9 +189,12 @@ class HipBackend final : public Backend {
     release_cached();
     return Status::Ok();
   }
-  void drop_constant_forms() override { forms_.drop_all(); }
+  // The forms go; the weights stay held, so the next job's first step keeps
+  // the forms it makes again.
+  void drop_constant_forms() override { forms_.drop_forms(); }
 
   void hold_constant(const void* data, size_t bytes) override { forms_.hold(data, bytes); }
+  void constant_changed(const void* data) override { forms_.forget(data); }
 
   Status begin_capture() override {
     use_device();

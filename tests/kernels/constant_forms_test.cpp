@@ -72,6 +72,30 @@ TEST_F(ConstantFormsTest, DroppingABlockHandsBackItsFormsAndForgetsIt) {
   EXPECT_FALSE(f.is_constant(kept.data(), 512));
 }
 
+TEST_F(ConstantFormsTest, ARewrittenBlockLosesItsFormsAndStaysConstant) {
+  ConstantForms f;
+  Buffer w = block(512), other = block(512);
+  f.hold(w.data(), 512);
+  f.hold(other.data(), 512);
+  const ConstantForms::Shape shape{4, 4, 4, 2};
+  f.put(w.data(), ConstantForms::kTapsLast16, shape, block(512));
+  f.put(other.data(), ConstantForms::kTapsLast16, shape, block(512));
+  const int64_t in_use = be_->bytes_in_use();
+  EXPECT_EQ(f.forget(w.data()).size(), 1u);  // handed back, destroyed here
+  EXPECT_LT(be_->bytes_in_use(), in_use);
+  EXPECT_EQ(f.find(w.data(), ConstantForms::kTapsLast16, shape), nullptr);  // no stale form
+  EXPECT_TRUE(f.is_constant(w.data(), 512));
+  EXPECT_NE(f.find(other.data(), ConstantForms::kTapsLast16, shape), nullptr);
+  // A form made again from the new bytes is kept.
+  f.put(w.data(), ConstantForms::kTapsLast16, shape, block(512));
+  EXPECT_NE(f.find(w.data(), ConstantForms::kTapsLast16, shape), nullptr);
+  // Between jobs every form goes, the blocks stay held (their forms are kept again).
+  EXPECT_EQ(f.drop_forms().size(), 2u);
+  EXPECT_EQ(f.find(other.data(), ConstantForms::kTapsLast16, shape), nullptr);
+  EXPECT_TRUE(f.is_constant(w.data(), 512));
+  EXPECT_TRUE(f.is_constant(other.data(), 512));
+}
+
 TEST_F(ConstantFormsTest, AFormOfABlockNotHeldIsNotKept) {
   ConstantForms f;
   Buffer w = block(128);

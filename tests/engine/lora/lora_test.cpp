@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 
 #include "base/fs.h"
@@ -19,7 +20,11 @@
 #include "engine/lora/lora_file.h"
 #include "engine/lora/lora_keys.h"
 #include "engine/lora/lora_merge.h"
+#include "engine/lora/lora_rebind.h"
 #include "engine/lora/lora_set.h"
+#include "engine/model_components.h"
+#include "engine/models/clip_text.h"
+#include "engine/models/unet.h"
 #include "engine/pipeline.h"
 #include "engine/synthetic.h"
 #include "spec/lora_spec.h"
@@ -447,6 +452,22 @@ TEST(LoraSpec, ParsesPathAndScaleAndRoundTripsJson) {
   EXPECT_FALSE(spec::LoraSpec::from_json({{"path", "a"}, {"weight", 1}}).ok());
 }
 
+TEST(LoraHashes, ARewrittenFileIsHashedAgain) {
+  const fs::path f = write_lora("rehash.safetensors", "tiny-sdxl", sdxl_layers(), 5, 1.0f, Style::kKohyaSgm);
+  auto first = hash_lora_file(f);
+  auto again = hash_lora_file(f);  // remembered
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(again->sha256, first->sha256);
+  // The same path, other bytes of the same size (the pairs' values differ).
+  write_lora("rehash.safetensors", "tiny-sdxl", sdxl_layers(), 6, 1.0f, Style::kKohyaSgm);
+  auto changed = hash_lora_file(f);
+  ASSERT_TRUE(changed.ok());
+  auto bytes = read_file(f);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(changed->sha256, sha256_hex(*bytes));
+  EXPECT_NE(changed->sha256, first->sha256);
+}
+
 TEST(LoraHashes, A1111HashIsTheDataSectionsSha256) {
   const fs::path f = write_lora("hash.safetensors", "tiny-sdxl", sdxl_layers(), 1, 1.0f, Style::kKohyaSgm);
   auto h = hash_lora_file(f);
@@ -464,6 +485,153 @@ TEST(LoraHashes, A1111HashIsTheDataSectionsSha256) {
   const std::string text = a1111_parameters(s, p);
   EXPECT_EQ(text.rfind("a red fox <lora:hash:0.8>\n", 0), 0u) << text;
   EXPECT_NE(text.find("Lora hashes: \"hash: " + h->a1111_hash + "\""), std::string::npos) << text;
+}
+
+// ---- switching in place (lora_rebind.h) -------------------------------------------
+
+// The device bytes of every parameter of a loaded model (cpu backend).
+std::vector<std::vector<uint8_t>> device_bytes(kernels::Backend& be, const std::vector<BoundParam>& params) {
+  std::vector<std::vector<uint8_t>> out;
+  for (const BoundParam& p : params) {
+    for (const kernels::Tensor* t : {&p.tensor, p.fp8 ? &p.fp8->scales : nullptr}) {
+      if (t == nullptr) continue;
+      std::vector<uint8_t> b(t->nbytes());
+      EXPECT_TRUE(be.copy_to_host(t->data, b.data(), b.size()).ok());
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> union_of(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+// A UNet loaded with set A and switched to set B in place holds the bytes of
+// a UNet loaded fresh with B — at fp32, fp16 (GEGLU's interleaved rows,
+// stacked q|k|v and k|v) and fp8 (each rewritten part's rows quantized again)
+// — every weight neither set touches keeps its bytes, and the parameters stay
+// at their addresses. Then back to the base: the base's bytes.
+TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
+  auto b = kernels::make_backend("cpu");
+  ASSERT_TRUE(b.ok());
+  kernels::Backend& be = **b;
+  const fs::path a = write_lora("rb_a.safetensors", "tiny-sdxl", sdxl_layers(), 1500, 4.0f, Style::kKohyaSgm);
+  std::vector<Layer> some(sdxl_layers().begin() + 2, sdxl_layers().begin() + 8);
+  const fs::path c = write_lora("rb_c.safetensors", "tiny-sdxl", some, 1700, 8.0f, Style::kPeft);
+  auto set_a = open("tiny-sdxl", {{a.string(), 0.9f}});
+  auto set_b = open("tiny-sdxl", {{c.string(), 0.7f}});
+  ASSERT_TRUE(set_a.ok() && set_b.ok());
+  auto base_set = open("tiny-sdxl", {});
+  ASSERT_TRUE(base_set.ok());
+  const ModelComponents& m = model("tiny-sdxl");
+  auto cfg = UNetConfig::from_weights(*m.weights.at("unet"));
+  ASSERT_TRUE(cfg.ok());
+  const std::vector<std::string> touched = union_of(set_a->targets.at("unet"), set_b->targets.at("unet"));
+  ASSERT_LT(touched.size(), set_a->targets.at("unet").size() + set_b->targets.at("unet").size());  // they overlap
+  for (const std::string precision : {"fp32", "fp16", "fp8"}) {
+    SCOPED_TRACE(precision);
+    const kernels::DType dtype = precision == "fp32" ? kernels::DType::kF32
+                                 : precision == "fp16" ? kernels::DType::kF16
+                                                       : kernels::DType::kBF16;
+    const bool fp8 = precision == "fp8";
+    auto load = [&](const LoraSet& set) {
+      auto u = UNet::load(*cfg, *set.components.weights.at("unet"), be, dtype, fp8);
+      EXPECT_TRUE(u.ok()) << u.status().ToString();
+      return std::move(u).value();
+    };
+    UNet u = load(*set_a);
+    const std::vector<BoundParam>& params = u.bound_params();
+    std::vector<const void*> where;
+    for (const BoundParam& p : params) where.push_back(p.tensor.data);
+    const auto before = device_bytes(be, params);
+    auto st = rebind_weights(params, touched, *set_b->components.weights.at("unet"), be, dtype, fp8);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_EQ(st->weights, static_cast<int>(touched.size()));
+    const auto after = device_bytes(be, params);
+    {
+      UNet fresh = load(*set_b);
+      EXPECT_TRUE(after == device_bytes(be, fresh.bound_params()));
+    }
+    // Only the parameters holding a touched weight changed, each in place.
+    size_t changed = 0, i = 0;
+    for (size_t k = 0; k < params.size(); ++k) {
+      EXPECT_EQ(params[k].tensor.data, where[k]);
+      bool holds_touched = false;
+      for (const std::string& n : params[k].names)
+        holds_touched |= std::binary_search(touched.begin(), touched.end(), n);
+      for (int part = 0; part < (params[k].fp8 ? 2 : 1); ++part, ++i) {
+        if (!holds_touched) {
+          EXPECT_EQ(after[i], before[i]) << params[k].names[0];
+        }
+        changed += after[i] != before[i] ? 1 : 0;
+      }
+    }
+    EXPECT_GE(changed, touched.size() - 2);  // stacked parts share a parameter
+    // All LoRAs removed: the base's bytes.
+    ASSERT_TRUE(rebind_weights(params, set_b->targets.at("unet"), *base_set->components.weights.at("unet"), be,
+                               dtype, fp8)
+                    .ok());
+    UNet base = load(*base_set);
+    EXPECT_TRUE(device_bytes(be, params) == device_bytes(be, base.bound_params()));
+  }
+}
+
+// A weight both sets give the same pairs (same files, keys, coefficients, in
+// order) keeps its bytes: only what differs is rewritten, and the result is
+// still a fresh load's.
+TEST(LoraRebind, WeightsBothSetsMergeAlikeAreNotRewritten) {
+  const fs::path a = write_lora("same_a.safetensors", "tiny-sdxl", sdxl_layers(), 1900, 4.0f, Style::kKohyaSgm);
+  std::vector<Layer> some(sdxl_layers().begin() + 2, sdxl_layers().begin() + 8);
+  const fs::path c = write_lora("same_c.safetensors", "tiny-sdxl", some, 2100, 8.0f, Style::kPeft);
+  auto set_a = open("tiny-sdxl", {{a.string(), 0.9f}});
+  auto set_ac = open("tiny-sdxl", {{a.string(), 0.9f}, {c.string(), 0.7f}});
+  auto set_ca = open("tiny-sdxl", {{c.string(), 0.7f}, {a.string(), 0.9f}});
+  auto set_a2 = open("tiny-sdxl", {{a.string(), 0.5f}});
+  auto set_c = open("tiny-sdxl", {{c.string(), 0.7f}});
+  ASSERT_TRUE(set_a.ok() && set_ac.ok() && set_ca.ok() && set_a2.ok() && set_c.ok());
+  using Names = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_ac->signatures), set_c->targets);  // only c's weights
+  EXPECT_EQ(weights_to_rewrite(set_ac->signatures, set_ca->signatures), set_c->targets);  // summed in another order
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_a2->signatures), set_a->targets);  // another scale
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, set_a->signatures), Names{});
+  EXPECT_EQ(weights_to_rewrite(set_a->signatures, {}), set_a->targets);
+  EXPECT_EQ(weights_to_rewrite({}, set_c->signatures), set_c->targets);
+  // In a model: A then only c's weights rewritten from A + C gives A + C's bytes.
+  auto b = kernels::make_backend("cpu");
+  ASSERT_TRUE(b.ok());
+  auto cfg = UNetConfig::from_weights(*model("tiny-sdxl").weights.at("unet"));
+  ASSERT_TRUE(cfg.ok());
+  auto u = UNet::load(*cfg, *set_a->components.weights.at("unet"), **b, kernels::DType::kF16);
+  ASSERT_TRUE(u.ok());
+  const Names names = weights_to_rewrite(set_a->signatures, set_ac->signatures);
+  ASSERT_TRUE(rebind_weights(u->bound_params(), names.at("unet"), *set_ac->components.weights.at("unet"), **b,
+                             kernels::DType::kF16, false)
+                  .ok());
+  auto fresh = UNet::load(*cfg, *set_ac->components.weights.at("unet"), **b, kernels::DType::kF16);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(device_bytes(**b, u->bound_params()) == device_bytes(**b, fresh->bound_params()));
+}
+
+TEST(LoraRebind, AWeightTheModelDoesNotHoldIsRefusedBeforeAnyWrite) {
+  auto b = kernels::make_backend("cpu");
+  ASSERT_TRUE(b.ok());
+  const ModelComponents& m = model("tiny-sdxl");
+  auto cfg = ClipTextConfig::from_weights(*m.weights.at("text_encoder"));
+  ASSERT_TRUE(cfg.ok());
+  auto te = ClipTextModel::load(*cfg, *m.weights.at("text_encoder"), **b, kernels::DType::kF32);
+  ASSERT_TRUE(te.ok());
+  const auto before = device_bytes(**b, te->bound_params());
+  auto st = rebind_weights(te->bound_params(),
+                           {"text_model.encoder.layers.0.self_attn.q_proj.weight", "text_model.no_such.weight"},
+                           *m.weights.at("text_encoder"), **b, kernels::DType::kF32, false);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(st.status().message().find("'text_model.no_such.weight'"), std::string::npos) << st.status().ToString();
+  EXPECT_TRUE(device_bytes(**b, te->bound_params()) == before);
 }
 
 // ---- the pipeline ----------------------------------------------------------------
@@ -530,7 +698,7 @@ TEST_F(LoraPipelineTest, SwitchingSetsGivesTheBitsOfFreshLoads) {
   ASSERT_TRUE(out_a.ok());
   EXPECT_FALSE(out_a->warm);  // the re-bind is reported as its load
   for (const auto& ph : out_a->phases) {
-    if (ph.phase == "load") std::printf("lora switch (re-bind of UNet + text encoders): %.1f ms; cold load %.1f ms\n", ph.host_ms, pipe.load_ms());
+    if (ph.phase == "load") std::printf("lora switch ms %.2f (touched weights rewritten in place); cold load ms %.1f\n", ph.host_ms, pipe.load_ms());
   }
   EXPECT_EQ(out_a->latent, run(set_a).latent);
   ASSERT_TRUE(pipe.set_loras(set_b).ok());
@@ -561,6 +729,119 @@ TEST_F(LoraPipelineTest, SwitchingSetsGivesTheBitsOfFreshLoads) {
   auto none = pipe.generate(settings());
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->latent, run({}).latent);
+}
+
+// Counts the reads of each tensor of a component (the checkpoint's reads).
+class CountingSource : public WeightSource {
+ public:
+  explicit CountingSource(std::shared_ptr<WeightSource> base) : base_(std::move(base)) {}
+  std::string describe() const override { return base_->describe(); }
+  std::vector<std::string> names() const override { return base_->names(); }
+  bool contains(std::string_view n) const override { return base_->contains(n); }
+  Result<TensorMeta> meta(std::string_view n) const override { return base_->meta(n); }
+  Result<HostTensor> get(std::string_view n) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++reads_[std::string(n)];
+    return base_->get(n);
+  }
+  std::map<std::string, int> reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+
+ private:
+  std::shared_ptr<WeightSource> base_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, int> reads_;
+};
+
+fs::path corpus_file(const std::string& name) {
+  const char* src = std::getenv("HIPQ_SOURCE_DIR");
+  return fs::path(src != nullptr ? src : ".") / "tests" / "fuzz" / "corpus" / "lora" / name;
+}
+
+// The committed kohya (SGM names, diffusers-style names on a cross
+// attention's stacked k | v, a 3x3 LoCon) and PEFT files: a switch reads from the checkpoint only the weights no earlier set
+// modified, once each, and nothing at all when it comes back to weights
+// already modified; the switched pipeline's latents equal a fresh one's.
+TEST_F(LoraPipelineTest, ASwitchReadsTheCheckpointOnlyForWeightsNeverModifiedBefore) {
+  ModelComponents counted = model("tiny-sdxl");
+  std::map<std::string, std::shared_ptr<CountingSource>> sources;
+  for (const char* key : {"unet", "text_encoder", "text_encoder_2"}) {
+    sources[key] = std::make_shared<CountingSource>(counted.weights.at(key));
+    counted.weights[key] = sources[key];
+  }
+  auto reads = [&] {
+    std::map<std::string, int> all;
+    for (const auto& [key, src] : sources)
+      for (const auto& [name, n] : src->reads()) all[key + "/" + name] = n;
+    return all;
+  };
+  // What each read since `before` was: name -> extra reads.
+  auto new_reads = [&](const std::map<std::string, int>& before) {
+    std::map<std::string, int> extra;
+    for (const auto& [name, n] : reads()) {
+      const auto it = before.find(name);
+      const int was = it == before.end() ? 0 : it->second;
+      if (n != was) extra[name] = n - was;
+    }
+    return extra;
+  };
+  auto targets = [&](const std::vector<spec::LoraSpec>& specs) {
+    auto set = open("tiny-sdxl", specs);
+    EXPECT_TRUE(set.ok()) << set.status().ToString();
+    std::map<std::string, int> t;
+    for (const auto& [key, names] : set->targets)
+      for (const std::string& n : names) t[key + "/" + n] = 1;
+    return t;
+  };
+  const std::vector<spec::LoraSpec> set_a = {{corpus_file("kohya-sgm-linear").string(), 0.8f},
+                                             {corpus_file("kohya-diffusers-attn").string(), 1.2f}};
+  const std::vector<spec::LoraSpec> set_b = {{corpus_file("peft-metadata-alpha").string(), 0.7f},
+                                             {corpus_file("kohya-locon-3x3").string(), 1.0f},
+                                             {corpus_file("kohya-sgm-linear").string(), -0.5f}};
+  auto p = Pipeline::load(counted, *backend_, {});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Pipeline& pipe = **p;
+
+  auto before = reads();
+  {
+    const Status st = pipe.set_loras(set_a);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  EXPECT_EQ(new_reads(before), targets(set_a));  // first modified: read once, kept
+  before = reads();
+  // In place: the switch holds no second copy of any model, only one
+  // weight's f32 staging at a time (the cast to the load precision).
+  const int64_t in_use = backend_->memory_stats().in_use;
+  int64_t largest = 0;
+  for (const auto& [name, n] : targets(set_b)) {
+    const size_t slash = name.find('/');
+    auto m = model("tiny-sdxl").weights.at(name.substr(0, slash))->meta(name.substr(slash + 1));
+    ASSERT_TRUE(m.ok());
+    int64_t numel = 1;
+    for (int64_t d : m->shape) numel *= d;
+    largest = std::max(largest, numel * 4);
+  }
+  ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  EXPECT_EQ(backend_->memory_stats().in_use, in_use);
+  EXPECT_LE(backend_->memory_stats().peak, in_use + static_cast<int64_t>(backend_->block_bytes(largest)));
+  std::map<std::string, int> only_b = targets(set_b);
+  for (const auto& [name, n] : targets(set_a)) only_b.erase(name);
+  ASSERT_FALSE(only_b.empty());
+  EXPECT_EQ(new_reads(before), only_b);
+  auto out_b = pipe.generate(settings());
+  ASSERT_TRUE(out_b.ok()) << out_b.status().ToString();
+  EXPECT_EQ(out_b->latent, run(set_b).latent);
+  // Back and forth over weights already modified: no read at all.
+  before = reads();
+  ASSERT_TRUE(pipe.set_loras({}).ok());
+  ASSERT_TRUE(pipe.set_loras(set_a).ok());
+  ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  EXPECT_TRUE(new_reads(before).empty());
+  auto again = pipe.generate(settings());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->latent, out_b->latent);
 }
 
 TEST_F(LoraPipelineTest, ErrorsComeFromLoadBeforeAnyDeviceWork) {

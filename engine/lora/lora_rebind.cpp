@@ -1,0 +1,63 @@
+#include "engine/lora/lora_rebind.h"
+
+#include <map>
+#include <set>
+
+namespace hipq::engine::lora {
+
+std::map<std::string, std::vector<std::string>> weights_to_rewrite(const WeightSignatures& from,
+                                                                   const WeightSignatures& to) {
+  static const std::map<std::string, std::string> kNone;
+  auto of = [](const WeightSignatures& s, const std::string& component) -> const std::map<std::string, std::string>& {
+    auto it = s.find(component);
+    return it == s.end() ? kNone : it->second;
+  };
+  std::set<std::string> components;
+  for (const auto& [c, w] : from) components.insert(c);
+  for (const auto& [c, w] : to) components.insert(c);
+  std::map<std::string, std::vector<std::string>> out;
+  for (const std::string& c : components) {
+    const auto& a = of(from, c);
+    const auto& b = of(to, c);
+    std::set<std::string> names;
+    for (const auto& [name, sig] : a) {
+      auto it = b.find(name);
+      if (it == b.end() || it->second != sig) names.insert(name);
+    }
+    for (const auto& [name, sig] : b)
+      if (!a.contains(name)) names.insert(name);
+    if (!names.empty()) out[c] = std::vector<std::string>(names.begin(), names.end());
+  }
+  return out;
+}
+
+Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const std::vector<std::string>& names,
+                                   const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
+                                   bool fp8_linears) {
+  const std::set<std::string, std::less<>> wanted(names.begin(), names.end());
+  // name -> (parameter, part), every name found before anything is written.
+  std::map<std::string, std::pair<const BoundParam*, size_t>, std::less<>> where;
+  for (const BoundParam& p : params) {
+    for (size_t i = 0; i < p.names.size(); ++i)
+      if (wanted.contains(p.names[i])) where.emplace(p.names[i], std::make_pair(&p, i));
+  }
+  for (const std::string& n : wanted) {
+    if (!where.contains(n))
+      return Status::NotFound(source.describe() + ": no parameter of the loaded model is '" + n +
+                              "'; the LoRA switch cannot rewrite it");
+  }
+  RebindStats stats;
+  WeightLoader loader(source, backend, dtype, {}, fp8_linears);
+  for (const auto& [name, at] : where) {
+    HIPQ_RETURN_IF_ERROR(loader.rewrite(*at.first, at.second));
+    ++stats.weights;
+    const BoundParam& p = *at.first;
+    int64_t numel = 1;
+    for (int64_t d : p.part_shape) numel *= d;
+    stats.device_bytes += p.fp8 ? numel + p.part_shape[0] * static_cast<int64_t>(sizeof(float))
+                                : numel * static_cast<int64_t>(kernels::dtype_size(dtype));
+  }
+  return stats;
+}
+
+}  // namespace hipq::engine::lora
