@@ -47,31 +47,9 @@ struct WgmmaFp8Shape {
 };
 
 // A K-major matrix of e4m3 codes: row r at p + batch * sb + r * ld (bytes);
-// ld, sb multiples of 16, p 16-byte aligned, K a multiple of 16. Each thread
-// copies chunk tid % 8 (16 codes) of rows tid / 8 + 32 j.
-struct CodeRowsFill {
-  const uint8_t* p = nullptr;
-  int64_t sb = 0, ld = 0;
-  int rows = 0, K = 0;
-  const uint8_t* row[4];
-  bool ok[4];
-  __device__ __forceinline__ void begin(int batch, int row0, int tid) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = row0 + tid / 8 + 32 * j;
-      ok[j] = r < rows;
-      row[j] = p + static_cast<int64_t>(batch) * sb + static_cast<int64_t>(ok[j] ? r : 0) * ld + (tid % 8) * 16;
-    }
-  }
-  __device__ __forceinline__ void issue(uint32_t tile, int k0, int tid) const {
-    const bool k_ok = k0 + (tid % 8) * 16 < K;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool v = ok[j] && k_ok;
-      cp_async16_shared(tile + swizzle128(tid / 8 + 32 * j, tid % 8), v ? row[j] + k0 : p, v);
-    }
-  }
-};
+// ld, sb multiples of 16, p 16-byte aligned, K a multiple of 16
+// (wgmma_staging.h).
+struct CodeRowsFill : KMajorRowsFill<uint8_t> {};
 
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
 #if HIPQ_WGMMA_DEVICE
@@ -150,16 +128,8 @@ __global__ void __launch_bounds__(256, 1)
   cp_async_wait_n<0>();
   __syncthreads();
 
-  // The accumulator layout of gemm_wgmma.h (it does not depend on the operand type).
   float* cs = reinterpret_cast<float*>(base_ptr);
-  const int warp = (tid % 128) / 32, lane = tid % 32;
-  const int r = wg * 64 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int c = j * 8 + (lane % 4) * 2;
-    *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(acc[4 * j], acc[4 * j + 1]);
-    *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-  }
+  stage_wgmma_acc(cs, S::kLdc, acc, tid);  // the layout does not depend on the operand type
   __syncthreads();
 #pragma unroll 1
   for (int g = tid; g < S::BM * (S::BN / 8); g += S::kThreads) {
