@@ -13,9 +13,11 @@
 // products are exact, but they and the accumulator it is handed are aligned
 // to the largest of them and summed with about 14 significant bits (the
 // DeepSeek-V3 report; CUTLASS' "FP8FastAccum" kernels against its default
-// two-accumulator ones), so once the running sum is large every later
-// product loses its low bits and the error grows with K (measured on the
-// H200: relative 1e-3 at K = 256 .. 1280, 10x the fp32 bound). Here each
+// two-accumulator ones). Within one instruction that costs about 1e-3 of
+// the output's rms (the H200's f32-output parity cases, K = 80 .. 1280);
+// handed a running sum, every later product loses its low bits to the
+// large accumulator and the error grows with K (a model of the sum,
+// tests/kernels/fp8_wgmma_sum_test.cpp: 1e-2 of the rms at K = 5120). Here each
 // kFp8PromotionK of K runs its wgmma into a temporary accumulator that the
 // first instruction zeroes (scale-d 0), and after wgmma.wait_group the
 // temporary is added into the fp32 main accumulator with ordinary fp32
