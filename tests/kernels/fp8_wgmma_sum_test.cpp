@@ -15,6 +15,8 @@
 //    by the model from zero, then added in fp32) passes the bound;
 //  - where K >= 1280, the kernel without promotion (the running sum handed
 //    to every instruction) fails it, so the table tells the two apart.
+// (Were the hardware to keep 12 bits, the promoted kernel would still pass;
+// with 14, the K = 1280 case would no longer tell, the K = 5120 one would.)
 // Cases whose output is not the product itself (GEGLU halves it) are left
 // out; the bias, residual, alpha and activation of the others do not add
 // to the accumulation error the bound is about.
