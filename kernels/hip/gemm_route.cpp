@@ -5,6 +5,7 @@ namespace {
 
 constexpr int64_t kMaxTmaStride = int64_t{1} << 40;  // bytes, cuTensorMapEncodeTiled's bound
 constexpr int kTf32TileN = 128;                      // gemm/gemm_tma_3xtf32.h: Tma3xTf32Shape::BN
+constexpr int kFp8TileN = 128;                       // gemm/gemm_tma_fp8.h: TmaFp8Shape::BN
 
 // Whether a plain 16-bit operand of `rows` rows, K wide, row stride ld and
 // batch stride sb (elements) is one a (k, row, batch) tensor map describes
@@ -16,6 +17,13 @@ bool tma_rows_ok(int64_t ld, int64_t sb, int64_t rows, int64_t K, int64_t batch)
   const int64_t batch_bytes = batched ? sb * 2 : row_bytes * rows;
   return row_bytes % 16 == 0 && batch_bytes % 16 == 0 && row_bytes < kMaxTmaStride &&
          batch_bytes < kMaxTmaStride;
+}
+
+// Whether a plain K-major code matrix of `rows` rows, K wide, row stride ld
+// (bytes) is one a (k, row, 1) tensor map describes (gemm/gemm_tma_fp8.h:
+// encode_code_rows_map).
+bool tma_code_rows_ok(int64_t ld, int64_t rows, int64_t K) {
+  return K > 0 && rows > 0 && ld >= K && ld % 16 == 0 && ld * rows < kMaxTmaStride;
 }
 
 // Whether the split copies of fp32 operands (rows x ldk, ldk = K rounded up
@@ -100,8 +108,19 @@ GemmRoute choose_fp8_route(const GemmProblem& p, const GemmDevice& d) {
   if (p.a_dtype == DType::kU8 && p.b_dtype == DType::kU8 && r.b_k_fast &&
       gemm_plain(p.b_aligned16, p.b_sb, p.b_sn, p.K, 16))
     r.b = {true, p.b_sn};
-  r.kernel = d.fp8 && d.wgmma && r.a.plain && r.b.plain && p.K > 0 && p.batch <= 65535 ? GemmKernel::kFp8Wgmma
-                                                                                      : GemmKernel::kFp8Simt;
+  if (!(d.fp8 && d.wgmma && r.a.plain && r.b.plain && p.K > 0 && p.batch <= 65535)) {
+    r.kernel = GemmKernel::kFp8Simt;
+    return r;
+  }
+  int blocks = 0;
+  if (d.gemm_tma != 0 && p.batch == 1 && p.M > 0 && p.N > 0 &&
+      tma_grid_blocks(1, p.M, p.N, kFp8TileN, d.multiprocessors, blocks) && tma_code_rows_ok(r.a.ld, p.M, p.K) &&
+      tma_code_rows_ok(r.b.ld, p.N, p.K)) {
+    r.kernel = GemmKernel::kFp8TmaWgmma;
+    r.tile_n = kFp8TileN;
+  } else {
+    r.kernel = GemmKernel::kFp8Wgmma;
+  }
   return r;
 }
 
@@ -135,6 +154,8 @@ const char* gemm_kernel_name(GemmKernel k) {
       return "dot2";
     case GemmKernel::kSimt:
       return "simt";
+    case GemmKernel::kFp8TmaWgmma:
+      return "fp8_tma_wgmma";
     case GemmKernel::kFp8Wgmma:
       return "fp8_wgmma";
     case GemmKernel::kFp8Simt:

@@ -24,9 +24,14 @@
 //   kSimt       everything else: the fp32 SIMT core (gemm/gemm_tile.h),
 //               tile_n 128 (128 x 128 tile, 8 x 8 a thread) when the
 //               problem's big tiles fill the device, else 64 (64 x 64, 4 x 4).
-//   kFp8Wgmma   matmul_fp8 (e4m3 codes of both operands, u8, K-major) on
-//               Hopper: gemm/gemm_wgmma_fp8.h (wgmma m64n128k32 e4m3), K a
-//               multiple of 16 and both operands 16-byte aligned.
+//   kFp8TmaWgmma matmul_fp8 (e4m3 codes of both operands, u8, K-major) on
+//               Hopper: gemm/gemm_tma_fp8.h (TMA + mbarrier stages, wgmma
+//               m64n128k32 e4m3, 128 x 128 tile), K a multiple of 16 and
+//               both operands 16-byte aligned. Where the driver cannot
+//               describe an operand as a tensor map after all, or
+//               HIPQ_GEMM_TMA=0, kFp8Wgmma.
+//   kFp8Wgmma   the same operands on the cp.async kernel
+//               (gemm/gemm_wgmma_fp8.h).
 //   kFp8Simt    matmul_fp8 otherwise on a device with fp8 products (edges,
 //               HIPQ_NO_WGMMA): the plain decode-and-FMA kernel of
 //               matmul_fp8.hip. fp8 products exist only on compute capability
@@ -69,7 +74,18 @@ struct GemmDevice {
   bool fp8 = false;           // e4m3 products: compute capability 9.0 of an sm_90a build
 };
 
-enum class GemmKernel { kTmaWgmma, kWgmma, kTf32Wgmma, kTf32Mma, kMma, kDot2, kSimt, kFp8Wgmma, kFp8Simt };
+enum class GemmKernel {
+  kTmaWgmma,
+  kWgmma,
+  kTf32Wgmma,
+  kTf32Mma,
+  kMma,
+  kDot2,
+  kSimt,
+  kFp8TmaWgmma,
+  kFp8Wgmma,
+  kFp8Simt
+};
 
 // An operand the 16-bit kernels may copy straight to shared memory: unit
 // stride along its contiguous index, every 8-element row piece a 16-byte
@@ -81,7 +97,7 @@ struct GemmPlainOperand {
 
 struct GemmRoute {
   GemmKernel kernel = GemmKernel::kSimt;
-  int tile_n = 0;            // kTmaWgmma: 256 / 192 / 160 / 128; kSimt: 128 or 64; else 0
+  int tile_n = 0;            // kTmaWgmma: 256 / 192 / 160 / 128; kSimt: 128 or 64; kFp8TmaWgmma: 128; else 0
   bool geglu_fused = false;  // geglu_pairs in the kernel's epilogue
   bool a_k_fast = false;     // k is A's unit-stride index
   bool b_k_fast = false;     // k is B's unit-stride index (and n is not)
@@ -91,8 +107,8 @@ struct GemmRoute {
 GemmRoute choose_gemm_route(const GemmProblem& p, const GemmDevice& d);
 
 // matmul_fp8's route: a and b u8 (e4m3 codes) K-major, a_sk = b_sk = 1
-// (GemmProblem's b_sk/b_sn as for matmul with trans_b). kFp8Wgmma or
-// kFp8Simt; only asked where d.fp8 holds. geglu is fused on both.
+// (GemmProblem's b_sk/b_sn as for matmul with trans_b). kFp8TmaWgmma,
+// kFp8Wgmma or kFp8Simt; only asked where d.fp8 holds. geglu is fused on all.
 GemmRoute choose_fp8_route(const GemmProblem& p, const GemmDevice& d);
 
 // Why a device has no fp8 products ("" when it has them): what the precision
@@ -101,7 +117,8 @@ GemmRoute choose_fp8_route(const GemmProblem& p, const GemmDevice& d);
 std::string fp8_refusal(bool vendor_nvidia, bool sm90a_build, int major, int minor, const std::string& device);
 
 // The name of a kernel family ("tma_wgmma", "wgmma", "3xtf32_wgmma",
-// "3xtf32_mma", "mma", "dot2", "simt", "fp8_wgmma", "fp8_simt").
+// "3xtf32_mma", "mma", "dot2", "simt", "fp8_tma_wgmma", "fp8_wgmma",
+// "fp8_simt").
 const char* gemm_kernel_name(GemmKernel k);
 
 // Whether data whose contiguous index (extent `contiguous`) has unit

@@ -365,6 +365,7 @@ Status launch_route(HipContext& ctx, const MatmulCall& c) {
     case GemmKernel::kMma: return launch_mma(ctx, c);
     case GemmKernel::kDot2: return launch_dot2(ctx, c);
     case GemmKernel::kSimt: return launch_simt(ctx, c);
+    case GemmKernel::kFp8TmaWgmma:
     case GemmKernel::kFp8Wgmma:
     case GemmKernel::kFp8Simt: break;  // matmul_fp8's routes (matmul_fp8.hip)
   }

@@ -2,12 +2,15 @@
 // out = ep(scale_a[m] * scale_b[n] * sum_k a b) (Backend::matmul_fp8). Only
 // where HipContext::fp8 holds (compute capability 9.0 of an sm_90a build);
 // elsewhere FailedPrecondition with the device's reason. The route
-// (choose_fp8_route, gemm_route.h): the Hopper wgmma kernel
-// (gemm/gemm_wgmma_fp8.h) or, for operands it does not take, the plain
-// kernel below: one thread an output, codes decoded by bit operations.
+// (choose_fp8_route, gemm_route.h): the Hopper wgmma kernel fed by TMA
+// (gemm/gemm_tma_fp8.h), its cp.async form (gemm/gemm_wgmma_fp8.h) where
+// the driver declines a tensor map or HIPQ_GEMM_TMA=0, or, for operands
+// neither takes, the plain kernel below: one thread an output, codes
+// decoded by bit operations.
 #include <string>
 
 #include "kernels/fp8_e4m3.h"
+#include "kernels/hip/gemm/gemm_tma_fp8.h"
 #include "kernels/hip/gemm/gemm_wgmma_fp8.h"
 #include "kernels/hip/gemm/mat_epilogue.h"
 #include "kernels/hip/gemm_route.h"
@@ -113,11 +116,12 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
   d.matrix_units = ctx.matrix_units;
   d.wgmma = ctx.wgmma;
   d.fp8 = ctx.fp8;
+  d.gemm_tma = ctx.switches.gemm_tma;
   [[maybe_unused]] const GemmRoute route = choose_fp8_route(p, d);
   const auto* sa = static_cast<const float*>(a.scales.data);
   const auto* sb = static_cast<const float*>(b.scales.data);
 #if HIPQ_VENDOR_NVIDIA
-  if (route.kernel == GemmKernel::kFp8Wgmma) {
+  if (route.kernel == GemmKernel::kFp8TmaWgmma || route.kernel == GemmKernel::kFp8Wgmma) {
     dev::CodeRowsFill fa, fb;
     fa.p = static_cast<const uint8_t*>(a.codes.data);
     fa.ld = K;
@@ -127,6 +131,15 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
     fb.ld = K;
     fb.rows = static_cast<int>(N);
     fb.K = static_cast<int>(K);
+    if (route.kernel == GemmKernel::kFp8TmaWgmma) {
+      dev::GemmTmaFp8Plan plan;
+      if (dev::prepare_gemm_tma_fp8(plan, fa, fb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                                    ctx.multiprocessors)) {
+        HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_fp8(ctx.stream, plan, static_cast<int>(M), static_cast<int>(N),
+                                                          static_cast<int>(K), sa, sb, ep));
+        return Status::Ok();
+      }
+    }
     HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_wgmma_fp8(ctx.stream, 1, static_cast<int>(M), static_cast<int>(N),
                                                         static_cast<int>(K), fa, fb, sa, sb, ep));
     return Status::Ok();

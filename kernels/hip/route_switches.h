@@ -19,7 +19,8 @@ struct RouteSwitches {
   // takes the sm_80 routes (mma.sync) instead of the Hopper wgmma kernels.
   bool wgmma = true;
   // HIPQ_GEMM_TMA: "0" -> 0 (16-bit Hopper GEMMs on the cp.async wgmma
-  // kernel, gemm/gemm_wgmma.h, instead of the TMA one), "128" / "160" /
+  // kernel, gemm/gemm_wgmma.h, instead of the TMA one; matmul_fp8 on
+  // gemm/gemm_wgmma_fp8.h instead of gemm/gemm_tma_fp8.h), "128" / "160" /
   // "192" / "256" -> that TMA tile width for every GEMM and conv it takes,
   // else -1 (the width by gemm_tma_tile_n). For the parity runs of each
   // width and of the cp.async kernel.

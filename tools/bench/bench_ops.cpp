@@ -67,6 +67,10 @@ std::vector<BenchCase> sdxl_cases() {
   gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, false);
   gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, true, true);
   gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, true, true);
+  gemm("sdxl_l1_ff_out_8192x640x2560", 8192, 640, 2560, true);
+  gemm("sdxl_l1_proj_8192x640x640", 8192, 640, 640, true);
+  gemm("sdxl_l2_proj_2048x1280x1280", 2048, 1280, 1280, true);
+  gemm("sdxl_l2_cross_kv_154x2560x2048", 154, 2560, 2048, false);
 
   // matmul_fp8 (the precision fp8's linear layers): x and the weight quantized
   // per row on the first (warm-up) call and kept, so the timed calls are the
@@ -113,6 +117,11 @@ std::vector<BenchCase> sdxl_cases() {
   gemm_fp8("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, false);
   gemm_fp8("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, true, true);
   gemm_fp8("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, true);
+  // Attention output and proj_in / proj_out, one shape a level. (The
+  // cross-attention keys + values, 154 rows, have no torch row: _scaled_mm
+  // takes only multiples of 16.)
+  gemm_fp8("sdxl_l1_proj_8192x640x640", 8192, 640, 640, true);
+  gemm_fp8("sdxl_l2_proj_2048x1280x1280", 2048, 1280, 1280, true);
   {
     BenchCase c;
     c.op = "quantize_fp8_rows";

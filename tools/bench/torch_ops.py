@@ -50,6 +50,10 @@ def cases():
     gemm("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, False)
     gemm("sdxl_l1_ff_in_geglu_8192x5120x640", 8192, 5120, 640, True, True)
     gemm("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, True, True)
+    gemm("sdxl_l1_ff_out_8192x640x2560", 8192, 640, 2560, True)
+    gemm("sdxl_l1_proj_8192x640x640", 8192, 640, 640, True)
+    gemm("sdxl_l2_proj_2048x1280x1280", 2048, 1280, 1280, True)
+    gemm("sdxl_l2_cross_kv_154x2560x2048", 154, 2560, 2048, False)
 
     # matmul_fp8: torch._scaled_mm on e4m3 operands with row-wise scales
     # (torchao's dynamic row-wise recipe), quantized once before timing as
@@ -78,6 +82,8 @@ def cases():
     gemm_fp8("sdxl_l2_ff_in_nobias_2048x10240x1280", 2048, 10240, 1280, False)
     gemm_fp8("sdxl_l2_ff_in_geglu_2048x10240x1280", 2048, 10240, 1280, True, True)
     gemm_fp8("sdxl_l2_ff_out_2048x1280x5120", 2048, 1280, 5120, True)
+    gemm_fp8("sdxl_l1_proj_8192x640x640", 8192, 640, 640, True)
+    gemm_fp8("sdxl_l2_proj_2048x1280x1280", 2048, 1280, 1280, True)
     out.append(("quantize_fp8_rows", "sdxl_8192x640", [(8192, 640)], 0, 1.5 * 8192 * 640,
                 lambda t: quantize_rows(t[0])))
 

@@ -21,15 +21,9 @@
 // says at run time whether the device and the build have it.
 #pragma once
 
-#include "kernels/hip/gemm/gemm_mma.h"
+#include "kernels/hip/gemm/wgmma_staging.h"
 
 #if HIPQ_VENDOR_NVIDIA
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define HIPQ_WGMMA_DEVICE 1
-#else
-#define HIPQ_WGMMA_DEVICE 0
-#endif
-
 namespace hipq::kernels::dev {
 
 struct WgmmaShape {
@@ -41,44 +35,10 @@ struct WgmmaShape {
   static_assert(BM * kLdc * 4 <= kStages * kStageBytes, "epilogue staging fits the pipeline buffers");
 };
 
-// Byte offset of 16-byte chunk `chunk` (0..7) of row `row` in a 128-byte-
-// swizzled K-major tile: the chunk index is XORed with the row's index mod 8.
-__device__ __forceinline__ uint32_t swizzle128(int row, int chunk) {
-  return static_cast<uint32_t>(row * 128 + ((chunk ^ (row & 7)) << 4));
-}
-
-__device__ __forceinline__ void cp_async16_shared(uint32_t dst, const void* src, bool valid) {
-#if HIPQ_WGMMA_DEVICE
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-#endif
-}
-
 // A plain K-major 16-bit matrix: rows [0, rows), row r at p + batch * sb + r * ld;
 // ld, sb multiples of 8 and p 16-byte aligned (plain_operand_16bit), K a
-// multiple of 8. Each thread copies chunk tid % 8 of rows tid / 8 + 32 j.
-struct RowsFill {
-  const uint16_t* p = nullptr;
-  int64_t sb = 0, ld = 0;
-  int rows = 0, K = 0;
-  const uint16_t* row[4];
-  bool ok[4];
-  __device__ __forceinline__ void begin(int batch, int row0, int tid) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = row0 + tid / 8 + 32 * j;
-      ok[j] = r < rows;
-      row[j] = p + static_cast<int64_t>(batch) * sb + static_cast<int64_t>(ok[j] ? r : 0) * ld + (tid % 8) * 8;
-    }
-  }
-  __device__ __forceinline__ void issue(uint32_t tile, int k0, int tid) const {
-    const bool k_ok = k0 + (tid % 8) * 8 < K;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool v = ok[j] && k_ok;
-      cp_async16_shared(tile + swizzle128(tid / 8 + 32 * j, tid % 8), v ? row[j] + k0 : p, v);
-    }
-  }
-};
+// multiple of 8 (wgmma_staging.h).
+struct RowsFill : KMajorRowsFill<uint16_t> {};
 
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
   // start address, leading offset (unused for swizzled K-major: 1), stride
@@ -205,18 +165,8 @@ __global__ void __launch_bounds__(256, 2) gemm_wgmma_kernel(int M, int N, int K,
   cp_async_wait_n<0>();
   __syncthreads();
 
-  // Accumulator layout (per warp of the warpgroup, 16 rows): for each 8-column
-  // group j, d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3]
-  // eight rows below.
   float* cs = reinterpret_cast<float*>(base_ptr);
-  const int warp = (tid % 128) / 32, lane = tid % 32;
-  const int r = wg * 64 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int c = j * 8 + (lane % 4) * 2;
-    *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-  }
+  stage_wgmma_acc(cs, S::kLdc, d, tid);
   __syncthreads();
 #pragma unroll 1
   for (int g = tid; g < S::BM * (S::BN / 8); g += S::kThreads) {

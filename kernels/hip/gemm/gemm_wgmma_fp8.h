@@ -6,8 +6,25 @@
 // shared layout, the descriptors and the 32-byte step between the four
 // k32 instructions of a k-tile are byte for byte those of the 16-bit kernel
 // (whose k-tile is 64 elements of 2 bytes). Block tile 128 x 128 x 128,
-// 3-stage cp.async pipeline (16-byte copies = 16 codes; K a multiple of 16,
+// 4-stage cp.async pipeline (16-byte copies = 16 codes; K a multiple of 16,
 // rows zero-filled past M, N and K: code 0 is +0), two warpgroups of 64 rows.
+//
+// Accumulator promotion: the fp8 wgmma does not add in full fp32. Its
+// products are exact, but they and the accumulator it is handed are aligned
+// to the largest of them and summed with about 14 significant bits (the
+// DeepSeek-V3 report; CUTLASS' "FP8FastAccum" kernels against its default
+// two-accumulator ones). Within one instruction that costs about 1e-3 of
+// the output's rms (the H200's f32-output parity cases, K = 80 .. 1280);
+// handed a running sum, every later product loses its low bits to the
+// large accumulator and the error grows with K (a model of the sum,
+// tests/kernels/fp8_wgmma_sum_test.cpp: 1e-2 of the rms at K = 5120). Here each
+// kFp8PromotionK of K runs its wgmma into a temporary accumulator that the
+// first instruction zeroes (scale-d 0), and after wgmma.wait_group the
+// temporary is added into the fp32 main accumulator with ordinary fp32
+// adds (CUTLASS' mma_promotion_interval, 4 k32 instructions by default).
+// Two 64-float accumulators a thread need more registers than two blocks a
+// multiprocessor leave (128 a thread), so one block of 256 threads runs on
+// each, with a deeper pipeline.
 // Epilogue: acc * scale_a[m] * scale_b[n], then the matmul epilogue's row8.
 // Compiled only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL).
 #pragma once
@@ -17,8 +34,13 @@
 #if HIPQ_VENDOR_NVIDIA
 namespace hipq::kernels::dev {
 
+// K summed by the matrix units between two promotions into fp32 registers:
+// 128 codes = the 4 k32 wgmma of one k-tile.
+constexpr int kFp8PromotionK = 128;
+
 struct WgmmaFp8Shape {
-  static constexpr int BM = 128, BN = 128, BK = 128, kStages = 3, kThreads = 256;
+  static constexpr int BM = 128, BN = 128, BK = 128, kStages = 4, kThreads = 256;
+  static_assert(BK == kFp8PromotionK, "one promotion a k-tile");
   static constexpr int kTileBytes = 128 * BK;                 // one operand's stage: 128 rows x 128 bytes
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kLdc = BN + 8;
@@ -27,31 +49,9 @@ struct WgmmaFp8Shape {
 };
 
 // A K-major matrix of e4m3 codes: row r at p + batch * sb + r * ld (bytes);
-// ld, sb multiples of 16, p 16-byte aligned, K a multiple of 16. Each thread
-// copies chunk tid % 8 (16 codes) of rows tid / 8 + 32 j.
-struct CodeRowsFill {
-  const uint8_t* p = nullptr;
-  int64_t sb = 0, ld = 0;
-  int rows = 0, K = 0;
-  const uint8_t* row[4];
-  bool ok[4];
-  __device__ __forceinline__ void begin(int batch, int row0, int tid) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = row0 + tid / 8 + 32 * j;
-      ok[j] = r < rows;
-      row[j] = p + static_cast<int64_t>(batch) * sb + static_cast<int64_t>(ok[j] ? r : 0) * ld + (tid % 8) * 16;
-    }
-  }
-  __device__ __forceinline__ void issue(uint32_t tile, int k0, int tid) const {
-    const bool k_ok = k0 + (tid % 8) * 16 < K;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool v = ok[j] && k_ok;
-      cp_async16_shared(tile + swizzle128(tid / 8 + 32 * j, tid % 8), v ? row[j] + k0 : p, v);
-    }
-  }
-};
+// ld, sb multiples of 16, p 16-byte aligned, K a multiple of 16
+// (wgmma_staging.h).
+struct CodeRowsFill : KMajorRowsFill<uint8_t> {};
 
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
 #if HIPQ_WGMMA_DEVICE
@@ -66,7 +66,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t d
 
 // out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes.
 template <class Epilogue>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, 1)
     gemm_wgmma_fp8_kernel(int M, int N, int K, CodeRowsFill fa, CodeRowsFill fb, const float* scale_a,
                           const float* scale_b, Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
@@ -86,9 +86,10 @@ __global__ void __launch_bounds__(256, 2)
   fa.begin(batch, m0, tid);
   fb.begin(batch, n0, tid);
 
-  float d[64];
+  float acc[64];  // fp32 main accumulator: the CUDA cores add into it
+  float d[64];    // the matrix units' partial sum of one k-tile
 #pragma unroll
-  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) acc[i] = 0.0f, d[i] = 0.0f;
 
   const int k_tiles = (K + S::BK - 1) / S::BK;
 #pragma unroll
@@ -117,26 +118,20 @@ __global__ void __launch_bounds__(256, 2)
     for (int kk = 0; kk < S::BK / 32; ++kk) {
       const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(wg * 64 * 128 + kk * 32));
       const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
-      wgmma_m64n128k32_e4m3(d, da, db, 1);
+      wgmma_m64n128k32_e4m3(d, da, db, kk == 0 ? 0 : 1);  // the first one starts d from zero
     }
     wgmma_commit();
     wgmma_wait_all();
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += d[i];  // promotion: fp32 adds
   }
   cp_async_wait_n<0>();
   __syncthreads();
 
-  // The accumulator layout of gemm_wgmma.h (it does not depend on the operand type).
   float* cs = reinterpret_cast<float*>(base_ptr);
-  const int warp = (tid % 128) / 32, lane = tid % 32;
-  const int r = wg * 64 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int c = j * 8 + (lane % 4) * 2;
-    *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-  }
+  stage_wgmma_acc(cs, S::kLdc, acc, tid);  // the layout does not depend on the operand type
   __syncthreads();
 #pragma unroll 1
   for (int g = tid; g < S::BM * (S::BN / 8); g += S::kThreads) {

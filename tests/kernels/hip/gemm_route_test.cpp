@@ -319,8 +319,9 @@ namespace hipq::kernels {
 namespace {
 
 // matmul_fp8: every UNet linear layer of SDXL (the shapes above named unet_*
-// and the parity table's) on the e4m3 wgmma kernel of a Hopper device;
-// problems it does not take on the plain fp8 kernel.
+// and the parity table's) on the e4m3 wgmma kernel fed by TMA on a Hopper
+// device (its cp.async form with HIPQ_GEMM_TMA=0); problems neither takes
+// on the plain fp8 kernel.
 TEST(GemmRouteTest, Fp8LinearLayersTakeTheWgmmaKernelOnHopper) {
   GemmDevice d = device(DeviceKind::kSm90a);
   d.fp8 = true;
@@ -328,10 +329,17 @@ TEST(GemmRouteTest, Fp8LinearLayersTakeTheWgmmaKernelOnHopper) {
   for (const SdxlGemm& g : kSdxlGemms) {
     if (std::string(g.name).rfind("unet_", 0) != 0) continue;
     GemmProblem p = linear_problem(g, DType::kU8);
-    const GemmRoute r = choose_fp8_route(p, d);
-    EXPECT_EQ(r.kernel, GemmKernel::kFp8Wgmma) << g.name;
+    GemmRoute r = choose_fp8_route(p, d);
+    EXPECT_EQ(r.kernel, GemmKernel::kFp8TmaWgmma) << g.name;
+    EXPECT_EQ(r.tile_n, 128) << g.name;
     EXPECT_EQ(r.geglu_fused, g.geglu) << g.name;
     EXPECT_TRUE(r.a.plain && r.b.plain) << g.name;
+    EXPECT_EQ(std::string(gemm_kernel_name(r.kernel)), "fp8_tma_wgmma");
+    GemmDevice no_tma = d;
+    no_tma.gemm_tma = 0;  // HIPQ_GEMM_TMA=0
+    r = choose_fp8_route(p, no_tma);
+    EXPECT_EQ(r.kernel, GemmKernel::kFp8Wgmma) << g.name;
+    EXPECT_EQ(r.geglu_fused, g.geglu) << g.name;
     EXPECT_EQ(std::string(gemm_kernel_name(r.kernel)), "fp8_wgmma");
     ++checked;
   }

@@ -1,0 +1,219 @@
+// Hopper (sm_90a) GEMM of e4m3 codes (matmul_fp8) on the load pipeline of the
+// fastest f16 route (gemm_tma.h): warp-specialised, the bulk tensor copy
+// engine (TMA) filling a ring of shared-memory stages, mbarriers between the
+// producer and the consumers, a persistent grid.
+//
+// Block tile 128 x 128 x 128 codes, 384 threads = 3 warpgroups:
+//  - warpgroup 0, the producer (setmaxnreg.dec 40): one thread waits for a
+//    free stage, announces its bytes on the stage's "full" mbarrier and
+//    issues two 3-D tensor copies (A and B: 128 codes x 128 rows of (k, row,
+//    batch 1)), written in the 128-byte-swizzled K-major layout the wgmma
+//    descriptors read (a k-tile is 128 bytes of K, as the 16-bit kernels':
+//    the same stage layout as gemm_tma.h's 128 x 128 tile) and zero-filled
+//    past M, N and K (code 0 is +0).
+//  - warpgroups 1 and 2, the consumers (setmaxnreg.inc 232): 64 rows of C
+//    each. Per k-tile they wait on the stage's full barrier, run its four
+//    m64n128k32 e4m3 wgmma into a temporary accumulator (the first with
+//    scale-d 0), wait for them, release the stage and add the temporary into
+//    the fp32 main accumulator: the promotion of gemm_wgmma_fp8.h
+//    (kFp8PromotionK = one k-tile), which the fp8 sum's precision needs
+//    (docs/kernels.md "fp8"). The other consumer's wgmma run while one adds,
+//    and the producer stays up to 4 k-tiles ahead.
+// 4 stages of 32 KB + 68 KB of epilogue staging (outside the ring, so the
+// producer loads the next tile's k-tiles while the consumers run the
+// epilogue): acc * scale_a[m] * scale_b[n], then Epilogue::row8 on 8
+// consecutive columns.
+// Host side: the maps are encoded per call (gemm_tma.h's driver entry point);
+// prepare_gemm_tma_fp8 says whether the problem takes this path, else the
+// caller runs gemm_wgmma_fp8.h.
+#pragma once
+
+#include "kernels/hip/gemm/gemm_tma.h"
+#include "kernels/hip/gemm/gemm_wgmma_fp8.h"
+
+#if HIPQ_VENDOR_NVIDIA
+namespace hipq::kernels::dev {
+
+struct TmaFp8Shape {
+  static constexpr int BM = 128, BN = 128, BK = 128;  // BK in codes = bytes
+  static_assert(BK == kFp8PromotionK, "one promotion a k-tile");
+  static constexpr int kStages = 4;
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kATileBytes = BM * BK;
+  static constexpr int kBTileBytes = BN * BK;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kLdc = BN + 8;
+  static constexpr int kEpiBytes = kConsumers * 64 * kLdc * 4;
+  static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;
+  static_assert(kSmemBytes + 256 <= 227 * 1024, "fits the opt-in shared memory of an SM");
+  static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "stages keep the 1 KB swizzle alignment");
+};
+
+// out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes; A
+// through the map ta (k, m, 1), B through tb (k, n, 1).
+template <class Epilogue>
+__global__ void __launch_bounds__(384, 1)
+    gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
+                        int K, const float* scale_a, const float* scale_b, Epilogue ep) {
+#if HIPQ_WGMMA_DEVICE
+  using S = TmaFp8Shape;
+  static_assert(S::kThreads == 384, "__launch_bounds__ above");
+  extern __shared__ unsigned char tma_fp8_smem[];
+  __shared__ uint64_t full_bar[S::kStages], empty_bar[S::kStages];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(tma_fp8_smem));
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  auto a_tile = [&](int s) { return base + static_cast<uint32_t>(s * S::kStageBytes); };
+  auto b_tile = [&](int s) { return base + static_cast<uint32_t>(s * S::kStageBytes + S::kATileBytes); };
+  auto full = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&full_bar[s])); };
+  auto empty = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(&empty_bar[s])); };
+
+  const int m_tiles = (M + S::BM - 1) / S::BM;
+  const int n_tiles = (N + S::BN - 1) / S::BN;
+  const int tiles = m_tiles * n_tiles;
+  const int k_tiles = (K + S::BK - 1) / S::BK;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S::kStages; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), S::kConsumers * 128);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer.
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_map(&ta);
+      tma_prefetch_map(&tb);
+      int it = 0;
+#pragma unroll 1
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int n0 = (t % n_tiles) * S::BN;
+        const int m0 = (t / n_tiles) * S::BM;
+#pragma unroll 1
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const int s = it % S::kStages;
+          if (it >= S::kStages) mbar_wait(empty(s), ((it / S::kStages) - 1) & 1);
+          mbar_arrive_expect_tx(full(s), S::kStageBytes);
+          tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, 0);
+          tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, 0);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup cw owns rows cw * 64 .. + 63 of each tile.
+  setmaxnreg_inc<232>();
+  const int cw = wg - 1;
+  const int ct = threadIdx.x % 128;
+  const int epi_bar = 2 + cw;  // named barrier of this warpgroup (0 is __syncthreads)
+  float* cs = reinterpret_cast<float*>(tma_fp8_smem + (base - raw) + S::kStages * S::kStageBytes) + cw * 64 * S::kLdc;
+  int it = 0;
+  float acc[64];  // fp32 main accumulator
+  float d[64];    // one k-tile's partial sum from the matrix units
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+#pragma unroll 1
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int n0 = (t % n_tiles) * S::BN;
+    const int m0 = (t / n_tiles) * S::BM;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const int s = it % S::kStages;
+      mbar_wait(full(s), (it / S::kStages) & 1);
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < S::BK / 32; ++kk) {
+        const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(cw * 64 * 128 + kk * 32));
+        const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
+        wgmma_m64n128k32_e4m3(d, da, db, kk == 0 ? 0 : 1);  // the first one starts d from zero
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
+      mbar_arrive(empty(s));  // the stage is read: the producer may refill it
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += d[i];  // promotion: fp32 adds
+    }
+
+    // Epilogue: this warpgroup's 64 x 128 piece through its staging buffer.
+    named_sync(epi_bar, 128);           // the buffer's previous readers are done
+    stage_wgmma_acc(cs, S::kLdc, acc, ct);  // ct < 128: rows 0 .. 63 of this warpgroup's buffer
+    named_sync(epi_bar, 128);
+#pragma unroll 1
+    for (int g = ct; g < 64 * (S::BN / 8); g += 128) {
+      const int rr = g / (S::BN / 8), cc = (g % (S::BN / 8)) * 8;
+      const int m = m0 + cw * 64 + rr, n = n0 + cc;
+      if (m < M && n < N) {
+        const float sa = scale_a[m];
+        float v[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = n + e < N ? cs[rr * S::kLdc + cc + e] * sa * scale_b[n + e] : 0.0f;
+        ep.row8(0, m, n, N, v);
+      }
+    }
+  }
+#else
+  __trap();  // launched only where HipContext::fp8 and wgmma hold
+#endif
+}
+
+// The 3-D map (k, row, 1) of a K-major code matrix (rows x K, row stride ld
+// bytes) with boxes of 128 codes x 128 rows, 128-byte swizzle, zero fill
+// past the edges. False when TMA cannot describe it.
+inline bool encode_code_rows_map(CUtensorMap& map, const CodeRowsFill& f) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (!encode || f.p == nullptr || f.K <= 0 || f.rows <= 0 || f.ld < f.K) return false;
+  constexpr uint64_t kMaxStride = uint64_t{1} << 40;
+  const uint64_t row_bytes = static_cast<uint64_t>(f.ld);
+  const uint64_t all_bytes = row_bytes * static_cast<uint64_t>(f.rows);
+  if (reinterpret_cast<uintptr_t>(f.p) % 16 != 0 || row_bytes % 16 != 0 || row_bytes >= kMaxStride ||
+      all_bytes >= kMaxStride)
+    return false;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(f.K), static_cast<cuuint64_t>(f.rows), 1};
+  const cuuint64_t strides[2] = {row_bytes, all_bytes};
+  const cuuint32_t box[3] = {TmaFp8Shape::BK, 128, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  std::memset(&map, 0, sizeof map);
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(f.p), dims, strides, box,
+                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+struct GemmTmaFp8Plan {
+  CUtensorMap a, b;
+  int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
+};
+
+// Whether the TMA kernel takes out = A B^T for these code operands (fa.rows
+// == M, fb.rows == N, both K wide); fills `plan` when it does.
+inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, const CodeRowsFill& fb, int M, int N,
+                                 int K, int multiprocessors) {
+  if (M <= 0 || N <= 0 || K <= 0) return false;
+  return tma_grid_blocks(1, M, N, TmaFp8Shape::BN, multiprocessors, plan.blocks) && encode_code_rows_map(plan.a, fa) &&
+         encode_code_rows_map(plan.b, fb);
+}
+
+template <class Epilogue>
+hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
+                               const float* scale_a, const float* scale_b, const Epilogue& ep) {
+  using S = TmaFp8Shape;
+  auto* kernel = gemm_tma_fp8_kernel<Epilogue>;
+  if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+      e != hipSuccess)
+    return e;
+  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, scale_a, scale_b, ep);
+  return hipGetLastError();
+}
+
+}  // namespace hipq::kernels::dev
+#endif  // HIPQ_VENDOR_NVIDIA
