@@ -55,7 +55,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       return;
     }
     std::cout << "wrote " << flags->html << " (batch " << (*data)["batch"]["id"] << ", "
-              << (*data)["runs"].size() << " runs, " << (*data)["thumbnails"].size() << " thumbnails, "
+              << (*data)["batch"].value("total", int64_t{0}) << " runs"
+              << ((*data).contains("runs_table") ? std::string(", ") + std::to_string((*data)["runs"].size()) + " in its table" : "")
+              << ", " << (*data)["thumbnails"].size() << " thumbnails, "
               << html->size() / 1024 << " KiB)\n";
     exit_code = kExitOk;
   });
