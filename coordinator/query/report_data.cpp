@@ -82,18 +82,24 @@ Result<json> history(db::Database& db, const std::vector<db::BatchRecord>& batch
 Result<json> build_report_data(db::Database& db, const json& args) {
   int64_t batch_id = 0;
   int max_thumbs = 24, thumb_px = 160;
+  int64_t runs_table = static_cast<int64_t>(kRunTableCap);
   StatsOptions sopt;
   try {
     if (args.contains("batch") && !args["batch"].is_null()) batch_id = args["batch"].get<int64_t>();
     if (args.contains("thumbnails")) max_thumbs = args["thumbnails"].get<int>();
     if (args.contains("thumbnail_px")) thumb_px = args["thumbnail_px"].get<int>();
     if (args.contains("resamples")) sopt.resamples = args["resamples"].get<int>();
+    if (args.contains("runs_table")) runs_table = args["runs_table"].get<int64_t>();
   } catch (const json::exception& e) {
-    return Status::InvalidArgument(std::string("report-data: batch, thumbnails, thumbnail_px and resamples are "
-                                               "integers: ") + e.what());
+    return Status::InvalidArgument(std::string("report-data: batch, thumbnails, thumbnail_px, resamples and "
+                                               "runs_table are integers: ") + e.what());
   }
   if (thumb_px < 16 || thumb_px > 1024) {
     return Status::InvalidArgument("report-data: thumbnail_px " + std::to_string(thumb_px) + " is outside 16..1024");
+  }
+  if (runs_table < 2 || runs_table > 1000000) {
+    return Status::InvalidArgument("report-data: runs_table " + std::to_string(runs_table) +
+                                   " is outside 2..1000000 (the most runs the report's table lists in full)");
   }
   db::JobStore store(db);
   HIPQ_ASSIGN_OR_RETURN(auto batches, store.list_batches());
@@ -133,7 +139,8 @@ Result<json> build_report_data(db::Database& db, const json& args) {
   };
   std::map<std::pair<std::string, std::string>, Trace> traces;
   std::map<ParityKey, ParityAccumulator> parity;
-  RunTable table;
+  const auto table_cap = static_cast<size_t>(runs_table);
+  RunTable table(table_cap, table_cap / 2, table_cap - table_cap / 2);
   json thumbnails = json::array();
   int thumb_errors = 0;
 
