@@ -225,11 +225,16 @@ std::string sampled_note(const json& data) {
 std::string runs_table_note(const json& data, const json& b) {
   if (!data.contains("runs_table") || !data["runs_table"].is_object()) return "";
   const json& t = data["runs_table"];
+  const bool ranked = t.value("worst_by_parity", 0) > 0;
   return "<p class=\"note\" id=\"runs-capped\">This batch has " + jnum(t["total"], 20) +
          " runs, more than the " + jnum(t["cap"], 20) + " this table lists in full: it shows " +
-         jnum(t["shown"], 20) + " of them, the " + jnum(t["worst_by_parity"], 20) +
-         " worst by parity (NON_FINITE, FAIL, failed or dead, then lowest cosine) and the " +
-         jnum(t["slowest"], 20) + " slowest (total ms), in job order; the other " + jnum(t["not_shown"], 20) +
+         jnum(t["shown"], 20) + " of them, " +
+         (ranked ? "the " + jnum(t["worst_by_parity"], 20) +
+                       " worst by parity (NON_FINITE, FAIL, failed or dead, then lowest cosine) and "
+                 : std::string()) +
+         "the " + jnum(t["slowest"], 20) + " slowest (total ms), in job order" +
+         (ranked ? std::string() : std::string(" (no run had a verdict, a cosine or an error to rank by parity)")) +
+         "; the other " + jnum(t["not_shown"], 20) +
          " are counted in the summary and statistics above. Every run: <code>hipq runs --batch " +
          std::to_string(b.value("id", 0)) + " --format csv</code>.</p>";
 }
