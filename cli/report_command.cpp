@@ -20,6 +20,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
     int thumbnails = 24;
     int thumbnail_px = 160;
     int resamples = 2000;
+    int runs_table = 1000;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a batch");
@@ -29,6 +30,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--thumbnails", flags->thumbnails, "at most this many image thumbnails (0 = none)")
       ->check(CLI::Range(0, 10000));
   cmd->add_option("--thumbnail-px", flags->thumbnail_px, "longer side of a thumbnail")->check(CLI::Range(16, 1024));
+  cmd->add_option("--runs-table", flags->runs_table,
+                  "list every run up to this many; past it, half as many worst by parity and half slowest")
+      ->check(CLI::Range(2, 1000000));
   cmd->add_option("--resamples", flags->resamples, "bootstrap resamples")->check(CLI::Range(1, 1000000));
   cmd->callback([flags, &exit_code] {
     auto target = make_query_target(flags->query);
@@ -37,7 +41,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       return;
     }
     json args{{"thumbnails", flags->thumbnails}, {"thumbnail_px", flags->thumbnail_px},
-              {"resamples", flags->resamples}};
+              {"resamples", flags->resamples}, {"runs_table", flags->runs_table}};
     if (flags->batch > 0) args["batch"] = flags->batch;
     auto data = coordinator::run_query_at(*target, "report-data", args);
     if (!data.ok()) {
@@ -55,7 +59,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       return;
     }
     std::cout << "wrote " << flags->html << " (batch " << (*data)["batch"]["id"] << ", "
-              << (*data)["runs"].size() << " runs, " << (*data)["thumbnails"].size() << " thumbnails, "
+              << (*data)["batch"].value("total", int64_t{0}) << " runs"
+              << ((*data).contains("runs_table") ? std::string(", ") + std::to_string((*data)["runs"].size()) + " in its table" : "")
+              << ", " << (*data)["thumbnails"].size() << " thumbnails, "
               << html->size() / 1024 << " KiB)\n";
     exit_code = kExitOk;
   });

@@ -100,6 +100,23 @@ void print_stats(const json& s, const std::set<std::string>& phases, const std::
             << " clock; quantiles: numpy linear; p50 CI: bootstrap 95%, " << fmt_text(s["resamples"])
             << " resamples; outliers: Tukey fences 1.5/3 IQR\n\n";
   std::cout << format_table(header, rows, right) << "\n";
+  // Rows past the reservoir's cap (coordinator/query/value_reservoir.h): say which numbers are sampled.
+  for (const auto& g : s["groups"]) {
+    bool sampled = false;
+    json sample;
+    for (const auto& p : g["phases"]) {
+      if (p.contains("sample")) {
+        sampled = true;
+        sample = p["sample"];
+      }
+    }
+    if (sampled) {
+      std::cout << "rows with n over " << fmt_text(sample["values"])
+                << ": p50..p99, the p50 CI and outliers (scaled to n) come from a fixed-seed uniform sample of "
+                << fmt_text(sample["values"]) << " values; n, mean, sd, min, max and throughput are exact\n\n";
+      break;
+    }
+  }
 
   std::vector<std::string> h2 = dims;
   for (const char* h : {"warmth", "runs", "workers", "steps/s", "images/h", "peak GiB", "seeds", "cos min", "cos mean",

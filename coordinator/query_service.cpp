@@ -13,6 +13,7 @@
 #include "coordinator/client.h"
 #include "coordinator/query/report_data.h"
 #include "coordinator/query/run_stats.h"
+#include "coordinator/query/stats_accumulator.h"
 #include "coordinator/statistics/comparison.h"
 #include "db/database.h"
 #include "db/run_queries.h"
@@ -35,10 +36,7 @@ Result<json> query_runs_json(db::Database& db, const json& args) {
 Result<json> query_stats_json(db::Database& db, const json& args) {
   HIPQ_ASSIGN_OR_RETURN(db::RunFilter filter, parse_run_filter(args));
   HIPQ_ASSIGN_OR_RETURN(StatsOptions options, parse_stats_options(args));
-  filter.with_result_only = true;
-  HIPQ_ASSIGN_OR_RETURN(auto rows, db::query_runs(db, filter));
-  HIPQ_ASSIGN_OR_RETURN(auto samples, load_samples(db, rows, options.clock));
-  return compute_stats(samples, options);
+  return stream_stats(db, filter, options);  // a page of runs at a time
 }
 
 Result<json> query_parity_json(db::Database& db, const json& args) {

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "base/did_you_mean.h"
+#include "coordinator/query/parity_accumulator.h"
+#include "coordinator/query/stats_accumulator.h"
 #include "coordinator/statistics/descriptive.h"
 #include "coordinator/statistics/outliers.h"
 #include "db/database.h"
@@ -360,6 +362,24 @@ Result<json> summary_json(std::span<const double> values, const StatsOptions& op
                 {"high_severe", out.high_severe}}}};
 }
 
+Result<json> summary_json(const ValueReservoir& values, const StatsOptions& options) {
+  if (values.exact()) return summary_json(std::span<const double>(values.values()), options);
+  // Quantiles, interval and outliers from the sample; the rest exact.
+  HIPQ_ASSIGN_OR_RETURN(json sj, summary_json(std::span<const double>(values.values()), options));
+  const double n = static_cast<double>(values.count());
+  const double kept = static_cast<double>(values.values().size());
+  sj["n"] = values.count();
+  sj["mean"] = values.mean();
+  sj["sd"] = finite_or_null(values.sd());
+  sj["min"] = values.min();
+  sj["max"] = values.max();
+  for (const char* k : {"low_severe", "low_mild", "high_mild", "high_severe"}) {
+    sj["outliers"][k] = static_cast<int64_t>(std::llround(sj["outliers"][k].get<double>() * n / kept));
+  }
+  sj["sample"] = {{"values", values.values().size()}, {"of", values.count()}};
+  return sj;
+}
+
 std::string dimension_value(const db::RunRow& r, const std::string& d) {
   if (d.rfind(kTagDimension, 0) == 0) {
     // Tags NAME:VALUE (from a TSV column or a manifest mapping); the name
@@ -407,134 +427,32 @@ std::string dimension_value(const db::RunRow& r, const std::string& d) {
 }
 
 json parity_summary(const std::vector<const db::RunRow*>& rows) {
-  size_t pass = 0, gated = 0, no_golden = 0, with_cosine = 0;
-  double cmin = std::numeric_limits<double>::infinity(), cmax = -cmin, csum = 0;
-  const db::RunRow* worst = nullptr;
-  std::set<uint64_t> seeds;
-  for (const auto* r : rows) {
-    seeds.insert(r->seed);
-    const std::string v = r->verdict.value_or("");
-    if (v == "NO_GOLDEN") ++no_golden;
-    if (v == "PASS" || v == "FAIL" || v == "NON_FINITE") ++gated;
-    if (v == "PASS") ++pass;
-    if (r->cosine && std::isfinite(*r->cosine)) {
-      ++with_cosine;
-      csum += *r->cosine;
-      cmax = std::max(cmax, *r->cosine);
-      if (*r->cosine < cmin) {
-        cmin = *r->cosine;
-        worst = r;
-      }
-    }
-    if (v == "NON_FINITE" && (worst == nullptr || worst->verdict.value_or("") != "NON_FINITE")) worst = r;
-  }
-  json p{{"runs", rows.size()},
-         {"seeds", seeds.size()},
-         {"gated", gated},
-         {"pass", pass},
-         {"no_golden", no_golden},
-         {"pass_rate", gated ? json(static_cast<double>(pass) / static_cast<double>(gated)) : json(nullptr)},
-         {"cosine_min", with_cosine ? json(cmin) : json(nullptr)},
-         {"cosine_mean", with_cosine ? json(csum / static_cast<double>(with_cosine)) : json(nullptr)},
-         {"cosine_max", with_cosine ? json(cmax) : json(nullptr)}};
-  if (worst) {
-    p["worst"] = {{"job", worst->job_id},
-                  {"seed", worst->seed},
-                  {"repeat", worst->repeat_index},
-                  {"cosine", opt(worst->cosine)},
-                  {"verdict", opt(worst->verdict)}};
-  } else {
-    p["worst"] = nullptr;
-  }
-  return p;
+  ParityAccumulator acc;
+  for (const auto* r : rows) acc.add(*r);
+  return acc.to_json();
 }
 
 Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOptions& options) {
-  // Ordered map: groups print sorted by key, warm before cold.
-  std::map<std::pair<std::vector<std::string>, int>, std::vector<const RunSample*>> groups;
-  for (const auto& s : samples) {
-    std::vector<std::string> key;
-    for (const auto& d : options.group_by) key.push_back(dimension_value(*s.row, d));
-    groups[{key, s.row->warm ? 0 : 1}].push_back(&s);
-  }
-  json out_groups = json::array();
-  for (const auto& [gk, members] : groups) {
-    std::vector<RunSample> copy;
-    copy.reserve(members.size());
-    for (const auto* m : members) copy.push_back(*m);
-    json key = json::object();
-    for (size_t i = 0; i < options.group_by.size(); ++i) key[options.group_by[i]] = gk.first[i];
-    json phases = json::array();
-    for (const auto& ph : known_phases()) {
-      auto values = phase_values(copy, ph);
-      if (values.empty()) continue;
-      HIPQ_ASSIGN_OR_RETURN(json sj, summary_json(values, options));
-      sj["phase"] = ph;
-      phases.push_back(std::move(sj));
-    }
-    json throughput = json::object();
-    auto steps = phase_values(copy, "step");
-    auto totals = phase_values(copy, "total");
-    if (!steps.empty()) {
-      double sum = 0;
-      for (double v : steps) sum += v;
-      throughput["steps_per_s"] = 1000.0 * static_cast<double>(steps.size()) / sum;
-    } else {
-      throughput["steps_per_s"] = nullptr;
-    }
-    if (!totals.empty()) {
-      double sum = 0;
-      for (double v : totals) sum += v;
-      throughput["images_per_hour"] = 3.6e6 * static_cast<double>(totals.size()) / sum;
-    } else {
-      throughput["images_per_hour"] = nullptr;
-    }
-    std::vector<const db::RunRow*> rows;
-    std::set<std::string> workers;
-    std::vector<double> peaks;
-    for (const auto* m : members) {
-      rows.push_back(m->row);
-      if (m->row->worker_id) workers.insert(*m->row->worker_id);
-      if (m->row->peak_memory_bytes) peaks.push_back(static_cast<double>(*m->row->peak_memory_bytes));
-    }
-    // Device memory a job of the group needed (the backend's peak, resident weights included).
-    json memory = {{"runs", peaks.size()}, {"peak_bytes_max", nullptr}, {"peak_bytes_p50", nullptr}};
-    if (!peaks.empty()) {
-      HIPQ_ASSIGN_OR_RETURN(Summary ps, summarize(peaks));
-      memory["peak_bytes_max"] = static_cast<int64_t>(ps.max);
-      memory["peak_bytes_p50"] = ps.p50;
-    }
-    out_groups.push_back(json{{"key", key},
-                              {"warmth", gk.second == 0 ? "warm" : "cold"},
-                              {"runs", members.size()},
-                              {"workers", workers.size()},
-                              {"phases", phases},
-                              {"throughput", throughput},
-                              {"memory", memory},
-                              {"parity", parity_summary(rows)}});
-  }
-  return json{{"group_by", options.group_by},
-              {"clock", options.clock},
-              {"unit", "ms"},
-              {"quantiles", "linear interpolation (numpy default, Hyndman-Fan type 7)"},
-              {"median_ci", "bootstrap percentile, 95%"},
-              {"resamples", options.resamples},
-              {"seed", options.seed},
-              {"groups", out_groups}};
+  StatsAccumulator acc(options);
+  for (const auto& s : samples) acc.add(s);
+  return acc.to_json();
+}
+
+ParityKey parity_key(const db::RunRow& r) {
+  return {r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance, r.timestep_spacing,
+          r.guidance_rescale, run_mode(r), lora_label(r)};
 }
 
 json parity_table(const std::vector<db::RunRow>& rows) {
-  using Key = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string,
-                         double, std::string, std::string>;
-  std::map<Key, std::vector<const db::RunRow*>> groups;
-  for (const auto& r : rows) {
-    groups[{r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance, r.timestep_spacing,
-            r.guidance_rescale, run_mode(r), lora_label(r)}]
-        .push_back(&r);
-  }
+  std::map<ParityKey, ParityAccumulator> groups;
+  for (const auto& r : rows) groups[parity_key(r)].add(r);
+  return parity_rows(groups);
+}
+
+json parity_rows(const std::map<ParityKey, ParityAccumulator>& groups) {
   json out = json::array();
-  for (const auto& [k, members] : groups) {
-    json p = parity_summary(members);
+  for (const auto& [k, acc] : groups) {
+    json p = acc.to_json();
     p["model"] = std::get<0>(k);
     p["prompt"] = std::get<1>(k);
     p["width"] = std::get<2>(k);

@@ -17,10 +17,13 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/result.h"
 #include "coordinator/statistics/bootstrap.h"
+#include "coordinator/query/parity_accumulator.h"
+#include "coordinator/query/value_reservoir.h"
 #include "db/run_queries.h"
 
 namespace hipq::db {
@@ -71,16 +74,28 @@ std::vector<double> phase_values(std::span<const RunSample> samples, const std::
 // {"n","mean","sd","min","p50","p90","p95","p99","max","median_ci":[lo,hi],
 //  "outliers":{"low_severe","low_mild","high_mild","high_severe"}}; sd null when n < 2.
 Result<nlohmann::json> summary_json(std::span<const double> values, const StatsOptions& options);
+// The same over a reservoir: exactly the above while it holds every value; past
+// its cap, n/mean/sd/min/max are exact, p50…p99, median_ci and the outlier
+// counts (scaled to n) come from its sample, and "sample": {"values": kept,
+// "of": n} says so.
+Result<nlohmann::json> summary_json(const ValueReservoir& values, const StatsOptions& options);
 
 // The value of one group dimension for a run ("resolution" → "1024x1024").
 std::string dimension_value(const db::RunRow& row, const std::string& dimension);
 
-// {"group_by","clock","quantiles","resamples","seed","groups":[…]} (docs/statistics.md).
+// {"group_by","clock","quantiles","resamples","seed","groups":[…]} (docs/statistics.md),
+// through a StatsAccumulator (stats_accumulator.h: bounded per group and phase).
 Result<nlohmann::json> compute_stats(const std::vector<RunSample>& samples, const StatsOptions& options);
 
 // Parity across seeds: one row per (model, prompt, size, steps, sampler,
 // precision, guidance) with cosine min/mean/max, pass rate and the worst job.
 nlohmann::json parity_table(const std::vector<db::RunRow>& rows);
+// The same a run at a time: the key of a run's row, and the rows of the
+// accumulated groups.
+using ParityKey = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string,
+                             double, std::string, std::string>;
+ParityKey parity_key(const db::RunRow& row);
+nlohmann::json parity_rows(const std::map<ParityKey, ParityAccumulator>& groups);
 // The parity block of one set of runs (min/mean/max cosine, pass rate, worst job).
 nlohmann::json parity_summary(const std::vector<const db::RunRow*>& rows);
 

@@ -202,6 +202,43 @@ std::string history_section(const json& history, int64_t this_batch) {
   return h + "</tbody></table></div></section>";
 }
 
+// Under the statistics table when a group's phase had more values than the
+// reservoir keeps (report-data "sample"): which numbers are exact.
+std::string sampled_note(const json& data) {
+  size_t kept = 0, groups = 0;
+  for (const auto& g : data["stats"]["groups"]) {
+    for (const auto& p : g["phases"]) {
+      if (!p.contains("sample")) continue;
+      ++groups;
+      kept = p["sample"].value("values", size_t{0});
+    }
+  }
+  if (groups == 0) return "";
+  return "<p class=\"note\" id=\"sampled\">" + std::to_string(groups) +
+         " row(s) had more values than the report keeps per GPU, warmth and phase: their n, mean, sd, min, max and "
+         "throughput are exact; the percentiles, the median interval, the outlier counts (scaled to n) and the "
+         "charts come from a uniform sample of " + std::to_string(kept) +
+         " values (fixed seed: the same batch gives the same page).</p>";
+}
+
+// Above the runs table when the batch had more runs than the table lists.
+std::string runs_table_note(const json& data, const json& b) {
+  if (!data.contains("runs_table") || !data["runs_table"].is_object()) return "";
+  const json& t = data["runs_table"];
+  const bool ranked = t.value("worst_by_parity", 0) > 0;
+  return "<p class=\"note\" id=\"runs-capped\">This batch has " + jnum(t["total"], 20) +
+         " runs, more than the " + jnum(t["cap"], 20) + " this table lists in full: it shows " +
+         jnum(t["shown"], 20) + " of them, " +
+         (ranked ? "the " + jnum(t["worst_by_parity"], 20) +
+                       " worst by parity (NON_FINITE, FAIL, failed or dead, then lowest cosine) and "
+                 : std::string()) +
+         "the " + jnum(t["slowest"], 20) + " slowest (total ms), in job order" +
+         (ranked ? std::string() : std::string(" (no run had a verdict, a cosine or an error to rank by parity)")) +
+         "; the other " + jnum(t["not_shown"], 20) +
+         " are counted in the summary and statistics above. Every run: <code>hipq runs --batch " +
+         std::to_string(b.value("id", 0)) + " --format csv</code>.</p>";
+}
+
 }  // namespace
 
 const char* report_style() { return kStyle; }
@@ -256,9 +293,11 @@ Result<std::string> render_html_report(const json& data) {
         ++skipped;
         continue;
       }
+      // "of": the values are a uniform sample of that many (report-data, bounded memory).
+      const std::string n = s.contains("of") ? jnum(s["of"]) + ", sample of " + std::to_string(s["values"].size())
+                                             : std::to_string(s["values"].size());
       h += histogram_svg(s["values"].get<std::vector<double>>(), phase_title(phase),
-                         jstr(s["gpu"]) + " · " + jstr(s["warmth"]) + " · n=" + std::to_string(s["values"].size()),
-                         "ms", colour[jstr(s["gpu"])]);
+                         jstr(s["gpu"]) + " · " + jstr(s["warmth"]) + " · n=" + n, "ms", colour[jstr(s["gpu"])]);
     }
     h += "</div>";
     if (skipped > 0) {
@@ -301,7 +340,9 @@ Result<std::string> render_html_report(const json& data) {
              jnum(g["throughput"]["images_per_hour"]) + "</td><td>" + peak_gib_cell(g) + "</td></tr>";
       }
     }
-    h += "</tbody></table></div></section>";
+    h += "</tbody></table></div>";
+    h += sampled_note(data);
+    h += "</section>";
 
     h += "<section id=\"parity\"><h2>Parity across seeds</h2><table class=\"sortable dense\"><thead><tr>"
          "<th class=\"l\">prompt</th><th class=\"l\">settings</th><th>seeds</th><th>runs</th><th>cos min</th>"
@@ -343,7 +384,7 @@ Result<std::string> render_html_report(const json& data) {
 
     h += history_section(data.value("history", json::array()), b.value("id", 0));
 
-    h += "<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table class=\"sortable dense\"><thead><tr><th>job</th>"
+    h += "<section id=\"runs\"><h2>Runs</h2>" + runs_table_note(data, b) + "<div class=\"scroll\"><table class=\"sortable dense\"><thead><tr><th>job</th>"
          "<th class=\"l\">prompt</th><th>seed</th><th>repeat</th><th class=\"l\">state</th><th class=\"l\">verdict</th>"
          "<th>cosine</th><th class=\"l\">GPU</th><th class=\"l\">warm</th><th>total ms</th><th class=\"l\">error</th>"
          "</tr></thead><tbody>";

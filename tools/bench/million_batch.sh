@@ -75,5 +75,6 @@ timed "hipq runs --batch 1 --limit 20 (coordinator)" "$hipq" --log-level warn ru
 timed "hipq runs --batch 1 --format csv (database, every job)" "$hipq" --log-level warn runs --batch 1 --format csv --db "$tmp/hipq.db"
 timed "hipq stats --batch 1 (coordinator)" "$hipq" --log-level warn stats --batch 1 --connect "$ep" --timeout 600
 timed "hipq stats --batch 1 (database)" "$hipq" --log-level warn stats --batch 1 --db "$tmp/hipq.db"
+timed "hipq report --batch 1 (coordinator)" "$hipq" --log-level warn report --batch 1 --connect "$ep" --timeout 600 --html "$tmp/report.html"
 timed "hipq report --batch 1 (database)" "$hipq" --log-level warn report --batch 1 --db "$tmp/hipq.db" --html "$tmp/report.html"
 echo "| database file: $(( $(stat -c %s "$tmp/hipq.db") / 1048576 )) MiB, report $(( $(stat -c %s "$tmp/report.html") / 1024 )) KiB | - | - | - |"
