@@ -35,7 +35,8 @@ const std::vector<std::string> kTopKeys = {"batch",  "description", "priority", 
 const std::vector<std::string> kDefaultsKeys = {"width",     "height",  "steps",           "guidance",
                                                 "sampler",   "precision", "rng",           "seeds",
                                                 "repeats",   "negative_prompt", "timestep_spacing", "guidance_rescale",
-                                                "loras",     "init_image", "strength",     "refiner"};
+                                                "loras",     "init_image", "strength",     "refiner",
+                                                "aesthetic_score", "negative_aesthetic_score"};
 const std::vector<std::string> kLoraKeys = {"path", "scale"};
 const std::vector<std::string> kRefinerKeys = {"model", "switch_at", "aesthetic_score", "negative_aesthetic_score"};
 const std::vector<std::string> kParityKeys = {"golden", "gate", "allow_unpinned"};
@@ -679,6 +680,20 @@ class Parser {
       if (!out.refiner.empty() && d.count("init_image"))
         p_.at(r, "defaults.refiner", "a refiner with init_image is not implemented: run the refiner itself as the "
                                      "img2img model (model: the refiner, with init_image and strength)");
+    }
+    // The refiner run as the img2img model (model: the refiner) conditions on
+    // the scores itself; with a refiner: mapping they belong there.
+    for (const char* key : {"aesthetic_score", "negative_aesthetic_score"}) {
+      if (!d.count(key)) continue;
+      const std::string field = std::string("defaults.") + key;
+      if (d.count("refiner") && d["refiner"].value.IsMap()) {
+        p_.at(d[key].key, field, std::string("set it inside refiner: (refiner.") + key + "), where the refiner's "
+                                     "other settings are, not beside it");
+        continue;
+      }
+      if (auto x = get_number(d[key].value, field, 0.0, 10.0, p_))
+        (std::string(key) == "aesthetic_score" ? out.aesthetic_score : out.negative_aesthetic_score) =
+            canonical_guidance(*x);
     }
   }
 

@@ -284,6 +284,45 @@ prompts: [a cat]
       << both.status().message();
 }
 
+// The refiner run as the img2img model takes its aesthetic scores from the
+// defaults; beside a refiner: mapping they are refused with where they go.
+TEST(ManifestTest, AestheticScoresForTheRefinerAsTheImg2imgModel) {
+  ManifestDir dir;
+  ASSERT_TRUE(spec::write_png(dir.path() / "fox.png", spec::RgbImage{64, 64, std::vector<uint8_t>(64 * 64 * 3, 9)}).ok());
+  auto m = parse_manifest(dir.write("scored.yaml", R"yaml(model: synthetic:tiny-sdxl-refiner
+defaults:
+  width: 64
+  height: 64
+  init_image: fox.png
+  strength: 0.5
+  aesthetic_score: 9
+  negative_aesthetic_score: 1.5
+prompts: [a fox]
+)yaml"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto jobs = m->expand_jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_FLOAT_EQ(jobs[0].settings.aesthetic_score, 9.0f);
+  EXPECT_FLOAT_EQ(jobs[0].settings.negative_aesthetic_score, 1.5f);
+
+  auto twice = parse_manifest(dir.write("twice.yaml", R"yaml(model: synthetic:tiny-sdxl
+defaults:
+  width: 64
+  height: 64
+  refiner: {model: synthetic:tiny-sdxl-refiner}
+  aesthetic_score: 9
+prompts: [a fox]
+)yaml"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(has_problem(twice.status(), (dir.path() / "twice.yaml").string(), 6, 3, "defaults.aesthetic_score",
+                          "set it inside refiner:"))
+      << twice.status().message();
+  auto range = parse_manifest(dir.write("range.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  aesthetic_score: 11\n"
+                                                      "prompts: [a cat]\n"));
+  ASSERT_FALSE(range.ok());
+  EXPECT_NE(range.status().message().find("defaults.aesthetic_score"), std::string::npos) << range.status().message();
+}
+
 TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   ManifestDir dir;
   dir.write("weights/model.safetensors", "x");
