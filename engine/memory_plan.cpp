@@ -259,6 +259,7 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   const kernels::MemoryStats mem = backend.memory_stats();
   const int64_t usable = usable_device_memory(mem);
   const bool unknown = mem.limit <= 0 && mem.device_total <= 0;  // a cpu backend without a cap: every plan fits
+  const int64_t runtime = runtime_device_memory(mem);
   struct Try {
     Placement p;
     int64_t tile;
@@ -274,7 +275,7 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   for (const Try& t : order) {
     HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner));
     last.usable = usable;
-    last.runtime = runtime_device_memory(mem);
+    last.runtime = runtime;
     if (unknown || last.peak() <= usable) return last;
   }
   const std::string device = backend.info().device_name.empty() ? backend.info().name : backend.info().device_name;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
-#include <thread>
 
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace hipq::engine::lora {
 namespace {
@@ -45,18 +45,11 @@ HIPQ_CPU_HOT void accumulate_row(float* acc, const float* up_row, const float* d
 
 // Each output row is computed by one thread in one fixed order, so the bits
 // do not depend on the thread count.
+// (The cpu backend's pool; a chunk holds at least 2^20 multiply-adds.)
 template <typename Fn>
 void parallel_rows(int64_t rows, int64_t work_per_row, Fn fn) {
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads = std::clamp<int64_t>(rows * work_per_row / (1 << 20), 1, std::min<int64_t>(hw, 16));
-  if (threads <= 1) {
-    fn(int64_t{0}, rows);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t chunk = (rows + threads - 1) / threads;
-  for (int64_t b = 0; b < rows; b += chunk) pool.emplace_back(fn, b, std::min(rows, b + chunk));
-  for (auto& t : pool) t.join();
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, work_per_row));
+  kernels::cpu::ThreadPool::global().parallel_for(rows, grain, fn);
 }
 
 }  // namespace

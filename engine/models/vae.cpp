@@ -1,13 +1,12 @@
 #include "engine/models/vae.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <cmath>
 
 #include "engine/models/config_json.h"
 #include "engine/models/vae_encoder.h"
 #include "engine/models/weight_binder.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace hipq::engine {
 
@@ -266,23 +265,13 @@ void add_region_moments(const std::vector<float>& x, const std::vector<int64_t>&
       }
     m.merge(static_cast<size_t>(bg), static_cast<double>(cnt), mean, m2);  // each bg: its own slot
   };
+  // The cpu backend's pool (a small region stays on the calling thread).
   const int64_t pairs = N * groups;
   const int64_t work = pairs * cpg * (y1 - y0) * (x1 - x0);
-  const int64_t threads = work < (int64_t{1} << 20)
-                              ? 1
-                              : std::min<int64_t>(pairs, std::max(1u, std::thread::hardware_concurrency()));
-  if (threads <= 1) {
-    for (int64_t bg = 0; bg < pairs; ++bg) one(bg);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads));
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int64_t bg = next++; bg < pairs; bg = next++) one(bg);
-    });
-  for (std::thread& th : pool) th.join();
+  kernels::cpu::ThreadPool::global().parallel_for(pairs, work < (int64_t{1} << 20) ? pairs : 1,
+                                                  [&](int64_t begin, int64_t end) {
+                                                    for (int64_t bg = begin; bg < end; ++bg) one(bg);
+                                                  });
 }
 
 // x (on the device) normalised in place with the moments m, as GroupNorm
