@@ -180,6 +180,26 @@ ParityCase matmul_fp8_case(DType dt, const std::string& tag, const Fp8Spec& s, b
   return c;
 }
 
+// ---- quantize_fp8_rows --------------------------------------------------------
+// The codes of x [R, K] (out: u8, compared exactly): 16-bit rows of a
+// multiple of 8 take the hip backend's warp-a-row kernel, others its
+// block-a-row one. The scales are checked through the matmul_fp8 cases.
+ParityCase quantize_fp8_case(DType dt, const std::string& tag, int64_t R, int64_t K, bool heavy = false) {
+  ParityCase c = base("quantize_fp8_rows", dt, tag, heavy);
+  c.inputs = {input("x", dt, {R, K}, -3.0, 3.0)};
+  c.out_shape = {R, K};
+  c.out_dtype = DType::kU8;
+  c.tol = {0.5, 0.0, 1e-12};  // codes are whole numbers: any difference fails
+  c.run = [](Backend& be, const std::vector<Tensor>& in, Tensor& out) -> Status {
+    HIPQ_ASSIGN_OR_RETURN(Buffer s, be.allocate(static_cast<size_t>(in[0].shape[0]) * 4));
+    Tensor scales = s.tensor(DType::kF32, {in[0].shape[0]});
+    HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(in[0], out, scales));
+    return be.synchronize();
+  };
+  c.reference = [](const std::vector<Tensor>& in) { return ref::quantize_fp8_codes(in[0]); };
+  return c;
+}
+
 // ---- conv2d -----------------------------------------------------------------
 ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O,
                      int64_t k, int stride, int pad, bool bias, bool residual, bool heavy = false,
@@ -506,6 +526,8 @@ void add_light(std::vector<ParityCase>& v) {
     // 40 k-tiles (SDXL's level-2 feed-forward output): the f32 output tells a
     // kernel that promotes its partial sums every 128 of K from one that does not.
     v.push_back(matmul_fp8_case(dt, "kmajor_136x256x5120_long_k", {.M = 136, .N = 256, .K = 5120}));
+    v.push_back(quantize_fp8_case(dt, "33x640", 33, 640));
+    v.push_back(quantize_fp8_case(dt, "5x129", 5, 129));
     // matmul: every transpose combination on odd sizes, epilogues, batches, views.
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
@@ -683,6 +705,7 @@ void add_heavy(std::vector<ParityCase>& v) {
   // fp8 precision's 16-bit type) and f16.
   for (DType dt : {DType::kBF16, DType::kF16}) {
     v.push_back(matmul_fp8_case(dt, "sdxl_l1_qkv_8192x1920x640", {.M = 8192, .N = 1920, .K = 640}, true));
+    v.push_back(quantize_fp8_case(dt, "sdxl_8192x2560", 8192, 2560, true));
     v.push_back(matmul_fp8_case(dt, "sdxl_l1_ff_geglu_8192x5120x640", {.M = 8192, .N = 5120, .K = 640, .bias = true, .geglu = true}, true));
     v.push_back(matmul_fp8_case(dt, "sdxl_l1_ff_out_8192x640x2560_res", {.M = 8192, .N = 640, .K = 2560, .bias = true, .residual = true}, true));
     v.push_back(matmul_fp8_case(dt, "sdxl_l2_qkv_2048x3840x1280", {.M = 2048, .N = 3840, .K = 1280}, true));

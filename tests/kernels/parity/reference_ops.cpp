@@ -149,6 +149,18 @@ QuantRows quantize_rows(const Tensor& x) {
 
 }  // namespace
 
+ElementFn quantize_fp8_codes(const Tensor& x) {
+  auto qx = std::make_shared<QuantRows>(quantize_rows(x));
+  Tensor xv = x;
+  const int64_t K = x.shape[1];
+  return [=](int64_t i) {
+    const double q = qx->q[static_cast<size_t>(i)];
+    const std::vector<double>& t = e4m3_values();
+    const auto code = static_cast<int>(std::lower_bound(t.begin(), t.end(), std::fabs(q)) - t.begin());
+    return static_cast<double>(code | (std::signbit(at(xv, {i / K, i % K})) ? 0x80 : 0));
+  };
+}
+
 ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
                      const MatmulOptions& o, const std::vector<int64_t>& out_shape) {
   auto qa = std::make_shared<QuantRows>(quantize_rows(a));

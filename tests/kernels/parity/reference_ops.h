@@ -27,6 +27,9 @@ ElementFn matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const Ten
 // code), the sums and scales in fp64. o: alpha, activation, geglu_pairs.
 ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,
                      const MatmulOptions& o, const std::vector<int64_t>& out_shape);
+// The e4m3 codes (as numbers 0 .. 255) of x [R, K] quantized per row as
+// matmul_fp8's reference does: the code of the nearest value, the sign of x.
+ElementFn quantize_fp8_codes(const Tensor& x);
 // upsample_x2: x is read as its nearest 2x upsample (Conv2dOptions::upsample_x2).
 ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
                  int stride, int padding, const std::vector<int64_t>& out_shape, bool upsample_x2 = false);
