@@ -682,6 +682,42 @@ SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSe
   return c;
 }
 
+// The decoding model's VAE in the plan's dtype (a low placement may decode in
+// bf16; the next job whose plan does not loads it back), before the text
+// encode: every phase's plan counts it so. The time is the job's load time
+// (and the refiner's, when it decodes); a job that loads it is not warm.
+Status load_decoder_in_plan_dtype(Pipeline::Impl& decoder, bool refiner, kernels::Backend& be,
+                                  GenerationOutput& out) {
+  if (decoder.vae && decoder.vae->precision() == out.memory_plan.vae_dtype) return Status::Ok();
+  PhaseTimer timer(&be);
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
+  HIPQ_RETURN_IF_ERROR(decoder.use_vae_dtype(out.memory_plan.vae_dtype));
+  HIPQ_RETURN_IF_ERROR(timer.end());
+  HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
+  const PhaseTiming& t = phases.front();
+  auto add_to = [&](PhaseTiming& row) {
+    row.host_ms += t.host_ms;
+    row.gpu_ms += t.gpu_ms;
+  };
+  if (!out.phases.empty() && out.phases.front().phase == spec::kPhaseLoad) {
+    add_to(out.phases.front());
+  } else {
+    out.phases.insert(out.phases.begin(), t);
+  }
+  if (refiner) {
+    auto row = std::find_if(out.model_phases.begin(), out.model_phases.end(), [](const ModelPhaseTiming& m) {
+      return m.model == "refiner" && m.timing.phase == spec::kPhaseLoad;
+    });
+    if (row == out.model_phases.end()) {
+      out.model_phases.push_back({"refiner", t});
+    } else {
+      add_to(row->timing);
+    }
+  }
+  out.warm = false;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
@@ -767,37 +803,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   // A base + refiner job decodes with the refiner's VAE, as diffusers'
   // refiner pipeline does.
   Impl& decoder = rf ? *rf : im;
-  if (!decoder.vae || decoder.vae->precision() != out.memory_plan.vae_dtype) {
-    // The decoder in the plan's dtype (a low placement may decode in bf16;
-    // the next job whose plan does not loads it back), before the text
-    // encode: every phase's plan counts it so. Its time is load time.
-    PhaseTimer vae_timer(&be);
-    HIPQ_RETURN_IF_ERROR(vae_timer.begin(std::string(spec::kPhaseLoad)));
-    HIPQ_RETURN_IF_ERROR(decoder.use_vae_dtype(out.memory_plan.vae_dtype));
-    HIPQ_RETURN_IF_ERROR(vae_timer.end());
-    HIPQ_ASSIGN_OR_RETURN(auto vae_load, vae_timer.finish());
-    const PhaseTiming& t = vae_load.front();
-    auto add_to = [&](PhaseTiming& row) {
-      row.host_ms += t.host_ms;
-      row.gpu_ms += t.gpu_ms;
-    };
-    if (!out.phases.empty() && out.phases.front().phase == spec::kPhaseLoad) {
-      add_to(out.phases.front());
-    } else {
-      out.phases.insert(out.phases.begin(), t);
-    }
-    if (rf) {
-      auto row = std::find_if(out.model_phases.begin(), out.model_phases.end(), [](const ModelPhaseTiming& m) {
-        return m.model == "refiner" && m.timing.phase == spec::kPhaseLoad;
-      });
-      if (row == out.model_phases.end()) {
-        out.model_phases.push_back({"refiner", t});
-      } else {
-        add_to(row->timing);
-      }
-    }
-    out.warm = false;
-  }
+  HIPQ_RETURN_IF_ERROR(load_decoder_in_plan_dtype(decoder, rf != nullptr, be, out));
 
   // The schedules, before any device work: a split that leaves a model no
   // step fails now.
