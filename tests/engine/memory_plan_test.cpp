@@ -574,8 +574,8 @@ TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
 TEST_F(PlacementPipelineTest, ALowPlacementDecodesWholeInBf16WhenFp32DoesNotFitAndTheNextJobInItsOwnDtype) {
   spec::GenerationSettings s = job();
   s.precision = "fp16";
-  s.width = 256;
-  s.height = 192;
+  s.width = 192;
+  s.height = 128;
   auto standard = pipeline_->generate(s);
   ASSERT_TRUE(standard.ok()) << standard.status().ToString();
   ASSERT_EQ(standard->memory_plan.placement, Placement::kStandard);
