@@ -104,18 +104,28 @@ std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae) {
   return tiles;
 }
 
+std::optional<DType> low_placement_vae_dtype(const std::string& precision, DType vae_dtype) {
+  if (precision == "fp32" || vae_dtype != DType::kF32) return std::nullopt;
+  return DType::kBF16;
+}
+
 int64_t MemoryPlan::peak() const { return std::max({text_encode, image_encode, denoise, decode}); }
 
 std::string MemoryPlan::describe() const {
-  return gib(peak()) + " (" + std::string(placement_name(placement)) + " placement" +
-         (vae_tile > 0 ? ", VAE in " + std::to_string(vae_tile) + " px tiles" : std::string()) + "; weights " +
+  std::string decode_in;
+  if (placement == Placement::kLow) {
+    decode_in = vae_tile > 0 ? ", VAE in " + std::to_string(vae_tile) + " px tiles in " : std::string(", VAE whole in ");
+    decode_in += kernels::dtype_name(vae_dtype);
+  }
+  return gib(peak()) + " (" + std::string(placement_name(placement)) + " placement" + decode_in + "; weights " +
          gib(weights()) + "; text encode " + gib(text_encode) +
          (image_encode > 0 ? ", image encode " + gib(image_encode) : std::string()) + ", denoise " + gib(denoise) +
          ", decode " + gib(decode) + ")";
 }
 
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& s, Placement p,
-                               const kernels::Backend& backend, int64_t vae_tile, const ModelShapes* refiner) {
+                               const kernels::Backend& backend, int64_t vae_tile, const ModelShapes* refiner,
+                               std::optional<DType> vae_dtype_override) {
   const bool keeps_conv_forms = backend.info().keeps_conv_weight_forms;
   if (p == Placement::kAuto) return Status::InvalidArgument("plan_memory: resolve placement 'auto' first");
   if (vae_tile < 0 || (vae_tile > 0 && (p != Placement::kLow || vae_tile % 8 != 0 || vae_tile < 16)))
@@ -124,9 +134,17 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
   // The decoding model's VAE (the refiner's in a base + refiner job).
   const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
-  const DType vae_dtype = vae_dtype_for(decoder.family, decoder.vae, dtype);
+  const DType job_vae_dtype = vae_dtype_for(decoder.family, decoder.vae, dtype);
+  const DType vae_dtype = vae_dtype_override.value_or(job_vae_dtype);
+  if (vae_dtype != job_vae_dtype &&
+      (p != Placement::kLow || low_placement_vae_dtype(s.precision, job_vae_dtype) != vae_dtype))
+    return Status::InvalidArgument(
+        std::string("plan_memory: a ") + s.precision + " job's VAE decodes in " +
+        std::string(kernels::dtype_name(job_vae_dtype)) + "; " + std::string(kernels::dtype_name(vae_dtype)) +
+        " only where the low placement lowers it (low_placement_vae_dtype)");
   MemoryPlan plan;
   plan.placement = p;
+  plan.vae_dtype = vae_dtype;
 
   const int64_t lh = s.height / 8, lw = s.width / 8;
   const int64_t batch = s.guidance > 1.0f ? 2 : 1;
@@ -137,7 +155,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   };
   auto add_model = [&](const ModelShapes& m) -> Result<ModelNeeds> {
     ModelNeeds n;
-    const DType vae_dt = vae_dtype_for(m.family, m.vae, dtype);
+    const DType vae_dt = &m == &decoder ? vae_dtype : vae_dtype_for(m.family, m.vae, dtype);
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(m.unet));
     const ParamBytes unet = param_bytes(unet_specs, dtype, backend);
     plan.unet_weights += unet.all;
@@ -263,17 +281,22 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   struct Try {
     Placement p;
     int64_t tile;
+    std::optional<DType> vae_dtype;
   };
   std::vector<Try> order;
-  if (requested != Placement::kLow) order.push_back({Placement::kStandard, 0});
+  if (requested != Placement::kLow) order.push_back({Placement::kStandard, 0, std::nullopt});
   if (requested != Placement::kStandard) {
-    order.push_back({Placement::kLow, 0});
-    for (int64_t tile : low_placement_vae_tiles(refiner != nullptr ? refiner->vae : shapes.vae))
-      order.push_back({Placement::kLow, tile});
+    const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
+    order.push_back({Placement::kLow, 0, std::nullopt});
+    HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(settings.precision));
+    if (std::optional<DType> lowered =
+            low_placement_vae_dtype(settings.precision, vae_dtype_for(decoder.family, decoder.vae, dtype)))
+      order.push_back({Placement::kLow, 0, lowered});
+    for (int64_t tile : low_placement_vae_tiles(decoder.vae)) order.push_back({Placement::kLow, tile, std::nullopt});
   }
   MemoryPlan last;
   for (const Try& t : order) {
-    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner));
+    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner, t.vae_dtype));
     last.usable = usable;
     last.runtime = runtime;
     if (unknown || last.peak() <= usable) return last;

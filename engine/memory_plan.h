@@ -6,7 +6,10 @@
 //   low       the text encoders are on the device only while the prompt is
 //             encoded (released after, loaded again for the next job); the
 //             VAE decodes the image whole when that fits (the same pixels as
-//             standard), else in tiles (low_placement_vae_tile) overlapping
+//             standard), else whole in bf16 when the job's VAE dtype is wider
+//             and its precision is not fp32 (low_placement_vae_dtype: the
+//             latent the same bits, the image within the 16-bit jobs' image
+//             gate), else in tiles (low_placement_vae_tile) overlapping
 //             by a quarter, blended as diffusers' tiled decode blends them
 //             (its tiled_decode), every group norm with the whole image's
 //             statistics (VaeTiling::whole_image_norms): the latent is the
@@ -25,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +83,17 @@ int64_t low_placement_vae_tile(const VaeConfig& vae);
 // tiles of a 1024 px image) when that is another size of at least 256 px.
 std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae);
 
+// The dtype a low placement decodes the whole image in when the whole decode
+// at `vae_dtype` (vae_dtype_for's) does not fit: bf16 (fp32's range, half its
+// bytes) for a job of precision fp16, bf16 or fp8 whose VAE decodes in fp32
+// (SDXL's fp16 jobs, diffusers' upcast); nullopt otherwise: an fp32 job keeps
+// its fp32 pixels, and a VAE already in 16 bits has nothing to gain. Every
+// backend runs bf16 (the cpu backend in fp32 arithmetic, hip on NVIDIA's
+// matrix units or, on AMD, the fp32 SIMT core: docs/kernels-hip.md); the bf16
+// precision is refused on none, so nothing else gates it. Tiles, the last
+// resort, stay in `vae_dtype`.
+std::optional<kernels::DType> low_placement_vae_dtype(const std::string& precision, kernels::DType vae_dtype);
+
 struct MemoryPlan {
   Placement placement = Placement::kStandard;
   // Weights on the device, by component, in the dtype they are loaded at.
@@ -91,6 +106,9 @@ struct MemoryPlan {
   int64_t weight_forms = 0;
   // The VAE decodes in tiles of this many pixels (0: the whole image).
   int64_t vae_tile = 0;
+  // The dtype the VAE decoder is loaded and decodes in: vae_dtype_for's, or
+  // bf16 where the low placement lowers it (low_placement_vae_dtype).
+  kernels::DType vae_dtype = kernels::DType::kF32;
   // Peak bytes of each phase, weights on the device then included.
   int64_t text_encode = 0;
   int64_t image_encode = 0;  // img2img only: the init image through the VAE encoder
@@ -105,13 +123,18 @@ struct MemoryPlan {
 
   int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;
-  // "7.9 GiB (weights 6.5 GiB; text encode 6.6, denoise 7.3, decode 7.9 GiB)".
+  // "7.9 GiB (standard placement; weights 6.5 GiB; text encode 6.6, denoise
+  // 7.3, decode 7.9 GiB)"; a low placement names its decode: "low placement,
+  // VAE whole in f32" / "VAE whole in bf16" / "VAE in 768 px tiles in f32".
   std::string describe() const;
 };
 
 // The plan of one generation at `settings`' size, precision and guidance in
 // placement `p` (kStandard or kLow; InvalidArgument for kAuto), the VAE
-// decoding in tiles of `vae_tile` pixels (0: whole; a low placement only).
+// decoding in tiles of `vae_tile` pixels (0: whole; a low placement only), in
+// `vae_dtype` (nullopt: vae_dtype_for's; else that dtype or the one
+// low_placement_vae_dtype allows, in a low placement only: InvalidArgument
+// otherwise). The decoding VAE's weights and activations count at that dtype.
 // Weights are counted in `backend`'s blocks (Backend::block_bytes), plus the
 // forms of conv weights it keeps (BackendInfo::keeps_conv_weight_forms).
 // With `refiner` (a base + refiner job, docs/pipeline.md "Refiner"), both
@@ -125,7 +148,8 @@ struct MemoryPlan {
 // the low one releases it once the image is encoded).
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
                                const kernels::Backend& backend, int64_t vae_tile = 0,
-                               const ModelShapes* refiner = nullptr);
+                               const ModelShapes* refiner = nullptr,
+                               std::optional<kernels::DType> vae_dtype = std::nullopt);
 
 // Device memory in use outside the backend's pool, as the driver reports it
 // now (device total - free - what the pool holds): the runtime's context, the
@@ -146,8 +170,10 @@ int64_t usable_device_memory(const kernels::MemoryStats& m);
 
 // `requested` resolved against the backend's memory: the first plan that
 // fits of standard (kStandard, kAuto), then low decoding whole, then low
-// decoding in each of low_placement_vae_tiles() (kLow, kAuto). FailedPrecondition when the
-// needed plan does not fit: the need, the device, and what to do.
+// decoding whole in low_placement_vae_dtype() (where there is one), then low
+// decoding in each of low_placement_vae_tiles() (kLow, kAuto).
+// FailedPrecondition when the needed plan does not fit: the need, the
+// device, and what to do.
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
                                     Placement requested, const kernels::Backend& backend,
                                     const ModelShapes* refiner = nullptr);

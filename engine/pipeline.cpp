@@ -128,6 +128,11 @@ struct Pipeline::Impl {
   // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w],
   // in tiles of `tile` pixels when > 0 (else options.vae_tile_above_latent_pixels' rule).
   Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw, int64_t tile = 0);
+  // The VAE decoder in `dtype` (a memory plan's vae_dtype): kept when it is
+  // loaded so, else the one held goes back before the new one loads, so the
+  // device never holds both. On failure none is held and the next generate()
+  // loads the models afresh.
+  Status use_vae_dtype(DType dtype);
   // The dtype the init image is encoded in: diffusers' SDXL img2img encodes
   // in fp32 when the VAE config has force_upcast, SD 1.x/2.x in the precision.
   DType encoder_dtype() const;
@@ -209,6 +214,24 @@ Result<std::vector<float>> Pipeline::Impl::run_vae(const std::vector<float>& z, 
   tiling.whole_image_norms = tile > 0;  // the low placement's tiles (diffusers' own above the threshold)
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor image, vae->decode(be, zt.t, tiling));
   return to_host_f32(be, image.t);
+}
+
+Status Pipeline::Impl::use_vae_dtype(DType dtype) {
+  if (vae && vae->precision() == dtype) return Status::Ok();
+  vae.reset();
+  auto loaded = [&]() -> Status {
+    HIPQ_ASSIGN_OR_RETURN(auto vae_weights, component(components, "vae"));
+    HIPQ_ASSIGN_OR_RETURN(VaeDecoder v, VaeDecoder::load(shapes.vae, *vae_weights, *backend, dtype));
+    vae.emplace(std::move(v));
+    HIPQ_RETURN_IF_ERROR(backend->synchronize());
+    // The upload's f32 staging blocks: nothing after asks for them again.
+    return backend->trim_cache();
+  }();
+  if (!loaded.ok()) {
+    vae.reset();
+    loaded_precision.clear();
+  }
+  return loaded;
 }
 
 Status Pipeline::Impl::load_models(const std::string& precision) {
@@ -659,6 +682,42 @@ SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSe
   return c;
 }
 
+// The decoding model's VAE in the plan's dtype (a low placement may decode in
+// bf16; the next job whose plan does not loads it back), before the text
+// encode: every phase's plan counts it so. The time is the job's load time
+// (and the refiner's, when it decodes); a job that loads it is not warm.
+Status load_decoder_in_plan_dtype(Pipeline::Impl& decoder, bool refiner, kernels::Backend& be,
+                                  GenerationOutput& out) {
+  if (decoder.vae && decoder.vae->precision() == out.memory_plan.vae_dtype) return Status::Ok();
+  PhaseTimer timer(&be);
+  HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
+  HIPQ_RETURN_IF_ERROR(decoder.use_vae_dtype(out.memory_plan.vae_dtype));
+  HIPQ_RETURN_IF_ERROR(timer.end());
+  HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
+  const PhaseTiming& t = phases.front();
+  auto add_to = [&](PhaseTiming& row) {
+    row.host_ms += t.host_ms;
+    row.gpu_ms += t.gpu_ms;
+  };
+  if (!out.phases.empty() && out.phases.front().phase == spec::kPhaseLoad) {
+    add_to(out.phases.front());
+  } else {
+    out.phases.insert(out.phases.begin(), t);
+  }
+  if (refiner) {
+    auto row = std::find_if(out.model_phases.begin(), out.model_phases.end(), [](const ModelPhaseTiming& m) {
+      return m.model == "refiner" && m.timing.phase == spec::kPhaseLoad;
+    });
+    if (row == out.model_phases.end()) {
+      out.model_phases.push_back({"refiner", t});
+    } else {
+      add_to(row->timing);
+    }
+  }
+  out.warm = false;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
@@ -741,6 +800,10 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
                         choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
   const bool low = out.memory_plan.placement == Placement::kLow;
+  // A base + refiner job decodes with the refiner's VAE, as diffusers'
+  // refiner pipeline does.
+  Impl& decoder = rf ? *rf : im;
+  HIPQ_RETURN_IF_ERROR(load_decoder_in_plan_dtype(decoder, rf != nullptr, be, out));
 
   // The schedules, before any device work: a split that leaves a model no
   // step fails now.
@@ -845,7 +908,6 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   }
   HIPQ_RETURN_IF_ERROR(denoise_loop(im, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
                                     im.time_ids(s, batch), batch, schedule, scheduler_cfg, latents.t, noise, run, out));
-  Impl& decoder = rf ? *rf : im;
   if (rf) {
     HIPQ_RETURN_IF_ERROR(model_timer.end());
     // The base's conv weight forms are not needed by the refiner's steps.
@@ -873,8 +935,6 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDecode)));
   {
-    // A base + refiner job decodes with the refiner's VAE, as diffusers'
-    // refiner pipeline does.
     const VaeConfig& vc = decoder.vae->config();
     std::vector<float> scaled(out.latent.size());
     // diffusers divides by the scaling factor (latents / scaling_factor):
@@ -935,7 +995,10 @@ Result<std::vector<float>> Pipeline::unet_output(const spec::GenerationSettings&
 }
 
 Result<std::vector<float>> Pipeline::vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w) {
-  return impl_->run_vae(z, latent_h, latent_w);
+  // The precision's decode (a low placement's job may have left it in bf16).
+  Impl& im = *impl_;
+  HIPQ_RETURN_IF_ERROR(im.use_vae_dtype(vae_dtype_for(im.family, im.shapes.vae, im.loaded_dtype)));
+  return im.run_vae(z, latent_h, latent_w);
 }
 
 std::vector<int> Pipeline::token_ids(std::string_view text, int encoder) const {
@@ -1008,6 +1071,7 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                   {"guidance", out.unet_batch == 1 ? "off" : "classifier-free"}};
   j["memory_plan"] = {{"placement", std::string(placement_name(out.memory_plan.placement))},
                       {"vae_tile", out.memory_plan.vae_tile},
+                      {"vae_dtype", std::string(kernels::dtype_name(out.memory_plan.vae_dtype))},
                       {"peak_bytes", out.memory_plan.peak()},
                       {"weights_bytes", out.memory_plan.weights()},
                       {"text_encode_bytes", out.memory_plan.text_encode},

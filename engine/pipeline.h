@@ -178,7 +178,7 @@ class Pipeline {
   Result<std::vector<float>> unet_output(const spec::GenerationSettings& settings, const std::vector<float>& model_input,
                                          float timestep);
   // VAE decoder output [1, 3, 8h, 8w] (values ~[-1, 1]) of a latent already
-  // divided by the scaling factor.
+  // divided by the scaling factor, in the precision's VAE dtype (vae_dtype_for).
   Result<std::vector<float>> vae_decode(const std::vector<float>& z, int64_t latent_h, int64_t latent_w);
   // Token ids (77, padded) as text encoder 1 or 2 receives them.
   std::vector<int> token_ids(std::string_view text, int encoder = 1) const;
@@ -190,8 +190,10 @@ class Pipeline {
   bool is_refiner() const;
   // The shapes of the loaded models, as memory plans read them.
   const ModelShapes& model_shapes() const;
-  // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
-  // when the VAE has force_upcast or is SDXL's (docs/pipeline.md, "decode").
+  // The dtype the VAE decoder is loaded in: the precision's, except fp32 for
+  // fp16 jobs when the VAE has force_upcast or is SDXL's (docs/pipeline.md,
+  // "decode"); bf16 after a job whose low placement lowered it
+  // (MemoryPlan::vae_dtype) until a job or vae_decode() needs it back.
   kernels::DType vae_precision() const;
   // Settings the model source could not pin down and that were assumed
   // (ModelComponents::warnings); the caller logs them.
@@ -233,7 +235,8 @@ Status write_latent_file(const std::filesystem::path& path, const GenerationOutp
 // weights_sha256, switch_at, base_cutoff, refiner_cutoff, base_steps,
 // refiner_steps, refiner_start}: base + refiner jobs only],
 // "peak_memory_bytes":N,"warm":bool,"memory_plan":{placement, vae_tile,
-// peak_bytes, weights_bytes, text_encode_bytes, denoise_bytes, decode_bytes},
+// vae_dtype, peak_bytes, weights_bytes, text_encode_bytes, image_encode_bytes,
+// denoise_bytes, decode_bytes, usable_bytes, runtime_bytes},
 // "settings":{...},"model":...}.
 nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationSettings& settings,
                             const OutputInfo& info);

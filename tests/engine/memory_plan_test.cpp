@@ -11,8 +11,12 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <span>
+#include <utility>
 #include <string>
 
+#include "base/byte_size.h"
 #include "engine/parity.h"
 #include "engine/models/weight_binder.h"
 #include "engine/pipeline.h"
@@ -183,6 +187,7 @@ TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {
   const spec::GenerationSettings job = sdxl_job("fp16");
   const MemoryPlan standard = plan_memory(sh, job, Placement::kStandard, *be).value();
   const MemoryPlan low = plan_memory(sh, job, Placement::kLow, *be).value();
+  const MemoryPlan low_bf16 = plan_memory(sh, job, Placement::kLow, *be, 0, nullptr, kernels::DType::kBF16).value();
   const MemoryPlan tiled = plan_memory(sh, job, Placement::kLow, *be, 768).value();
 
   // No cap on a host backend: every plan fits, auto is standard.
@@ -194,7 +199,13 @@ TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {
   ASSERT_TRUE(picked.ok());
   EXPECT_EQ(picked->placement, Placement::kLow);
   EXPECT_EQ(picked->vae_tile, 0);
+  EXPECT_EQ(picked->vae_dtype, kernels::DType::kF32);
   ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
+  picked = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(picked->vae_tile, 0);
+  EXPECT_EQ(picked->vae_dtype, kernels::DType::kBF16);
+  ASSERT_TRUE(be->set_memory_limit(low_bf16.peak() - 1).ok());
   picked = choose_placement(sh, job, Placement::kAuto, *be);
   ASSERT_TRUE(picked.ok());
   EXPECT_EQ(picked->vae_tile, 768);
@@ -229,6 +240,227 @@ TEST(MemoryPlanTest, AutoPicksTheFirstPlacementThatFitsTheCap) {
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("512 px tiles"), std::string::npos) << refused.status().message();
   EXPECT_NE(refused.status().message().find("--device-memory-limit"), std::string::npos);
+}
+
+// The low placement's decode, in order: whole in the job's VAE dtype (fp32
+// for SDXL's fp16 jobs), else whole in bf16 (not for fp32 jobs), else tiles
+// in the job's VAE dtype.
+TEST(MemoryPlanTest, TheLowPlacementDecodesWholeInBf16BeforeItTiles) {
+  auto be = cpu();
+  const ModelShapes sh = sdxl_shapes();
+  const spec::GenerationSettings job = sdxl_job("fp16");
+  const MemoryPlan low = plan_memory(sh, job, Placement::kLow, *be).value();
+  auto bf16 = plan_memory(sh, job, Placement::kLow, *be, 0, nullptr, kernels::DType::kBF16);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  const MemoryPlan tiled = plan_memory(sh, job, Placement::kLow, *be, 768).value();
+  EXPECT_EQ(low.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(bf16->vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(tiled.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(bf16->vae_tile, 0);
+  // The bf16 decoder's weights are half the fp32 one's (49.5 M parameters,
+  // in the pool's size classes); everything but the VAE is the same.
+  EXPECT_NEAR(static_cast<double>(bf16->vae_weights) / low.vae_weights, 0.5, 0.05);
+  EXPECT_EQ(bf16->unet_weights, low.unet_weights);
+  EXPECT_EQ(bf16->denoise - bf16->vae_weights, low.denoise - low.vae_weights);
+  EXPECT_LT(bf16->decode, low.decode);
+  EXPECT_NE(bf16->describe().find("low placement, VAE whole in bf16"), std::string::npos) << bf16->describe();
+  EXPECT_NE(low.describe().find("VAE whole in f32"), std::string::npos) << low.describe();
+  std::printf("  SDXL 1024 px fp16: %s\n", bf16->describe().c_str());
+  ASSERT_LT(bf16->peak(), low.peak());
+  ASSERT_LT(tiled.peak(), bf16->peak());
+
+  // Fits whole in f32: f32.
+  ASSERT_TRUE(be->set_memory_limit(low.peak()).ok());
+  MemoryPlan p = choose_placement(sh, job, Placement::kLow, *be).value();
+  EXPECT_EQ(p.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(p.vae_tile, 0);
+  // Not in f32 but in bf16: whole in bf16, for kLow and for kAuto alike.
+  for (Placement requested : {Placement::kLow, Placement::kAuto}) {
+    ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
+    p = choose_placement(sh, job, requested, *be).value();
+    EXPECT_EQ(p.placement, Placement::kLow);
+    EXPECT_EQ(p.vae_dtype, kernels::DType::kBF16);
+    EXPECT_EQ(p.vae_tile, 0);
+    ASSERT_TRUE(be->set_memory_limit(bf16->peak()).ok());
+    EXPECT_EQ(choose_placement(sh, job, requested, *be)->vae_dtype, kernels::DType::kBF16);
+    // Neither: tiles, in the job's VAE dtype.
+    ASSERT_TRUE(be->set_memory_limit(bf16->peak() - 1).ok());
+    p = choose_placement(sh, job, requested, *be).value();
+    EXPECT_EQ(p.vae_tile, 768);
+    EXPECT_EQ(p.vae_dtype, kernels::DType::kF32);
+  }
+  // fp8 jobs (bf16 UNet) lower it alike.
+  ASSERT_TRUE(be->set_memory_limit(plan_memory(sh, sdxl_job("fp8"), Placement::kLow, *be)->peak() - 1).ok());
+  EXPECT_EQ(choose_placement(sh, sdxl_job("fp8"), Placement::kLow, *be)->vae_dtype, kernels::DType::kBF16);
+  EXPECT_FALSE(low_placement_vae_dtype("fp16", kernels::DType::kBF16).has_value());
+  EXPECT_EQ(low_placement_vae_dtype("bf16", kernels::DType::kF32), kernels::DType::kBF16);
+
+  // The standard placement never lowers it: refused, not decoded in bf16.
+  ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
+  EXPECT_FALSE(choose_placement(sh, job, Placement::kStandard, *be).ok());
+  EXPECT_FALSE(plan_memory(sh, job, Placement::kStandard, *be, 0, nullptr, kernels::DType::kBF16).ok());
+  EXPECT_FALSE(plan_memory(sh, job, Placement::kLow, *be, 0, nullptr, kernels::DType::kF16).ok());
+
+  // An fp32 job keeps its fp32 pixels: whole in fp32, else tiles in fp32
+  // (at 1536 px, where the decode is its plan's peak).
+  spec::GenerationSettings fp32 = sdxl_job("fp32");
+  fp32.width = fp32.height = 1536;
+  EXPECT_FALSE(low_placement_vae_dtype("fp32", kernels::DType::kF32).has_value());
+  auto refused = plan_memory(sh, fp32, Placement::kLow, *be, 0, nullptr, kernels::DType::kBF16);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("fp32 job's VAE decodes in f32"), std::string::npos)
+      << refused.status().message();
+  const MemoryPlan low32 = plan_memory(sh, fp32, Placement::kLow, *be).value();
+  ASSERT_TRUE(be->set_memory_limit(low32.peak() - 1).ok());
+  auto p32 = choose_placement(sh, fp32, Placement::kLow, *be);
+  ASSERT_TRUE(p32.ok()) << p32.status().ToString();
+  EXPECT_EQ(p32->vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(p32->vae_tile, 768);
+  // The same at fp16 takes the bf16 whole decode.
+  spec::GenerationSettings fp16 = fp32;
+  fp16.precision = "fp16";
+  ASSERT_TRUE(be->set_memory_limit(plan_memory(sh, fp16, Placement::kLow, *be)->peak() - 1).ok());
+  p32 = choose_placement(sh, fp16, Placement::kLow, *be);
+  ASSERT_TRUE(p32.ok()) << p32.status().ToString();
+  EXPECT_EQ(p32->vae_dtype, kernels::DType::kBF16);
+}
+
+// A test double for plans only: a device as the hip backend describes it to
+// plan_memory and choose_placement: its pool's size classes (sixteenth steps
+// above 1 MiB: size_class in kernels/hip/hip_backend.hip), its BackendInfo
+// switches (Hopper: conv weight forms kept, the fp32 conv reading the
+// upsampled input), and a device of `total` bytes of which the runtime holds
+// `runtime`, under `cap` (0: none). It runs nothing.
+class HipPlanDevice final : public kernels::Backend {
+ public:
+  HipPlanDevice(int64_t total, int64_t runtime) : total_(total), runtime_(runtime) {
+    info_.name = "hip";
+    info_.device_name = "plan-only hip device";
+    info_.keeps_conv_weight_forms = true;
+    info_.fp32_conv_reads_upsampled = true;
+  }
+  const kernels::BackendInfo& info() const override { return info_; }
+  size_t block_bytes(size_t bytes) const override {
+    if (bytes == 0) bytes = 1;
+    if (bytes <= (size_t{1} << 20)) return (bytes + 255) & ~size_t{255};
+    size_t p = size_t{1} << 20;
+    while (p < bytes) p <<= 1;
+    const size_t step = p / 16;
+    return (bytes + step - 1) / step * step;
+  }
+  kernels::MemoryStats memory_stats() const override {
+    kernels::MemoryStats m;
+    m.limit = cap_;
+    m.device_total = total_;
+    m.device_free = total_ - runtime_;
+    return m;
+  }
+  Status set_memory_limit(int64_t bytes) override {
+    cap_ = bytes;
+    return Status::Ok();
+  }
+  Result<kernels::Buffer> allocate(size_t) override { return none(); }
+  void release(void*, size_t) override {}
+  Status copy_to_device(const void*, void*, size_t) override { return none(); }
+  Status copy_to_host(const void*, void*, size_t) override { return none(); }
+  Status copy_device(const void*, void*, size_t) override { return none(); }
+  Status memset_zero(void*, size_t) override { return none(); }
+  Status synchronize() override { return Status::Ok(); }
+  Result<int> record_event() override { return none(); }
+  Result<double> elapsed_ms(int, int) override { return none(); }
+  int64_t bytes_in_use() const override { return 0; }
+  int64_t peak_bytes() const override { return 0; }
+  void reset_peak() override {}
+  Status trim_cache() override { return Status::Ok(); }
+  Status matmul(const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&, const kernels::MatmulOptions&) override {
+    return none();
+  }
+  Status quantize_fp8_rows(const kernels::Tensor&, kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status matmul_fp8(const kernels::Fp8Rows&, const kernels::Fp8Rows&, kernels::Tensor&,
+                    const kernels::MatmulOptions&) override {
+    return none();
+  }
+  Status conv2d(const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&, const kernels::Conv2dOptions&) override {
+    return none();
+  }
+  Status group_norm(const kernels::Tensor&, const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&,
+                    const kernels::GroupNormOptions&) override {
+    return none();
+  }
+  Status layer_norm(const kernels::Tensor&, const kernels::Tensor*, const kernels::Tensor*, kernels::Tensor&,
+                    float) override {
+    return none();
+  }
+  Status softmax(const kernels::Tensor&, kernels::Tensor&, float, bool) override { return none(); }
+  Status attention(const kernels::Tensor&, const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&,
+                   const kernels::AttentionOptions&) override {
+    return none();
+  }
+  Status unary(kernels::UnaryOp, const kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status geglu(const kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status binary(kernels::BinaryOp, const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&) override {
+    return none();
+  }
+  Status scale(const kernels::Tensor&, kernels::Tensor&, float, float) override { return none(); }
+  Status concat(std::span<const kernels::Tensor>, int, kernels::Tensor&) override { return none(); }
+  Status upsample_nearest2x(const kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status timestep_embedding(const kernels::Tensor&, kernels::Tensor&, const kernels::TimestepEmbeddingOptions&) override {
+    return none();
+  }
+  Status embedding(const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status copy(const kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status fill(kernels::Tensor&, float) override { return none(); }
+  Result<kernels::ParitySums> parity_sums(const kernels::Tensor&, const kernels::Tensor&) override { return none(); }
+
+ private:
+  static Status none() { return Status::Unimplemented("HipPlanDevice only answers memory plans"); }
+  kernels::BackendInfo info_;
+  int64_t total_, runtime_, cap_ = 0;
+};
+
+// What the SDXL 1024 px fp16 job's plan needs, phase by phase, as the hip
+// backend counts it: on an H200 under an 8 and a 7 GiB cap of the whole
+// process, the runtime holding what the H200 showed (0.90-1.13 GiB), and on
+// an 8 GiB card (runtime unknown: the reserve of usable_device_memory).
+// The bf16 whole decode needs 7.06 GiB: more than such a cap leaves (6.62-
+// 6.85 GiB), so the H200 under 8 GiB still tiles; an 8 GiB card takes it.
+TEST(MemoryPlanTest, SdxlFp16PlansAsTheHipPoolCountsThemUnderAnEightAndASevenGibCap) {
+  const ModelShapes sh = sdxl_shapes();
+  const spec::GenerationSettings job = sdxl_job("fp16");
+  {
+    HipPlanDevice plain(141 * kGiB, 0);
+    for (auto [tile, dtype] : {std::pair<int64_t, std::optional<kernels::DType>>{0, std::nullopt},
+                               {0, kernels::DType::kBF16}, {768, std::nullopt}, {512, std::nullopt}}) {
+      auto p = plan_memory(sh, job, Placement::kLow, plain, tile, nullptr, dtype);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      std::printf("  hip pool: %s\n", p->describe().c_str());
+    }
+  }
+  struct Device {
+    int64_t total, runtime, cap;
+  };
+  for (const Device& d : {Device{141 * kGiB, int64_t{922} << 20, 8 * kGiB}, Device{141 * kGiB, int64_t{1157} << 20, 8 * kGiB},
+                          Device{141 * kGiB, int64_t{922} << 20, 7 * kGiB}, Device{141 * kGiB, int64_t{1157} << 20, 7 * kGiB},
+                          Device{8 * kGiB, 0, 0}}) {
+    HipPlanDevice dev(d.total, d.runtime);
+    ASSERT_TRUE(dev.set_memory_limit(d.cap).ok());
+    auto p = choose_placement(sh, job, Placement::kAuto, dev);
+    const int64_t usable = usable_device_memory(dev.memory_stats());
+    std::printf("  %s %s, runtime %s, usable %s: %s\n", d.cap > 0 ? "cap" : "card",
+                format_byte_size(d.cap > 0 ? d.cap : d.total).c_str(), format_byte_size(d.runtime).c_str(),
+                format_byte_size(usable).c_str(), p.ok() ? p->describe().c_str() : p.status().message().c_str());
+    // Under an 8 GiB cap the runtime's share leaves too little for the bf16
+    // whole decode (the tiles fit beside 0.90 GiB, nothing beside 1.13); the
+    // 8 GiB card (a reserve of 512 MiB) decodes whole in bf16.
+    if (d.cap == 7 * kGiB || d.runtime > kGiB) {
+      EXPECT_FALSE(p.ok());
+      continue;
+    }
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->placement, Placement::kLow);
+    EXPECT_EQ(p->vae_dtype, d.cap > 0 ? kernels::DType::kF32 : kernels::DType::kBF16) << p->describe();
+    EXPECT_EQ(p->vae_tile, d.cap > 0 ? 768 : 0) << p->describe();
+  }
 }
 
 // A cap is the whole process's device memory: what the runtime holds outside
@@ -331,6 +563,62 @@ TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().ToString();
   EXPECT_EQ(be_->bytes_in_use(), before);
+}
+
+// An fp16 job capped below its low plan's fp32 whole decode but not the
+// bf16 one: the latent is the same bits as the standard run's, the image
+// (decoded whole in bf16) within the fp16 image gate of the fp32 decode and
+// not equal to it, and the plan and timings say bf16. The worker's one
+// pipeline then runs a standard job again: its decoder back in fp32, the
+// standard image's bits.
+TEST_F(PlacementPipelineTest, ALowPlacementDecodesWholeInBf16WhenFp32DoesNotFitAndTheNextJobInItsOwnDtype) {
+  spec::GenerationSettings s = job();
+  s.precision = "fp16";
+  s.width = 192;
+  s.height = 128;
+  auto standard = pipeline_->generate(s);
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  ASSERT_EQ(standard->memory_plan.placement, Placement::kStandard);
+  EXPECT_EQ(standard->memory_plan.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kF32);
+
+  const ModelShapes& sh = pipeline_->model_shapes();
+  const MemoryPlan low = plan_memory(sh, s, Placement::kLow, *be_).value();
+  const MemoryPlan bf16 = plan_memory(sh, s, Placement::kLow, *be_, 0, nullptr, kernels::DType::kBF16).value();
+  ASSERT_LT(bf16.peak(), low.peak());
+  ASSERT_LT(bf16.vae_weights, low.vae_weights);
+  ASSERT_TRUE(be_->set_memory_limit(bf16.peak()).ok());
+  auto out = pipeline_->generate(s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(out->memory_plan.vae_tile, 0);
+  EXPECT_EQ(out->memory_plan.vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kBF16);
+  EXPECT_NE(out->memory_plan.describe().find("VAE whole in bf16"), std::string::npos) << out->memory_plan.describe();
+  const nlohmann::json t = timings_json(*out, s, OutputInfo{});
+  EXPECT_EQ(t["memory_plan"]["vae_dtype"], "bf16") << t["memory_plan"].dump();
+  EXPECT_EQ(t["memory_plan"]["vae_tile"], 0);
+  EXPECT_FALSE(out->warm) << "the decoder was loaded again, in bf16";
+  ASSERT_FALSE(out->phases.empty());
+  EXPECT_EQ(out->phases.front().phase, "load");
+  EXPECT_LE(out->peak_memory_bytes, bf16.peak());
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_NE(out->rgb, standard->rgb) << "a bf16 decode that equals the fp32 one decoded in fp32";
+  const double psnr = image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size());
+  std::printf("  bf16 whole decode against the fp32 whole decode (fp16 job, %dx%d): PSNR %.2f dB\n", s.width,
+              s.height, psnr);
+  EXPECT_GE(psnr, 35.0) << "the fp16 jobs' image gate (docs/golden-format.md)";
+
+  // No cap: the standard placement, its decoder in fp32 again, its bits.
+  ASSERT_TRUE(be_->set_memory_limit(0).ok());
+  auto again = pipeline_->generate(s);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->memory_plan.placement, Placement::kStandard);
+  EXPECT_EQ(again->memory_plan.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kF32);
+  EXPECT_EQ(again->rgb, standard->rgb);
+  EXPECT_EQ(again->latent, standard->latent);
 }
 
 TEST_F(PlacementPipelineTest, AnAllocationPastTheCapFailsAsOutOfMemory) {

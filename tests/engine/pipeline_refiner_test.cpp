@@ -15,6 +15,7 @@
 #include "engine/export.h"
 #include "engine/memory_plan.h"
 #include "engine/model_files.h"
+#include "engine/parity.h"
 #include "engine/models/unet.h"
 #include "engine/pipeline.h"
 #include "engine/refiner.h"
@@ -356,6 +357,56 @@ TEST_F(PipelineRefinerTest, TheMemoryPlanCountsTheRefinersWeights) {
   EXPECT_EQ(pair->unet_weights, single->unet_weights + refiner_single->unet_weights);
   EXPECT_GT(static_cast<double>(refiner_single->unet_weights), 2.2e9 * 2);  // fp16, in the backend's blocks
   EXPECT_GT(pair->peak(), single->peak() + refiner_single->unet_weights);
+}
+
+// A base + refiner fp16 job capped below its low plan's fp32 whole decode:
+// the refiner's VAE (the one that decodes) in bf16, the base's kept in
+// fp32; the latent the same bits, the image within the fp16 gate; the next
+// job uncapped decodes in fp32 again.
+TEST_F(PipelineRefinerTest, ALowPlacementDecodesWithTheRefinersVaeInBf16) {
+  GenerationSettings s = job(3);
+  s.precision = "fp16";
+  // Large enough for the decode to be the plan's peak (a text encoder's
+  // load stages its largest tensor in the stored f32, which the plan does
+  // not count: docs/memory.md).
+  s.width = s.height = 192;
+  s.steps = 2;
+  auto standard = base_->generate(s, {}, nullptr, refiner_);
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  const ModelShapes& base_shapes = base_->model_shapes();
+  const ModelShapes& refiner_shapes = refiner_->model_shapes();
+  const MemoryPlan low = plan_memory(base_shapes, s, Placement::kLow, *backend_, 0, &refiner_shapes).value();
+  const MemoryPlan bf16 =
+      plan_memory(base_shapes, s, Placement::kLow, *backend_, 0, &refiner_shapes, kernels::DType::kBF16).value();
+  // Only the refiner's VAE is counted in bf16.
+  EXPECT_LT(bf16.vae_weights, low.vae_weights);
+  EXPECT_GT(bf16.vae_weights, low.vae_weights * 2 / 3);
+  ASSERT_LT(bf16.peak(), low.peak());
+  struct Uncap {
+    kernels::Backend* be;
+    ~Uncap() { (void)be->set_memory_limit(0); }
+  } uncap{backend_};
+  ASSERT_TRUE(backend_->set_memory_limit(bf16.peak()).ok());
+  auto out = base_->generate(s, {}, nullptr, refiner_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(out->memory_plan.vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(refiner_->vae_precision(), kernels::DType::kBF16);
+  EXPECT_EQ(base_->vae_precision(), kernels::DType::kF32);
+  bool refiner_load = false;
+  for (const ModelPhaseTiming& m : out->model_phases) refiner_load |= m.model == "refiner" && m.timing.phase == "load";
+  EXPECT_TRUE(refiner_load) << "the refiner's VAE loaded again is its load";
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_NE(out->rgb, standard->rgb);
+  EXPECT_GE(image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size()), 35.0);
+
+  ASSERT_TRUE(backend_->set_memory_limit(0).ok());
+  auto again = base_->generate(s, {}, nullptr, refiner_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->memory_plan.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(refiner_->vae_precision(), kernels::DType::kF32);
+  EXPECT_EQ(again->rgb, standard->rgb);
 }
 
 TEST_F(PipelineRefinerTest, TheExportedRefinerFolderAndItsCheckpointLoadAsTheSyntheticOne) {

@@ -12,8 +12,12 @@
 #    placement and phase times from its timings.json.
 # 3. diffusers' pipeline (tools/bench/diffusers_memory.py) at each precision of
 #    PEER_PRECISIONS, sampled the same way.
+# 4. Each case that is not standard-PRECISION against standard-PRECISION when both
+#    ran: the PSNR of its PNGs against the standard case's of the same prompt and
+#    seed (python3 with numpy and PIL; the fp16/bf16 image gate is 35 dB).
 # Prints one table (also OUTDIR/memory.md): allocator peak, the device's used
-# memory less what it used before the program started, seconds per warm image.
+# memory less what it used before the program started, seconds per warm image;
+# then the PSNR lines (also OUTDIR/psnr.txt).
 # Env: WORKDIR (/tmp/hipq-sdxl-parity), IMAGES (4), SIZE (1024), STEPS (30),
 # PEER_PRECISIONS ("fp16 fp32"), REFERENCE_SRC (diffusers' src/ when not installed),
 # EXPORT_DTYPE (f32).
@@ -78,7 +82,11 @@ if not t:
     sys.exit()
 peak = max(x["peak_memory_bytes"] for x in t) / 2**30
 plan = t[0].get("memory_plan", {})
-place = plan.get("placement", "?") + (f", VAE tiles {plan['vae_tile']} px" if plan.get("vae_tile") else "")
+place = plan.get("placement", "?") + (f", VAE tiles {plan['vae_tile']} px" if plan.get("vae_tile") else "") + \
+    (f", VAE in {plan['vae_dtype']}" if plan.get("vae_dtype") else "")
+decode = sorted(p["gpu_ms"] or p["host_ms"] for x in t for p in x["phases"] if p["phase"] == "decode" and x.get("warm"))
+if decode:
+    place += f"; decode {decode[len(decode) // 2]:.0f} ms" 
 warm = [sum(p["gpu_ms"] or p["host_ms"] for p in x["phases"] if p["phase"] in ("text_encode", "denoise", "decode"))
         for x in t if x.get("warm")]
 per = f"{sorted(warm)[len(warm) // 2] / 1000:.3f}" if warm else "-"
@@ -114,3 +122,32 @@ done
 { echo "| $(head -1 "$out/rows.txt") |"; echo "|---|---|---|---|---:|---:|---:|"
   tail -n +2 "$out/rows.txt" | sed 's/^/| /; s/$/ |/'; } > "$out/memory.md"
 cat "$out/memory.md"
+
+: > "$out/psnr.txt"
+for c in $cases; do
+  name="${c%%:*}"; rest="${c#*:}"; precision="${rest%%:*}"
+  ref="$work/mem-standard-$precision"
+  [[ "$name" != "standard-$precision" && -d "$ref" && -d "$work/mem-$name" ]] || continue
+  python3 - "$work/mem-$name" "$ref" "$name" "standard-$precision" >> "$out/psnr.txt" <<'PY' \
+    || echo "$name: PSNR not computed (python3 with numpy and PIL needed)" >> "$out/psnr.txt"
+import glob, math, os, sys
+import numpy as np
+from PIL import Image
+d, ref, name, ref_name = sys.argv[1:5]
+def pngs(root):  # job folder ({prompt}-s{seed}-r{repeat}) -> PNG
+    return {os.path.basename(os.path.dirname(f)): f for f in glob.glob(root + "/**/*.png", recursive=True)}
+a, b = pngs(d), pngs(ref)
+vals = []
+for job in sorted(set(a) & set(b)):
+    x = np.asarray(Image.open(a[job]).convert("RGB"), dtype=np.float64)
+    y = np.asarray(Image.open(b[job]).convert("RGB"), dtype=np.float64)
+    mse = float(np.mean((x - y) ** 2)) if x.shape == y.shape else float("nan")
+    vals.append(math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse))
+if not vals:
+    print(f"{name} vs {ref_name}: no PNG of the same prompt and seed in both")
+else:
+    print(f"{name} vs {ref_name}: PSNR min {min(vals):.2f} dB, max {max(vals):.2f} dB over {len(vals)} images "
+          f"(fp16/bf16 image gate 35 dB; inf: the same pixels)")
+PY
+done
+cat "$out/psnr.txt"
