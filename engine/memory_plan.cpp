@@ -209,7 +209,8 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     ph = std::min<int64_t>(ph, vae_tile);
     pw = std::min<int64_t>(pw, vae_tile);
   }
-  const bool fused_upsample = backend.info().fp32_conv_reads_upsampled && vae_dtype == DType::kF32;
+  const bool fused_upsample = vae_dtype == DType::kF32 ? backend.info().fp32_conv_reads_upsampled
+                                                      : backend.info().f16_conv_reads_upsampled;
   const int64_t widest =
       std::max({v1 + 2 * v0, 3 * v0, ((fused_upsample ? 5 : 9) * v1 + 3) / 4, (v2 + 2 * v1 + 3) / 4});
   const int64_t hw = ph * pw;

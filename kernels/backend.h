@@ -92,6 +92,8 @@ struct BackendInfo {
   // Whether an fp32 conv with Conv2dOptions::upsample_x2 reads the half-size
   // input as it is (no upsampled copy made), which memory plans count.
   bool fp32_conv_reads_upsampled = false;
+  // The same for an f16/bf16 conv.
+  bool f16_conv_reads_upsampled = false;
 };
 
 // A backend's memory (Backend::memory_stats). Bytes are size-class bytes

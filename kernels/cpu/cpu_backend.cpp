@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
     info_.f16_products = "fp32";
     info_.fp8_products = "e4m3 emulated exactly, fp32 accumulate";
     info_.fp32_conv_reads_upsampled = true;  // conv2d.cpp reads x at (iy / 2, ix / 2)
+    info_.f16_conv_reads_upsampled = true;
   }
 
   const BackendInfo& info() const override { return info_; }

@@ -407,11 +407,24 @@ bool compact_conv_epilogue(const ConvEpilogue& ep, ConvImageEpilogue16<kDt>& c) 
 template <typename TC>
 Status launch_conv_wgmma(HipContext& ctx, const Tensor& x, const Tensor& w, const ConvEpilogue& ep, int N, int O,
                          int Ho, int Wo, const Conv2dOptions& o) {
-  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]), W = static_cast<int>(x.shape[3]);
+  // H, W: the image the conv sees (x's nearest 2x upsample with upsample_x2,
+  // whose NHWC copy is made from the half-size x: no upsampled tensor).
+  const int up = o.upsample_x2 ? 1 : 0;
+  const int C = static_cast<int>(x.shape[1]), H = static_cast<int>(x.shape[2]) << up,
+            W = static_cast<int>(x.shape[3]) << up;
   const int KH = static_cast<int>(w.shape[2]), KW = static_cast<int>(w.shape[3]);
   const int T = KH * KW, K = C * T, P = Ho * Wo;
   Buffer xt, wt;
-  HIPQ_RETURN_IF_ERROR(to_nhwc_input<uint16_t>(ctx, x, xt));
+  if (up) {
+    HIPQ_ASSIGN_OR_RETURN(xt, ctx.backend->allocate(x.nbytes() * 4));
+    const int HW = H * W;
+    nchw_to_nhwc_up2<uint16_t><<<dim3((HW + 31) / 32, (C + 31) / 32, static_cast<unsigned>(N)), dim3(32, 8), 0,
+                                 ctx.stream>>>(static_cast<const uint16_t*>(x.data), static_cast<uint16_t*>(xt.data()),
+                                               C, HW, W, 0, static_cast<int>(x.shape[2]), static_cast<int>(x.shape[3]));
+    HIPQ_HIP_RETURN_IF_LAUNCH_FAILED();
+  } else {
+    HIPQ_RETURN_IF_ERROR(to_nhwc_input<uint16_t>(ctx, x, xt));
+  }
   HIPQ_ASSIGN_OR_RETURN(const uint16_t* wp, taps_last_16bit(ctx, w, wt));
   dev::RowsFill fa{};
   fa.p = wp;
@@ -781,10 +794,10 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
   const int mma_dtype = x.dtype == w.dtype && x.dtype != DType::kF32 ? static_cast<int>(x.dtype) : -1;
   if (up) {
     // The routes that read x through Im2colLoader (the SIMT core: AMD, and
-    // fp32 with HIPQ_FP32_MATH=fma) and the fp32 conv on Hopper (its input
-    // copies are of the upsampled image) read the half-size x: the route the
-    // upsampled tensor would take, the same values. Every other route
-    // convolves the upsampled tensor, made here.
+    // fp32 with HIPQ_FP32_MATH=fma) and the fp32 and 16-bit convs on Hopper
+    // (their input copies are of the upsampled image) read the half-size x:
+    // the route the upsampled tensor would take, the same values. Every
+    // other route convolves the upsampled tensor, made here.
     bool generic = !(ctx.dot2_f16 && mma_dtype == dev::kDtF16 && C % 8 == 0);
 #if HIPQ_VENDOR_NVIDIA
     if (ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 && (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31))
@@ -811,6 +824,18 @@ Status hip_conv2d(HipContext& ctx, const Tensor& x_in, const Tensor& w_in, Tenso
       HIPQ_HIP_RETURN_IF_ERROR(launched);
       return Status::Ok();
     }
+#if HIPQ_VENDOR_NVIDIA
+    // The 16-bit Hopper conv: its NHWC copy is made from the half-size x
+    // (the route the upsampled tensor would take below, the same bits).
+    if (!(ctx.dot2_f16 && mma_dtype == dev::kDtF16 && C % 8 == 0) && ctx.wgmma && mma_dtype >= 0 && C % 64 == 0 &&
+        (Ho * Wo) % 8 == 0 && N * Ho * Wo < (int64_t{1} << 31)) {
+      if (x.dtype == DType::kF16)
+        return launch_conv_wgmma<__half>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O), static_cast<int>(Ho),
+                                         static_cast<int>(Wo), o);
+      return launch_conv_wgmma<__nv_bfloat16>(ctx, x, w, ep, static_cast<int>(N), static_cast<int>(O),
+                                              static_cast<int>(Ho), static_cast<int>(Wo), o);
+    }
+#endif
     HIPQ_ASSIGN_OR_RETURN(Buffer up_hold, ctx.backend->allocate(x.nbytes() * 4));
     Tensor xu = up_hold.tensor(x.dtype, {N, C, H, W});
     HIPQ_RETURN_IF_ERROR(hip_upsample_nearest2x(ctx, x, xu));

@@ -514,6 +514,8 @@ class HipBackend final : public Backend {
     // conv2d.hip: the SIMT core and the Hopper fp32 route read the half-size input.
     info_.fp32_conv_reads_upsampled =
         !ctx_.fp32_3xtf32 || (ctx_.wgmma && ctx_.switches.fp32_wgmma && ctx_.switches.conv_nhwc);
+    // conv2d.hip: the SIMT core and the Hopper 16-bit route read the half-size input.
+    info_.f16_conv_reads_upsampled = ctx_.wgmma || (!ctx_.matrix_units && !ctx_.dot2_f16);
     info_.f16_products = f16_products(ctx_.dot2_f16, ctx_.matrix_units, ctx_.wgmma);
 #if defined(HIPQ_HAVE_SM90A)
     constexpr bool sm90a_build = true;

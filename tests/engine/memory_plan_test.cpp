@@ -328,8 +328,8 @@ TEST(MemoryPlanTest, TheLowPlacementDecodesWholeInBf16BeforeItTiles) {
 // A test double for plans only: a device as the hip backend describes it to
 // plan_memory and choose_placement: its pool's size classes (sixteenth steps
 // above 1 MiB: size_class in kernels/hip/hip_backend.hip), its BackendInfo
-// switches (Hopper: conv weight forms kept, the fp32 conv reading the
-// upsampled input), and a device of `total` bytes of which the runtime holds
+// switches (Hopper: conv weight forms kept, the fp32 and 16-bit convs
+// reading the half-size input of an upsampling conv), and a device of `total` bytes of which the runtime holds
 // `runtime`, under `cap` (0: none). It runs nothing.
 class HipPlanDevice final : public kernels::Backend {
  public:
@@ -338,6 +338,7 @@ class HipPlanDevice final : public kernels::Backend {
     info_.device_name = "plan-only hip device";
     info_.keeps_conv_weight_forms = true;
     info_.fp32_conv_reads_upsampled = true;
+    info_.f16_conv_reads_upsampled = true;
   }
   const kernels::BackendInfo& info() const override { return info_; }
   size_t block_bytes(size_t bytes) const override {
