@@ -120,36 +120,52 @@ Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_
   HIPQ_RETURN_IF_ERROR(check_deltas(shape, numel, deltas, n));
   const int64_t rows = shape[0];
   const int64_t cols = rows > 0 ? numel / rows : 0;
-  // The factors as f32, in one device block.
-  std::vector<std::vector<float>> factors;
-  factors.reserve(2 * deltas.size());
-  size_t floats = 0;
+  // The factors as stored, uploaded in one block, then cast to f32 on the
+  // device into another (exact: f16 and bf16 widen to f32 without rounding).
+  const kernels::Location loc =
+      backend.info().name == "cpu" ? kernels::Location::kHost : kernels::Location::kDevice;
+  struct Factor {
+    const HostTensor* host;
+    std::vector<int64_t> shape;  // as the op reads it: up [O, r], down [r, I]
+    size_t raw_at = 0, f32_at = 0;
+  };
+  std::vector<Factor> list;
+  size_t raw_bytes = 0, f32_floats = 0;
   for (const LoraDelta& d : deltas) {
-    factors.push_back(d.up.to_f32());
-    factors.push_back(d.down.to_f32());
-    floats += factors[factors.size() - 2].size() + factors.back().size();
+    const int64_t rank = d.up.shape[1];
+    list.push_back({&d.up, {rows, rank}});
+    list.push_back({&d.down, {rank, cols}});
   }
-  kernels::Buffer factor_block;
-  std::vector<kernels::LoraFactors> views;
-  if (floats > 0) {
-    HIPQ_ASSIGN_OR_RETURN(factor_block, backend.allocate(floats * sizeof(float)));
+  for (Factor& f : list) {
+    if (!kernels::is_float(f.host->dtype) || f.host->dtype == kernels::DType::kF64)
+      return Status::InvalidArgument("LoRA factor for '" + n + "' is " + f.host->describe() +
+                                     "; LoRA pairs must be f32, f16 or bf16");
+    f.raw_at = raw_bytes;
+    f.f32_at = f32_floats;
+    raw_bytes += (f.host->nbytes + 255) / 256 * 256;
+    f32_floats += static_cast<size_t>(f.host->numel());
   }
-  size_t at = 0;
-  for (size_t l = 0; l < deltas.size(); ++l) {
-    const int64_t rank = deltas[l].up.shape[1];
-    kernels::Tensor t[2];
-    for (int f = 0; f < 2; ++f) {
-      const std::vector<float>& v = factors[2 * l + static_cast<size_t>(f)];
-      float* dst = static_cast<float*>(factor_block.data()) + at;
-      HIPQ_RETURN_IF_ERROR(backend.copy_to_device(v.data(), dst, v.size() * sizeof(float)));
-      t[f] = kernels::Tensor::contiguous(dst, kernels::DType::kF32,
-                                         f == 0 ? std::vector<int64_t>{rows, rank} : std::vector<int64_t>{rank, cols},
-                                         backend.info().name == "cpu" ? kernels::Location::kHost
-                                                                      : kernels::Location::kDevice);
-      at += v.size();
+  kernels::Buffer raw_block, f32_block;
+  if (f32_floats > 0) {
+    HIPQ_ASSIGN_OR_RETURN(raw_block, backend.allocate(raw_bytes));
+    HIPQ_ASSIGN_OR_RETURN(f32_block, backend.allocate(f32_floats * sizeof(float)));
+  }
+  std::vector<kernels::Tensor> f32_views;
+  for (const Factor& f : list) {
+    char* raw = static_cast<char*>(raw_block.data()) + f.raw_at;
+    float* wide = static_cast<float*>(f32_block.data()) + f.f32_at;
+    kernels::Tensor dst = kernels::Tensor::contiguous(wide, kernels::DType::kF32, f.shape, loc);
+    if (f.host->dtype == kernels::DType::kF32) {
+      HIPQ_RETURN_IF_ERROR(backend.copy_to_device(f.host->data, wide, f.host->nbytes));
+    } else {
+      HIPQ_RETURN_IF_ERROR(backend.copy_to_device(f.host->data, raw, f.host->nbytes));
+      HIPQ_RETURN_IF_ERROR(backend.copy(kernels::Tensor::contiguous(raw, f.host->dtype, f.shape, loc), dst));
     }
-    views.push_back({t[0], t[1], deltas[l].coefficient});
+    f32_views.push_back(dst);
   }
+  std::vector<kernels::LoraFactors> views;
+  for (size_t l = 0; l < deltas.size(); ++l)
+    views.push_back({f32_views[2 * l], f32_views[2 * l + 1], deltas[l].coefficient});
   DeviceWeight merged;
   HIPQ_ASSIGN_OR_RETURN(merged.owned, backend.allocate(static_cast<size_t>(numel) * sizeof(float)));
   merged.tensor = merged.owned.tensor(kernels::DType::kF32, shape);
