@@ -164,10 +164,12 @@ class Pipeline {
   // on error the current set stays). The same set (paths, scales and file
   // contents) is a no-op; another rewrites in place, on the device, only the
   // weights the old or the new set modifies (engine/lora/lora_rebind.h),
-  // merged from host copies of their base bits (the base checkpoint is read
-  // for a weight at most once, by the first set that modifies it; the VAE and
-  // every other tensor are untouched; no device memory beyond one weight's
-  // staging), so the weights equal a fresh load with that set, bit for bit.
+  // merged on the device (Backend::lora_merge) from kept copies of their base
+  // bits, on the device while the memory plan has room, else on the host (the
+  // base checkpoint is read for a weight at most once, by the first set that
+  // modifies it; the VAE and every other tensor are untouched; beyond the
+  // kept copies, counted in every plan, nothing allocated stays), so the
+  // weights equal a fresh load with that set, bit for bit.
   // The next generate() reports the switch as its load phase (warm = false).
   // Cost: docs/adapters.md, "Switching sets between jobs".
   Status set_loras(const std::vector<spec::LoraSpec>& loras);
