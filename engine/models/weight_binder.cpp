@@ -87,12 +87,10 @@ Status WeightLoader::upload(const Staged& w, Tensor dst) {
   if (w.device) {
     // Made on the device (engine/lora/): the cast (or a copy) from there.
     const Tensor& src = w.device->tensor;
-    if (src.dtype == dst.dtype && dst.is_contiguous()) {
-      HIPQ_RETURN_IF_ERROR(backend_.copy_device(src.data, dst.data, src.nbytes()));
-    } else {
-      HIPQ_RETURN_IF_ERROR(backend_.copy(src, dst));
-    }
-    return backend_.synchronize();
+    // No wait: no host memory is read, and the source block goes back to the
+    // pool, which orders its next use after this copy on the single stream.
+    if (src.dtype == dst.dtype && dst.is_contiguous()) return backend_.copy_device(src.data, dst.data, src.nbytes());
+    return backend_.copy(src, dst);
   }
   const HostTensor& host = w.host;
   if (host.dtype == dtype_) return backend_.copy_to_device(host.data, dst.data, host.nbytes);
@@ -135,7 +133,7 @@ Status WeightLoader::write(const Staged& w, const std::string& name, ParamLayout
   Tensor halves = src.reshape({2, half, rest}).permute({1, 0, 2});
   Tensor pairs = dst.reshape({half, 2, rest});
   HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
-  return backend_.synchronize();
+  return w.device ? Status::Ok() : backend_.synchronize();
 }
 
 Result<kernels::Buffer> WeightLoader::load(const std::string& local, const std::vector<int64_t>& shape,
