@@ -123,7 +123,8 @@ struct Pipeline::Impl {
   void count_lora_base_bits();
   // Before a job's plan: the base bits on the device stay where the job's
   // plan with them resolves (placement, VAE tile) as it would without them;
-  // else they move to the host. The job becomes the reference.
+  // else they move to the host. No new copy is made on the device until the
+  // next load or switch; the job becomes their reference.
   Status fit_lora_base_bits(const spec::GenerationSettings& s, const ModelShapes* refiner);
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
@@ -345,21 +346,25 @@ void Pipeline::Impl::count_lora_base_bits() { shapes.lora_base_bits = lora_budge
 Status Pipeline::Impl::fit_lora_base_bits(const spec::GenerationSettings& s, const ModelShapes* refiner) {
   lora_reference_job = s;
   count_lora_base_bits();
+  // No new device copy during the job (a low placement's text encoders load
+  // per prompt): its plan counts what is held now. The next load or switch
+  // sets the room again.
+  lora_budget->set_limit(lora_budget->used());
   if (shapes.lora_base_bits == 0) return Status::Ok();
   ModelShapes without = shapes;
   without.lora_base_bits = 0;
   auto with_bits = choose_placement(shapes, s, options.placement, *backend, refiner);
   auto alone = choose_placement(without, s, options.placement, *backend, refiner);
-  if (with_bits.ok() && (!alone.ok() || (with_bits->placement == alone->placement &&
-                                         with_bits->vae_tile == alone->vae_tile)))
-    return Status::Ok();
-  for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
-    auto it = base.weights.find(key);
-    if (it == base.weights.end()) continue;
-    if (auto* retained = dynamic_cast<lora::RetainedBaseSource*>(it->second.get()))
-      HIPQ_RETURN_IF_ERROR(retained->evict_to_host());
+  if (!with_bits.ok() || (alone.ok() && (with_bits->placement != alone->placement ||
+                                         with_bits->vae_tile != alone->vae_tile))) {
+    for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
+      auto it = base.weights.find(key);
+      if (it == base.weights.end()) continue;
+      if (auto* retained = dynamic_cast<lora::RetainedBaseSource*>(it->second.get()))
+        HIPQ_RETURN_IF_ERROR(retained->evict_to_host());
+    }
+    count_lora_base_bits();
   }
-  count_lora_base_bits();
   return Status::Ok();
 }
 

@@ -76,9 +76,9 @@ Result<std::optional<DeviceWeight>> RetainedBaseSource::get_on_device(std::strin
   }
   if (!kernels::is_float(host.dtype) || host.dtype == kernels::DType::kF64) return std::optional<DeviceWeight>();
   const int64_t charged = static_cast<int64_t>(backend.block_bytes(host.nbytes));
-  if (!budget_->take(charged)) {
-    // No room: the host keeps the bits (read from the base source just now:
-    // keep them so it is not read again).
+  // No room: the host keeps the bits (read from the base source just now:
+  // kept so it is not read again).
+  auto on_host = [&]() -> Result<std::optional<DeviceWeight>> {
     if (!from_host_copy) {
       HIPQ_ASSIGN_OR_RETURN(HostTensor copy,
                             owned_copy(host, base_->describe() + ": tensor '" + std::string(name) + "'"));
@@ -86,12 +86,15 @@ Result<std::optional<DeviceWeight>> RetainedBaseSource::get_on_device(std::strin
       held_.emplace(std::string(name), std::move(copy));
     }
     return std::optional<DeviceWeight>();
-  }
+  };
+  if (!budget_->take(charged)) return on_host();
   OnDevice d;
   d.charged = charged;
   auto made = backend.allocate(host.nbytes);
   if (!made.ok()) {
     budget_->give(charged);
+    // The device is fuller than the plan said (another process): the host keeps it.
+    if (made.status().code() == StatusCode::kResourceExhausted) return on_host();
     return made.status();
   }
   d.buffer = std::move(made).value();
