@@ -252,6 +252,12 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   plan.denoise =
       plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + plan.weight_forms + unet_act + fixed;
   plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + fixed;
+  // ---- LoRA switches: base bits held on the device, in every phase ----
+  plan.lora_base_bits = shapes.lora_base_bits + (refiner != nullptr ? refiner->lora_base_bits : 0);
+  plan.text_encode += plan.lora_base_bits;
+  if (plan.image_encode > 0) plan.image_encode += plan.lora_base_bits;
+  plan.denoise += plan.lora_base_bits;
+  plan.decode += plan.lora_base_bits;
   return plan;
 }
 

@@ -56,6 +56,11 @@ struct ModelShapes {
   // The text encoders the model has, in order (SDXL refiner: only the second).
   std::vector<ClipTextConfig> text_encoders;
   VaeConfig vae;
+  // ---- LoRA switches (engine/lora/lora_base_bits.h) ----
+  // Device bytes (the backend's blocks) holding the base bits of weights a
+  // LoRA set modifies, kept so a switch restores and merges them without an
+  // upload; the pipeline sets it. Counted in every phase (MemoryPlan::lora_base_bits).
+  int64_t lora_base_bits = 0;
 };
 
 // The dtype of a precision name: fp32 | fp16 | bf16 | fp8; InvalidArgument naming
@@ -120,6 +125,11 @@ struct MemoryPlan {
   // the pool then (runtime context, loaded code), as the driver reported it.
   int64_t usable = 0;
   int64_t runtime = 0;
+
+  // ---- LoRA switches ----
+  // The base bits kept on the device for LoRA switches (ModelShapes::
+  // lora_base_bits, the refiner's included), in every phase's bytes above.
+  int64_t lora_base_bits = 0;
 
   int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "base/build_info.h"
@@ -69,6 +70,13 @@ struct Pipeline::Impl {
   std::vector<lora::AppliedLora> loras;
   // What the current set puts on each weight it modifies (LoraSet::signatures).
   lora::WeightSignatures lora_signatures;
+  // Device room for the base bits of LoRA-modified weights (the
+  // RetainedBaseSources of `base` share it; shapes.lora_base_bits counts what
+  // it holds), the job its room was planned for (the last generation's
+  // settings, else the defaults), and the last switch's split.
+  std::shared_ptr<lora::DeviceBitsBudget> lora_budget = std::make_shared<lora::DeviceBitsBudget>();
+  std::optional<spec::GenerationSettings> lora_reference_job;
+  LoraSwitchSplit lora_split;
   LoadOptions options;
   std::string family;
   // The SDXL refiner's layout (stabilityai/stable-diffusion-xl-refiner-1.0):
@@ -104,9 +112,20 @@ struct Pipeline::Impl {
   // `components`, in the models on the device (engine/lora/lora_rebind.h);
   // every other tensor, the shapes and the VAE stay.
   Status switch_lora_weights(const std::map<std::string, std::vector<std::string>>& touched);
-  // Keeps the base bits of the weights `targets` modifies on the host
-  // (lora::RetainedBaseSource) once read.
+  // Keeps the base bits of the weights `targets` modifies (lora::RetainedBaseSource) once read.
   void retain_lora_targets(const std::map<std::string, std::vector<std::string>>& targets);
+  // The device room for those base bits: what the pool may hold less the
+  // peak of the reference job's plan without them (lora_reference_job at
+  // `precision`); no limit on a backend that knows no memory size (cpu
+  // without a cap: every plan fits). Then the rest stays on the host.
+  void set_lora_device_budget(const std::string& precision);
+  // shapes.lora_base_bits from what the sources hold on the device.
+  void count_lora_base_bits();
+  // Before a job's plan: the base bits on the device stay where the job's
+  // plan with them resolves (placement, VAE tile) as it would without them;
+  // else they move to the host. No new copy is made on the device until the
+  // next load or switch; the job becomes their reference.
+  Status fit_lora_base_bits(const spec::GenerationSettings& s, const ModelShapes* refiner);
   // The text encoders at loaded_dtype, unless they are on the device already
   // (a low placement loads them for each prompt it encodes).
   Status load_text_encoders();
@@ -290,6 +309,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   }
   shapes = std::move(sh);
   loaded_dtype = dtype;
+  set_lora_device_budget(precision);
 
   HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, dtype, fp8_linears(precision)));
   unet.emplace(std::move(u));
@@ -310,6 +330,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   vae.emplace(std::move(v));
 
   HIPQ_RETURN_IF_ERROR(be.synchronize());
+  count_lora_base_bits();
   // The uploads' temporaries (f32 staging of cast weights) are cached blocks
   // nothing after the load asks for again.
   HIPQ_RETURN_IF_ERROR(be.trim_cache());
@@ -329,6 +350,47 @@ void Pipeline::Impl::retain_lora_targets(const std::map<std::string, std::vector
   }
 }
 
+void Pipeline::Impl::set_lora_device_budget(const std::string& precision) {
+  const kernels::MemoryStats mem = backend->memory_stats();
+  if (mem.limit <= 0 && mem.device_total <= 0) {
+    lora_budget->set_limit(std::numeric_limits<int64_t>::max() / 2);
+    return;
+  }
+  spec::GenerationSettings job = lora_reference_job.value_or(spec::GenerationSettings{});
+  job.precision = precision;
+  ModelShapes without = shapes;
+  without.lora_base_bits = 0;
+  auto plan = choose_placement(without, job, options.placement, *backend);
+  lora_budget->set_limit(plan.ok() ? std::max<int64_t>(0, usable_device_memory(mem) - plan->peak()) : 0);
+}
+
+void Pipeline::Impl::count_lora_base_bits() { shapes.lora_base_bits = lora_budget->used(); }
+
+Status Pipeline::Impl::fit_lora_base_bits(const spec::GenerationSettings& s, const ModelShapes* refiner) {
+  lora_reference_job = s;
+  count_lora_base_bits();
+  // No new device copy during the job (a low placement's text encoders load
+  // per prompt): its plan counts what is held now. The next load or switch
+  // sets the room again.
+  lora_budget->set_limit(lora_budget->used());
+  if (shapes.lora_base_bits == 0) return Status::Ok();
+  ModelShapes without = shapes;
+  without.lora_base_bits = 0;
+  auto with_bits = choose_placement(shapes, s, options.placement, *backend, refiner);
+  auto alone = choose_placement(without, s, options.placement, *backend, refiner);
+  if (!with_bits.ok() || (alone.ok() && (with_bits->placement != alone->placement ||
+                                         with_bits->vae_tile != alone->vae_tile))) {
+    for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
+      auto it = base.weights.find(key);
+      if (it == base.weights.end()) continue;
+      if (auto* retained = dynamic_cast<lora::RetainedBaseSource*>(it->second.get()))
+        HIPQ_RETURN_IF_ERROR(retained->evict_to_host());
+    }
+    count_lora_base_bits();
+  }
+  return Status::Ok();
+}
+
 Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vector<std::string>>& touched) {
   auto names_of = [&](const std::string& key) {
     auto it = touched.find(key);
@@ -340,11 +402,19 @@ Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vect
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseLoad)));
   loaded_precision.clear();  // a failure below leaves generate() to load afresh
   be.reset_peak();
+  lora::RebindStats total;
+  auto add = [&total](const lora::RebindStats& r) {
+    total.weights += r.weights;
+    total.device_bytes += r.device_bytes;
+    total.base_ms += r.base_ms;
+    total.merge_ms += r.merge_ms;
+    total.write_ms += r.write_ms;
+  };
   if (const std::vector<std::string> names = names_of("unet"); unet && !names.empty()) {
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, "unet"));
-    HIPQ_RETURN_IF_ERROR(lora::rebind_weights(unet->bound_params(), names, *w, be, loaded_dtype,
-                                              unet->fp8_linears())
-                             .status());
+    HIPQ_ASSIGN_OR_RETURN(lora::RebindStats r, lora::rebind_weights(unet->bound_params(), names, *w, be,
+                                                                    loaded_dtype, unet->fp8_linears()));
+    add(r);
   }
   // Text encoders not on the device (a low placement between prompts) load
   // from `components` when next needed.
@@ -353,10 +423,17 @@ Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vect
     const std::vector<std::string> names = names_of(kTextEncoderKeys[i]);
     if (!slots[i]->model || names.empty()) continue;
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
-    HIPQ_RETURN_IF_ERROR(
-        lora::rebind_weights(slots[i]->model->bound_params(), names, *w, be, loaded_dtype, false).status());
+    HIPQ_ASSIGN_OR_RETURN(lora::RebindStats r, lora::rebind_weights(slots[i]->model->bound_params(), names, *w,
+                                                                    be, loaded_dtype, false));
+    add(r);
   }
   HIPQ_RETURN_IF_ERROR(be.synchronize());
+  count_lora_base_bits();
+  lora_split.weights = total.weights;
+  lora_split.base_ms = total.base_ms;
+  lora_split.merge_ms = total.merge_ms;
+  lora_split.rewrite_ms = total.write_ms;
+  lora_split.device_base_bytes = shapes.lora_base_bits;
   HIPQ_RETURN_IF_ERROR(timer.end());
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
   pending_load = phases.front();
@@ -500,12 +577,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
   auto impl = std::make_unique<Impl>();
   impl->backend = &backend;
   impl->base = model;
-  // LoRA switches merge from host copies of the base bits they touch
-  // (engine/lora/lora_base_bits.h), never from the checkpoint again.
+  // LoRA switches merge from kept copies of the base bits they touch (on the
+  // device while the budget has room, else on the host:
+  // engine/lora/lora_base_bits.h), never from the checkpoint again.
   for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
     auto it = impl->base.weights.find(key);
     if (it != impl->base.weights.end() && it->second != nullptr)
-      it->second = std::make_shared<lora::RetainedBaseSource>(it->second);
+      it->second = std::make_shared<lora::RetainedBaseSource>(it->second, impl->lora_budget);
   }
   impl->components = impl->base;
   impl->options = options;
@@ -561,7 +639,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelComponents& model, k
 
 Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
   Impl& im = *impl_;
+  const auto open_start = std::chrono::steady_clock::now();
   HIPQ_ASSIGN_OR_RETURN(lora::LoraSet set, lora::open_lora_set(im.base, im.family, specs));
+  im.lora_split = {};
+  im.lora_split.files_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open_start).count();
   auto same = [](const lora::AppliedLora& a, const lora::AppliedLora& b) {
     return a.spec == b.spec && a.sha256 == b.sha256;
   };
@@ -577,10 +659,15 @@ Status Pipeline::set_loras(const std::vector<spec::LoraSpec>& specs) {
   im.options.loras = specs;
   // Not loaded (a failed precision switch): the next generate() loads afresh.
   if (im.loaded_precision.empty() || !im.unet) return Status::Ok();
+  im.set_lora_device_budget(im.loaded_precision);
   return im.switch_lora_weights(touched);
 }
 
 const std::vector<lora::AppliedLora>& Pipeline::loras() const { return impl_->loras; }
+
+const LoraSwitchSplit& Pipeline::last_lora_switch() const { return impl_->lora_split; }
+
+int64_t Pipeline::lora_base_bits_on_device() const { return impl_->shapes.lora_base_bits; }
 
 namespace {
 
@@ -797,6 +884,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     }
     if (load) out.phases.push_back(*load);
   }
+  HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, rf ? &rf->shapes : nullptr));
   HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
                         choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
   const bool low = out.memory_plan.placement == Placement::kLow;

@@ -128,6 +128,16 @@ struct GenerationOutput {
 // Called after each denoise step with (steps done, total steps).
 using ProgressFn = std::function<void(int step, int steps)>;
 
+// Where a LoRA switch (Pipeline::set_loras) spent its time, host clock, ms.
+struct LoraSwitchSplit {
+  double files_ms = 0;    // reading, hashing (first sight of a file) and checking the set's files
+  double base_ms = 0;     // handing the base bits of the rewritten weights to the merge (device copies, or uploads)
+  double merge_ms = 0;    // the merges on the backend (factors uploaded, Backend::lora_merge)
+  double rewrite_ms = 0;  // writing the weights: cast, layout, fp8 codes (WeightLoader::rewrite)
+  int weights = 0;        // weights written again
+  int64_t device_base_bytes = 0;  // base bits on the device after the switch
+};
+
 class Pipeline {
  public:
   static Result<std::unique_ptr<Pipeline>> load(std::string_view model_spec, kernels::Backend& backend,
@@ -154,15 +164,22 @@ class Pipeline {
   // on error the current set stays). The same set (paths, scales and file
   // contents) is a no-op; another rewrites in place, on the device, only the
   // weights the old or the new set modifies (engine/lora/lora_rebind.h),
-  // merged from host copies of their base bits (the base checkpoint is read
-  // for a weight at most once, by the first set that modifies it; the VAE and
-  // every other tensor are untouched; no device memory beyond one weight's
-  // staging), so the weights equal a fresh load with that set, bit for bit.
+  // merged on the device (Backend::lora_merge) from kept copies of their base
+  // bits, on the device while the memory plan has room, else on the host (the
+  // base checkpoint is read for a weight at most once, by the first set that
+  // modifies it; the VAE and every other tensor are untouched; beyond the
+  // kept copies, counted in every plan, nothing allocated stays), so the
+  // weights equal a fresh load with that set, bit for bit.
   // The next generate() reports the switch as its load phase (warm = false).
   // Cost: docs/adapters.md, "Switching sets between jobs".
   Status set_loras(const std::vector<spec::LoraSpec>& loras);
   // The LoRAs folded into the weights now, in application order.
   const std::vector<lora::AppliedLora>& loras() const;
+  // Where the last set_loras() spent its time (zeros for a no-op).
+  const LoraSwitchSplit& last_lora_switch() const;
+  // Device bytes (the backend's blocks) holding base bits of LoRA-modified
+  // weights (engine/lora/lora_base_bits.h), counted in every memory plan.
+  int64_t lora_base_bits_on_device() const;
 
   // ---- stages, for per-stage parity checks (the code generate() runs) ------
   // Host fp32, batch order (negative, positive) when guidance > 1.

@@ -13,12 +13,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
 #include "engine/safetensors.h"
+#include "kernels/backend.h"
 
 namespace hipq::engine {
 
@@ -26,6 +28,15 @@ namespace hipq::engine {
 struct TensorMeta {
   kernels::DType dtype = kernels::DType::kF32;
   std::vector<int64_t> shape;
+};
+
+// A tensor a source hands over on a backend's device (get_on_device):
+// contiguous, of the tensor's shape, in the dtype meta() reports. `owned`
+// holds its memory when the caller takes it (dropped after use); empty when
+// the source keeps the memory (valid until the source changes or dies).
+struct DeviceWeight {
+  kernels::Tensor tensor;
+  kernels::Buffer owned;
 };
 
 class WeightSource {
@@ -38,6 +49,14 @@ class WeightSource {
   virtual bool contains(std::string_view name) const = 0;
   virtual Result<TensorMeta> meta(std::string_view name) const = 0;
   virtual Result<HostTensor> get(std::string_view name) const = 0;
+  // The tensor `name` already on `backend`'s device, or made there, where a
+  // source can do better than get() and an upload (a LoRA merge on the
+  // device, base bits kept there: engine/lora/); nullopt otherwise, and the
+  // caller uses get(). The backend's thread only. Errors as get()'s.
+  virtual Result<std::optional<DeviceWeight>> get_on_device(std::string_view /*name*/,
+                                                            kernels::Backend& /*backend*/) const {
+    return std::optional<DeviceWeight>();
+  }
 };
 
 // One or more safetensors files (shards) seen as one namespace. A name found in

@@ -121,6 +121,29 @@ Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, c
   return Status::Ok();
 }
 
+Status check_lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, const Tensor& out) {
+  auto invalid = [](const std::string& what) { return Status::InvalidArgument("lora_merge: " + what); };
+  if (base.ndim != 2 || !(base.dtype == DType::kF32 || base.dtype == DType::kF16 || base.dtype == DType::kBF16) ||
+      !base.is_contiguous())
+    return invalid("base " + base.describe() + " must be [O, I] f32/f16/bf16, contiguous");
+  const int64_t O = base.shape[0], I = base.shape[1];
+  if (out.ndim != 2 || out.dtype != DType::kF32 || out.shape[0] != O || out.shape[1] != I || !out.is_contiguous())
+    return invalid("out " + out.describe() + " must be [" + std::to_string(O) + ", " + std::to_string(I) +
+                   "] f32, contiguous (base " + base.describe() + ")");
+  for (size_t l = 0; l < deltas.size(); ++l) {
+    const Tensor& up = deltas[l].up;
+    const Tensor& down = deltas[l].down;
+    const std::string which = "delta " + std::to_string(l) + ": ";
+    if (up.ndim != 2 || up.dtype != DType::kF32 || !up.is_contiguous() || up.shape[0] != O)
+      return invalid(which + "up " + up.describe() + " must be [" + std::to_string(O) + ", r] f32, contiguous");
+    if (down.ndim != 2 || down.dtype != DType::kF32 || !down.is_contiguous() || down.shape[0] != up.shape[1] ||
+        down.shape[1] != I)
+      return invalid(which + "down " + down.describe() + " must be [" + std::to_string(up.shape[1]) + ", " +
+                     std::to_string(I) + "] f32, contiguous (up " + up.describe() + ")");
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 Result<std::unique_ptr<Backend>> with_env_limit(Result<std::unique_ptr<Backend>> made) {

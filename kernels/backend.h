@@ -151,6 +151,20 @@ struct Fp8Rows {
 Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales);
 Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o);
 
+// One low-rank delta of lora_merge (a LoRA pair on one weight): up [O, r]
+// and down [r, I], f32, contiguous, and its coefficient (scale * alpha / r).
+// Views; the caller owns the memory.
+struct LoraFactors {
+  Tensor up;
+  Tensor down;
+  float coefficient = 0.0f;
+};
+
+// The shape and dtype conditions of lora_merge, alike on every backend
+// (locations are each backend's own check): InvalidArgument naming the
+// operand, the delta and the shapes.
+Status check_lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, const Tensor& out);
+
 // y = conv2d(x, w) + bias (+ residual), NCHW. x: [N, C, H, W]; w: [O, C, kh, kw];
 // bias: [O] or null; y: [N, O, Ho, Wo]. Implicit GEMM: no full im2col buffer.
 struct Conv2dOptions {
@@ -292,6 +306,15 @@ class Backend {
   // out's shape, both out's dtype. FailedPrecondition (fp8_refusal) on a
   // device without fp8 products.
   virtual Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) = 0;
+  // ---- LoRA merge (engine/lora/, docs/adapters.md) ----
+  // out[o, i] = f32(base[o, i]) + acc[o, i], where acc starts at 0 and takes,
+  // for each delta in the order given and k = 0, 1, ..., r - 1 in turn,
+  // acc += (coefficient * up[o, k]) * down[k, i]: every product and sum
+  // rounded to fp32 on its own (no fused multiply-add), so every backend
+  // gives the same bits (the host merge's, engine/lora/lora_merge.h).
+  // base [O, I] f32/f16/bf16, contiguous (a conv kernel [O, C, kh, kw] seen as
+  // [O, C * kh * kw]); out [O, I] f32, contiguous; no deltas: out = base.
+  virtual Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out) = 0;
   virtual Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) = 0;
   virtual Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                             const GroupNormOptions& o) = 0;

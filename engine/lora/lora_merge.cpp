@@ -1,11 +1,11 @@
 #include "engine/lora/lora_merge.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
-#include "kernels/cpu/simd.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/ops.h"
 
 namespace hipq::engine::lora {
 namespace {
@@ -18,86 +18,50 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return o.str();
 }
 
-// acc [in] += c * up_row [r] @ down [r, in]: each element gets its rank's
-// products added in order k = 0, 1, ..., a multiply and an add each (no FMA
-// contraction: the AVX2 clone of HIPQ_CPU_HOT has none), so both clones give
-// the same bits. Blocks of 32 columns stay in registers over the whole rank.
-HIPQ_CPU_HOT void accumulate_row(float* acc, const float* up_row, const float* down, float c, int64_t rank,
-                                 int64_t in) {
-  constexpr int64_t kBlock = 32;
-  int64_t j0 = 0;
-  for (; j0 + kBlock <= in; j0 += kBlock) {
-    float t[kBlock];
-    for (int64_t j = 0; j < kBlock; ++j) t[j] = acc[j0 + j];
-    for (int64_t k = 0; k < rank; ++k) {
-      const float a = c * up_row[k];
-      const float* d = down + k * in + j0;
-      for (int64_t j = 0; j < kBlock; ++j) t[j] += a * d[j];
+// The deltas' [out, in] against W's shape: InvalidArgument naming `name` and the origin.
+Status check_deltas(const std::vector<int64_t>& shape, int64_t numel, const std::vector<LoraDelta>& deltas,
+                    const std::string& name) {
+  for (const LoraDelta& d : deltas) {
+    const int64_t out = d.up.shape.at(0);
+    const int64_t rank = d.up.shape.at(1);
+    const int64_t in = d.down.numel() / std::max<int64_t>(1, d.down.shape.at(0));
+    if (shape.empty() || out != shape[0] || out * in != numel || d.down.shape[0] != rank ||
+        d.up.numel() != out * rank) {
+      return Status::InvalidArgument(d.origin + ": the LoRA's delta is [" + std::to_string(out) + ", " +
+                                     std::to_string(in) + "] but '" + name + "' is " + shape_str(shape));
     }
-    for (int64_t j = 0; j < kBlock; ++j) acc[j0 + j] = t[j];
   }
-  for (int64_t k = 0; k < rank && j0 < in; ++k) {
-    const float a = c * up_row[k];
-    const float* d = down + k * in;
-    for (int64_t j = j0; j < in; ++j) acc[j] += a * d[j];
-  }
-}
-
-// Each output row is computed by one thread in one fixed order, so the bits
-// do not depend on the thread count.
-// (The cpu backend's pool; a chunk holds at least 2^20 multiply-adds.)
-template <typename Fn>
-void parallel_rows(int64_t rows, int64_t work_per_row, Fn fn) {
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, work_per_row));
-  kernels::cpu::ThreadPool::global().parallel_for(rows, grain, fn);
+  return Status::Ok();
 }
 
 }  // namespace
 
 Result<HostTensor> merge_weight(const HostTensor& base, const std::vector<LoraDelta>& deltas, const std::string& name) {
-  if (!kernels::is_float(base.dtype)) {
-    return Status::InvalidArgument("LoRA target '" + name + "' is not a float tensor (" + base.describe() + ")");
+  if (!kernels::is_float(base.dtype) || base.dtype == kernels::DType::kF64) {
+    return Status::InvalidArgument("LoRA target '" + name + "' is not an f32/f16/bf16 tensor (" + base.describe() +
+                                   ")");
   }
   const int64_t numel = base.numel();
-  struct Factors {
-    std::vector<float> up, down;
-    int64_t rank = 0;
-    float coefficient = 0;
-  };
-  std::vector<Factors> factors;
-  int64_t in = 0, work = 0;
-  for (const LoraDelta& d : deltas) {
-    const int64_t out = d.up.shape.at(0);
-    const int64_t rank = d.up.shape.at(1);
-    in = d.down.numel() / std::max<int64_t>(1, d.down.shape.at(0));
-    if (base.shape.empty() || out != base.shape[0] || out * in != numel || d.down.shape[0] != rank) {
-      return Status::InvalidArgument(d.origin + ": the LoRA's delta is [" + std::to_string(out) + ", " +
-                                     std::to_string(in) + "] but '" + name + "' is " + shape_str(base.shape));
-    }
-    factors.push_back({d.up.to_f32(), d.down.to_f32(), rank, d.coefficient});
-    work += rank * in;
-  }
-  // Row by row: the deltas summed in fp32 in their order (each over its rank
-  // in order), then added to the base row read as fp32. Scratch: one row per
-  // thread beside the merged weight.
-  std::vector<float> w(static_cast<size_t>(numel));
-  const int64_t rows = base.shape.empty() ? 0 : base.shape[0];
+  HIPQ_RETURN_IF_ERROR(check_deltas(base.shape, numel, deltas, name));
+  // The cpu backend's op over host views: the bits get_on_device() gives.
+  const int64_t rows = base.shape[0];
   const int64_t cols = rows > 0 ? numel / rows : 0;
-  parallel_rows(rows, std::max<int64_t>(work, cols), [&](int64_t b, int64_t e) {
-    std::vector<float> acc(static_cast<size_t>(cols));
-    for (int64_t o = b; o < e; ++o) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (const Factors& f : factors)
-        accumulate_row(acc.data(), f.up.data() + o * f.rank, f.down.data(), f.coefficient, f.rank, cols);
-      float* row = w.data() + o * cols;
-      if (base.dtype == kernels::DType::kF32) {
-        std::memcpy(row, static_cast<const float*>(base.data) + o * cols, static_cast<size_t>(cols) * sizeof(float));
-      } else {
-        for (int64_t j = 0; j < cols; ++j) row[j] = kernels::load_as_f32(base.data, base.dtype, o * cols + j);
-      }
-      for (int64_t j = 0; j < cols; ++j) row[j] += acc[static_cast<size_t>(j)];
-    }
-  });
+  std::vector<std::vector<float>> factors;
+  std::vector<kernels::LoraFactors> views;
+  factors.reserve(2 * deltas.size());
+  for (const LoraDelta& d : deltas) {
+    factors.push_back(d.up.to_f32());
+    factors.push_back(d.down.to_f32());
+    const int64_t rank = d.up.shape[1];
+    views.push_back({kernels::Tensor::contiguous(factors[factors.size() - 2].data(), kernels::DType::kF32, {rows, rank}),
+                     kernels::Tensor::contiguous(factors.back().data(), kernels::DType::kF32, {rank, cols}),
+                     d.coefficient});
+  }
+  std::vector<float> w(static_cast<size_t>(numel));
+  const kernels::Tensor b =
+      kernels::Tensor::contiguous(const_cast<void*>(base.data), base.dtype, {rows, cols});
+  kernels::Tensor out = kernels::Tensor::contiguous(w.data(), kernels::DType::kF32, {rows, cols});
+  HIPQ_RETURN_IF_ERROR(kernels::cpu::lora_merge(b, views, out).WithContext("LoRA merge of '" + name + "'"));
   return HostTensor::from_f32(std::move(w), base.shape);
 }
 
@@ -126,6 +90,101 @@ Result<HostTensor> LoraMergedSource::get(std::string_view name) const {
   auto it = deltas_.find(name);
   if (it == deltas_.end()) return w;
   return merge_weight(w, it->second, std::string(name));
+}
+
+Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_view name,
+                                                                     kernels::Backend& backend) const {
+  auto it = deltas_.find(name);
+  if (it == deltas_.end()) return base_->get_on_device(name, backend);
+  const std::string n(name);
+  const std::vector<LoraDelta>& deltas = it->second;
+  // The base bits on the device: kept there, or uploaded as stored.
+  HIPQ_ASSIGN_OR_RETURN(std::optional<DeviceWeight> base, base_->get_on_device(name, backend));
+  HostTensor host;  // alive until the upload is done
+  if (!base) {
+    HIPQ_ASSIGN_OR_RETURN(host, base_->get(name));
+    if (!kernels::is_float(host.dtype) || host.dtype == kernels::DType::kF64)
+      return Status::InvalidArgument("LoRA target '" + n + "' is not an f32/f16/bf16 tensor (" + host.describe() +
+                                     ")");
+    base.emplace();
+    HIPQ_ASSIGN_OR_RETURN(base->owned, backend.allocate(host.nbytes));
+    base->tensor = base->owned.tensor(host.dtype, host.shape);
+    HIPQ_RETURN_IF_ERROR(backend.copy_to_device(host.data, base->tensor.data, host.nbytes));
+  }
+  if (host.data != nullptr) {
+    HIPQ_RETURN_IF_ERROR(backend.synchronize());  // the upload belongs to the base's time
+  }
+  const auto merge_start = std::chrono::steady_clock::now();
+  const std::vector<int64_t> shape = base->tensor.shape_vec();
+  const int64_t numel = base->tensor.numel();
+  HIPQ_RETURN_IF_ERROR(check_deltas(shape, numel, deltas, n));
+  const int64_t rows = shape[0];
+  const int64_t cols = rows > 0 ? numel / rows : 0;
+  // The factors as stored, uploaded in one block, then cast to f32 on the
+  // device into another (exact: f16 and bf16 widen to f32 without rounding).
+  const kernels::Location loc =
+      backend.info().name == "cpu" ? kernels::Location::kHost : kernels::Location::kDevice;
+  struct Factor {
+    const HostTensor* host;
+    std::vector<int64_t> shape;  // as the op reads it: up [O, r], down [r, I]
+    size_t raw_at = 0, f32_at = 0;
+  };
+  std::vector<Factor> list;
+  size_t raw_bytes = 0, f32_floats = 0;
+  for (const LoraDelta& d : deltas) {
+    const int64_t rank = d.up.shape[1];
+    list.push_back({&d.up, {rows, rank}});
+    list.push_back({&d.down, {rank, cols}});
+  }
+  for (Factor& f : list) {
+    if (!kernels::is_float(f.host->dtype) || f.host->dtype == kernels::DType::kF64)
+      return Status::InvalidArgument("LoRA factor for '" + n + "' is " + f.host->describe() +
+                                     "; LoRA pairs must be f32, f16 or bf16");
+    f.raw_at = raw_bytes;
+    f.f32_at = f32_floats;
+    raw_bytes += (f.host->nbytes + 255) / 256 * 256;
+    f32_floats += static_cast<size_t>(f.host->numel());
+  }
+  kernels::Buffer raw_block, f32_block;
+  if (f32_floats > 0) {
+    HIPQ_ASSIGN_OR_RETURN(raw_block, backend.allocate(raw_bytes));
+    HIPQ_ASSIGN_OR_RETURN(f32_block, backend.allocate(f32_floats * sizeof(float)));
+  }
+  std::vector<kernels::Tensor> f32_views;
+  for (const Factor& f : list) {
+    char* raw = static_cast<char*>(raw_block.data()) + f.raw_at;
+    float* wide = static_cast<float*>(f32_block.data()) + f.f32_at;
+    kernels::Tensor dst = kernels::Tensor::contiguous(wide, kernels::DType::kF32, f.shape, loc);
+    if (f.host->dtype == kernels::DType::kF32) {
+      HIPQ_RETURN_IF_ERROR(backend.copy_to_device(f.host->data, wide, f.host->nbytes));
+    } else {
+      HIPQ_RETURN_IF_ERROR(backend.copy_to_device(f.host->data, raw, f.host->nbytes));
+      HIPQ_RETURN_IF_ERROR(backend.copy(kernels::Tensor::contiguous(raw, f.host->dtype, f.shape, loc), dst));
+    }
+    f32_views.push_back(dst);
+  }
+  std::vector<kernels::LoraFactors> views;
+  for (size_t l = 0; l < deltas.size(); ++l)
+    views.push_back({f32_views[2 * l], f32_views[2 * l + 1], deltas[l].coefficient});
+  DeviceWeight merged;
+  HIPQ_ASSIGN_OR_RETURN(merged.owned, backend.allocate(static_cast<size_t>(numel) * sizeof(float)));
+  merged.tensor = merged.owned.tensor(kernels::DType::kF32, shape);
+  kernels::Tensor out = merged.tensor.reshape({rows, cols});
+  HIPQ_RETURN_IF_ERROR(
+      backend.lora_merge(base->tensor.reshape({rows, cols}), views, out).WithContext("LoRA merge of '" + n + "'"));
+  // The host factors and staging, and the pool blocks freed below, outlive the work.
+  HIPQ_RETURN_IF_ERROR(backend.synchronize());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - merge_start).count();
+  {
+    std::lock_guard<std::mutex> lock(time_mu_);
+    merge_ms_ += ms;
+  }
+  return std::optional<DeviceWeight>(std::move(merged));
+}
+
+double LoraMergedSource::merge_ms() const {
+  std::lock_guard<std::mutex> lock(time_mu_);
+  return merge_ms_;
 }
 
 }  // namespace hipq::engine::lora

@@ -1,7 +1,10 @@
 #include "engine/lora/lora_rebind.h"
 
+#include <chrono>
 #include <map>
 #include <set>
+
+#include "engine/lora/lora_merge.h"
 
 namespace hipq::engine::lora {
 
@@ -48,6 +51,9 @@ Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const 
   }
   RebindStats stats;
   WeightLoader loader(source, backend, dtype, {}, fp8_linears);
+  const auto* merged = dynamic_cast<const LoraMergedSource*>(&source);
+  const double merge_before = merged != nullptr ? merged->merge_ms() : 0.0;
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& [name, at] : where) {
     HIPQ_RETURN_IF_ERROR(loader.rewrite(*at.first, at.second));
     ++stats.weights;
@@ -57,6 +63,10 @@ Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const 
     stats.device_bytes += p.fp8 ? numel + p.part_shape[0] * static_cast<int64_t>(sizeof(float))
                                 : numel * static_cast<int64_t>(kernels::dtype_size(dtype));
   }
+  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stats.merge_ms = merged != nullptr ? merged->merge_ms() - merge_before : 0.0;
+  stats.base_ms = loader.fetch_ms() - stats.merge_ms;
+  stats.write_ms = total - loader.fetch_ms();
   return stats;
 }
 

@@ -1,13 +1,15 @@
 // Rebinding a loaded model's weights in place for another LoRA set: the
 // weights either set modifies are written again on the device, each from the
 // new set's view of the component (engine/lora/lora_merge.h: the merged f32
-// weight, or the base's own bits for a weight the new set leaves alone),
-// through the path the model's load took (WeightLoader::rewrite: the same
-// cast on the backend, the same layout, the same fp8 codes), so the device
-// holds the bits a fresh load with the new set would. No other tensor is
-// touched; no device memory is allocated beyond one weight's staging at a
-// time; the forms a backend derived from a rewritten block are dropped
-// (Backend::constant_changed). Design and cost: docs/adapters.md, "Switching".
+// weight made on the device by Backend::lora_merge, or the base's own bits for
+// a weight the new set leaves alone), through the path the model's load took
+// (WeightLoader::rewrite: the same cast on the backend, the same layout, the
+// same fp8 codes), so the device holds the bits a fresh load with the new set
+// would. No other tensor is touched; beyond the base bits the sources keep on
+// the device (engine/lora/lora_base_bits.h), nothing allocated stays: one
+// weight's merge at a time; the forms a backend derived from a rewritten
+// block are dropped (Backend::constant_changed). Design and cost:
+// docs/adapters.md, "Switching".
 //
 // Errors: NotFound naming the first weight no parameter of the model holds,
 // before anything is written; then the loader's (WeightLoader::rewrite) and
@@ -31,6 +33,12 @@ namespace hipq::engine::lora {
 struct RebindStats {
   int weights = 0;          // weights written again
   int64_t device_bytes = 0; // their bytes on the device
+  // Host clock, ms: the base bits handed over (device copies, or reads and
+  // uploads), the merges (LoraMergedSource::merge_ms), the writes (cast,
+  // layout, fp8 codes).
+  double base_ms = 0;
+  double merge_ms = 0;
+  double write_ms = 0;
 };
 
 // The weights a switch from the set of signatures `from` to `to` writes

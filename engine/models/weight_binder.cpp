@@ -1,5 +1,6 @@
 #include "engine/models/weight_binder.h"
 
+#include <chrono>
 #include <sstream>
 
 namespace hipq::engine {
@@ -57,22 +58,41 @@ Result<Tensor> SpecRecorder::bind_stacked(const std::vector<std::string>& names,
   return shape_only(shape);
 }
 
-Result<HostTensor> WeightLoader::fetch(const std::string& name, const std::vector<int64_t>& shape) const {
-  HIPQ_ASSIGN_OR_RETURN(HostTensor host, source_.get(name));
-  if (host.shape != shape) {
+Result<WeightLoader::Staged> WeightLoader::fetch(const std::string& name, const std::vector<int64_t>& shape) const {
+  Staged w;
+  const auto start = std::chrono::steady_clock::now();
+  HIPQ_ASSIGN_OR_RETURN(w.device, source_.get_on_device(name, backend_));
+  const std::vector<int64_t> got = w.device ? w.device->tensor.shape_vec() : std::vector<int64_t>();
+  if (!w.device) {
+    HIPQ_ASSIGN_OR_RETURN(w.host, source_.get(name));
+  }
+  fetch_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<int64_t>& have = w.device ? got : w.host.shape;
+  if (have != shape) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' has shape " +
-                                   shape_str(host.shape) + " but the model config expects " +
+                                   shape_str(have) + " but the model config expects " +
                                    shape_str(shape) + " (does config.json match these weights?)");
   }
-  if (!kernels::is_float(host.dtype) || host.dtype == DType::kF64) {
+  if (!kernels::is_float(w.dtype()) || w.dtype() == DType::kF64) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' has dtype " +
-                                   std::string(kernels::dtype_name(host.dtype)) +
+                                   std::string(kernels::dtype_name(w.dtype())) +
                                    "; weights must be f32, f16 or bf16");
   }
-  return host;
+  if (w.device && !w.device->tensor.is_contiguous())
+    return Status::Internal(source_.describe() + ": tensor '" + name + "' came on the device as a strided view");
+  return w;
 }
 
-Status WeightLoader::upload(const HostTensor& host, Tensor dst) {
+Status WeightLoader::upload(const Staged& w, Tensor dst) {
+  if (w.device) {
+    // Made on the device (engine/lora/): the cast (or a copy) from there.
+    const Tensor& src = w.device->tensor;
+    // No wait: no host memory is read, and the source block goes back to the
+    // pool, which orders its next use after this copy on the single stream.
+    if (src.dtype == dst.dtype && dst.is_contiguous()) return backend_.copy_device(src.data, dst.data, src.nbytes());
+    return backend_.copy(src, dst);
+  }
+  const HostTensor& host = w.host;
   if (host.dtype == dtype_) return backend_.copy_to_device(host.data, dst.data, host.nbytes);
   // Cast on the backend: one upload of the stored bytes, no host pass.
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
@@ -90,30 +110,36 @@ void WeightLoader::keep(kernels::Buffer buf, int64_t bytes) {
   buffers_.push_back(std::move(buf));
 }
 
-Status WeightLoader::write(const HostTensor& host, const std::string& name, ParamLayout layout, Tensor dst) {
+Status WeightLoader::write(const Staged& w, const std::string& name, ParamLayout layout, Tensor dst) {
   const std::vector<int64_t> shape = dst.shape_vec();
-  if (layout != ParamLayout::kInterleavedHalves) return upload(host, dst);
+  if (layout != ParamLayout::kInterleavedHalves) return upload(w, dst);
   if (shape.empty() || shape[0] % 2 != 0) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
                                    " cannot have its halves interleaved: dim 0 must be even");
   }
-  // Upload as stored, then one strided copy (with the cast): [2, R/2, rest]
-  // read as [R/2, 2, rest].
-  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer staging, backend_.allocate(host.nbytes));
-  Tensor src = staging.tensor(host.dtype, shape);
-  HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(host.data, src.data, host.nbytes));
+  // As stored on the device (uploaded, or made there), then one strided copy
+  // (with the cast): [2, R/2, rest] read as [R/2, 2, rest].
+  kernels::Buffer staging;
+  Tensor src;
+  if (w.device) {
+    src = w.device->tensor;
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(staging, backend_.allocate(w.host.nbytes));
+    src = staging.tensor(w.host.dtype, shape);
+    HIPQ_RETURN_IF_ERROR(backend_.copy_to_device(w.host.data, src.data, w.host.nbytes));
+  }
   const int64_t half = shape[0] / 2;
-  const int64_t rest = host.numel() / shape[0];
+  const int64_t rest = w.numel() / shape[0];
   Tensor halves = src.reshape({2, half, rest}).permute({1, 0, 2});
   Tensor pairs = dst.reshape({half, 2, rest});
   HIPQ_RETURN_IF_ERROR(backend_.copy(halves, pairs));
-  return backend_.synchronize();
+  return w.device ? Status::Ok() : backend_.synchronize();
 }
 
 Result<kernels::Buffer> WeightLoader::load(const std::string& local, const std::vector<int64_t>& shape,
                                            ParamLayout layout) {
   const std::string name = prefix_ + local;
-  HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, shape));
+  HIPQ_ASSIGN_OR_RETURN(Staged host, fetch(name, shape));
   if (layout == ParamLayout::kInterleavedHalves && (shape.empty() || shape[0] % 2 != 0)) {
     return Status::InvalidArgument(source_.describe() + ": tensor '" + name + "' of shape " + shape_str(shape) +
                                    " cannot have its halves interleaved: dim 0 must be even");
@@ -137,10 +163,10 @@ Result<kernels::Buffer> WeightLoader::load_stacked(const std::vector<std::string
                                                    const std::vector<int64_t>& shape,
                                                    const std::vector<int64_t>& part_shape) {
   // Every part is checked before anything is allocated or uploaded.
-  std::vector<HostTensor> parts;
+  std::vector<Staged> parts;
   parts.reserve(locals.size());
   for (const std::string& local : locals) {
-    HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(prefix_ + local, part_shape));
+    HIPQ_ASSIGN_OR_RETURN(Staged host, fetch(prefix_ + local, part_shape));
     parts.push_back(std::move(host));
   }
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(static_cast<size_t>(parts[0].numel()) *
@@ -200,7 +226,7 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
     return Status::InvalidArgument("rewrite: part " + std::to_string(part) + " of a parameter of " +
                               std::to_string(param.names.size()) + " parts");
   const std::string& name = param.names[part];
-  HIPQ_ASSIGN_OR_RETURN(HostTensor host, fetch(name, param.part_shape));
+  HIPQ_ASSIGN_OR_RETURN(Staged host, fetch(name, param.part_shape));
   const int64_t rows = param.part_shape[0];
   const int64_t first = static_cast<int64_t>(part) * rows;
   // A single name is the whole tensor, with its layout; a stacked part is its rows.

@@ -166,12 +166,23 @@ class WeightLoader : public WeightBinder {
   // (its stored bytes; a 16-bit copy for fp8), one at a time. Errors as
   // bind's; InvalidArgument for a part past the names.
   Status rewrite(const BoundParam& param, size_t part);
+  // Host-clock milliseconds this loader has spent fetching tensors from its
+  // source (reads, device hand-overs and merges: WeightSource::get_on_device).
+  double fetch_ms() const { return fetch_ms_; }
 
  private:
-  // The stored tensor `name` (prefix applied), checked against `shape`.
-  Result<HostTensor> fetch(const std::string& name, const std::vector<int64_t>& shape) const;
-  // Writes `host` into `dst` (same shape) in dst's dtype, casting on the backend.
-  Status upload(const HostTensor& host, kernels::Tensor dst);
+  // A stored tensor as the source hands it over: on the device when the
+  // source makes it there (WeightSource::get_on_device), else on the host.
+  struct Staged {
+    HostTensor host;
+    std::optional<DeviceWeight> device;
+    kernels::DType dtype() const { return device ? device->tensor.dtype : host.dtype; }
+    int64_t numel() const { return device ? device->tensor.numel() : host.numel(); }
+  };
+  // The tensor `name` (prefix applied), checked against `shape`.
+  Result<Staged> fetch(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Writes `w` into `dst` (same shape) in dst's dtype, casting on the backend.
+  Status upload(const Staged& w, kernels::Tensor dst);
   // Takes `buf` as a parameter block: counted, promised constant, kept.
   void keep(kernels::Buffer buf, int64_t bytes);
   // The parameter `name` (`names` stacked) on the device in the model's
@@ -179,7 +190,7 @@ class WeightLoader : public WeightBinder {
   Result<kernels::Buffer> load(const std::string& local, const std::vector<int64_t>& shape, ParamLayout layout);
   // `host` (the stored tensor `name`, fetched) into `dst` (its shape, the
   // model's dtype), laid out as `layout` says.
-  Status write(const HostTensor& host, const std::string& name, ParamLayout layout, kernels::Tensor dst);
+  Status write(const Staged& w, const std::string& name, ParamLayout layout, kernels::Tensor dst);
   Result<kernels::Buffer> load_stacked(const std::vector<std::string>& locals, const std::vector<int64_t>& shape,
                                        const std::vector<int64_t>& part_shape);
 
@@ -192,6 +203,7 @@ class WeightLoader : public WeightBinder {
   std::vector<kernels::Buffer> buffers_;
   std::vector<BoundParam> bound_;
   int64_t bytes_ = 0;
+  mutable double fetch_ms_ = 0;
 };
 
 // The parameters of a model are bound under "prefix." + local name.

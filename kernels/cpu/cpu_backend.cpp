@@ -99,6 +99,9 @@ class CpuBackend final : public Backend {
   Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o) override {
     return cpu::matmul(a, b, out, o);
   }
+  Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out) override {
+    return cpu::lora_merge(base, deltas, out);
+  }
   Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) override {
     return cpu::quantize_fp8_rows(x, codes, scales);
   }

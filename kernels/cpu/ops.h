@@ -18,6 +18,7 @@
 namespace hipq::kernels::cpu {
 
 Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o);
+Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out);
 Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales);
 Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o);
 Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);

@@ -18,6 +18,7 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/geglu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/binary.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scale.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/lora_merge.cpp
   ${CMAKE_CURRENT_LIST_DIR}/concat.cpp
   ${CMAKE_CURRENT_LIST_DIR}/upsample_nearest2x.cpp
   ${CMAKE_CURRENT_LIST_DIR}/timestep_embedding.cpp

@@ -314,6 +314,10 @@ class HipBackend final : public Backend {
     use_device();
     return hip_matmul(ctx_, a, b, out, o);
   }
+  Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out) override {
+    use_device();
+    return hip_lora_merge(ctx_, base, deltas, out);
+  }
   Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) override {
     use_device();
     return hip_quantize_fp8_rows(ctx_, x, codes, scales);

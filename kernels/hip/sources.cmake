@@ -14,6 +14,7 @@ hipq_gpu_sources(hipq_kernels
   ${CMAKE_CURRENT_LIST_DIR}/geglu.hip
   ${CMAKE_CURRENT_LIST_DIR}/binary.hip
   ${CMAKE_CURRENT_LIST_DIR}/scale.hip
+  ${CMAKE_CURRENT_LIST_DIR}/lora_merge.hip
   ${CMAKE_CURRENT_LIST_DIR}/concat.hip
   ${CMAKE_CURRENT_LIST_DIR}/upsample_nearest2x.hip
   ${CMAKE_CURRENT_LIST_DIR}/timestep_embedding.hip

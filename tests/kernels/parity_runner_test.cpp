@@ -43,6 +43,9 @@ class FaultyBackend final : public Backend {
   Status trim_cache() override { return inner_->trim_cache(); }
   Status matmul(const Tensor& a, const Tensor& b, Tensor& o, const MatmulOptions& m) override { return inner_->matmul(a, b, o, m); }
   Status quantize_fp8_rows(const Tensor& x, Tensor& c, Tensor& s) override { return inner_->quantize_fp8_rows(x, c, s); }
+  Status lora_merge(const Tensor& base, std::span<const LoraFactors> d, Tensor& out) override {
+    return inner_->lora_merge(base, d, out);
+  }
   Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& o, const MatmulOptions& m) override {
     return inner_->matmul_fp8(a, b, o, m);
   }

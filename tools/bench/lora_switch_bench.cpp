@@ -7,9 +7,13 @@
 // every Linear of the UNet's transformer blocks and, with --text-encoders,
 // on the text encoders' attention and MLP projections: kohya's default
 // targets), then switches none -> A, A -> B and back --repeats times, and
-// B -> none, each timed to the end of its device work ("switch ms"). The
-// first switch onto a weight reads its base bits once (kept on the host);
-// the later ones read no checkpoint byte.
+// B -> none, each timed to the end of its device work ("switch ms"), with
+// its split ("split ms": reading, hashing and checking the files; handing
+// the base bits to the merge; the merges on the backend; the writes: cast,
+// layout, fp8 codes) and the base bits then on the device. The first switch
+// onto a weight reads its base bits once (kept on the device when the
+// memory plan has room, else on the host); the later ones read no
+// checkpoint byte.
 //   hipq_bench_lora_switch [--model SPEC] [--backend cpu|hip] [--precision fp32|fp16|bf16|fp8]
 //                          [--rank N] [--repeats N] [--text-encoders] [--dir DIR]
 // Defaults: synthetic:tiny-sdxl, cpu, fp32, rank 32, 3 repeats, files in the
@@ -190,6 +194,12 @@ int main(int argc, char** argv) {
     HIPQ_RETURN_IF_ERROR(be.synchronize());
     const double ms = ms_since(s0);
     std::printf("switch ms %.1f (%s)\n", ms, what);
+    const engine::LoraSwitchSplit& sp = (*pipe)->last_lora_switch();
+    std::printf("  split ms: files (read, hash, check) %.1f, base bits %.1f, merge %.1f, rewrite %.1f, other %.1f; "
+                "%d weights; base bits on the device %.1f MB\n",
+                sp.files_ms, sp.base_ms, sp.merge_ms, sp.rewrite_ms,
+                ms - sp.files_ms - sp.base_ms - sp.merge_ms - sp.rewrite_ms, sp.weights,
+                static_cast<double>(sp.device_base_bytes) / 1e6);
     return ms;
   };
   std::vector<double> warm;

@@ -811,9 +811,13 @@ TEST_F(LoraPipelineTest, ASwitchReadsTheCheckpointOnlyForWeightsNeverModifiedBef
   }
   EXPECT_EQ(new_reads(before), targets(set_a));  // first modified: read once, kept
   before = reads();
-  // In place: the switch holds no second copy of any model, only one
-  // weight's f32 staging at a time (the cast to the load precision).
+  // In place: the switch holds no second copy of any model; what stays is
+  // the base bits of the weights set B modifies first, kept on the device
+  // (counted: lora_base_bits_on_device); at a time, one weight's f32 merge
+  // and its factors (smaller than the weight at these ranks).
   const int64_t in_use = backend_->memory_stats().in_use;
+  const int64_t bits_before = pipe.lora_base_bits_on_device();
+  EXPECT_GT(bits_before, 0);
   int64_t largest = 0;
   for (const auto& [name, n] : targets(set_b)) {
     const size_t slash = name.find('/');
@@ -824,8 +828,12 @@ TEST_F(LoraPipelineTest, ASwitchReadsTheCheckpointOnlyForWeightsNeverModifiedBef
     largest = std::max(largest, numel * 4);
   }
   ASSERT_TRUE(pipe.set_loras(set_b).ok());
-  EXPECT_EQ(backend_->memory_stats().in_use, in_use);
-  EXPECT_LE(backend_->memory_stats().peak, in_use + static_cast<int64_t>(backend_->block_bytes(largest)));
+  const int64_t kept = pipe.lora_base_bits_on_device() - bits_before;
+  EXPECT_GT(kept, 0);
+  EXPECT_EQ(backend_->memory_stats().in_use, in_use + kept);
+  EXPECT_LE(backend_->memory_stats().peak, in_use + kept + 2 * static_cast<int64_t>(backend_->block_bytes(largest)));
+  EXPECT_EQ(pipe.last_lora_switch().device_base_bytes, pipe.lora_base_bits_on_device());
+  EXPECT_GT(pipe.last_lora_switch().weights, 0);
   std::map<std::string, int> only_b = targets(set_b);
   for (const auto& [name, n] : targets(set_a)) only_b.erase(name);
   ASSERT_FALSE(only_b.empty());
@@ -842,6 +850,67 @@ TEST_F(LoraPipelineTest, ASwitchReadsTheCheckpointOnlyForWeightsNeverModifiedBef
   auto again = pipe.generate(settings());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->latent, out_b->latent);
+}
+
+// The base bits kept on the device for switches are in every phase of the
+// plan; when a job's plan needs their room they move to the host, and the
+// next switch keeps on the device only what its budget (the pool's bytes
+// less the job's plan) allows. The latents stay those of fresh loads.
+TEST_F(LoraPipelineTest, BaseBitsOnTheDeviceAreInThePlanAndMoveToTheHostWhenAJobNeedsTheRoom) {
+  const fs::path a = write_lora("plan_a.safetensors", "tiny-sdxl", sdxl_layers(), 2100, 4.0f, Style::kKohyaSgm);
+  std::vector<Layer> some(sdxl_layers().begin(), sdxl_layers().begin() + 4);
+  const fs::path b = write_lora("plan_b.safetensors", "tiny-sdxl", some, 2300, 2.0f, Style::kPeft);
+  const std::vector<spec::LoraSpec> set_a = {{a.string(), 0.8f}};
+  const std::vector<spec::LoraSpec> set_b = {{b.string(), 1.1f}};
+  const GenerationOutput fresh_a = run(set_a);
+  const GenerationOutput fresh_b = run(set_b);
+  auto made = kernels::make_backend("cpu");
+  ASSERT_TRUE(made.ok());
+  kernels::Backend& be = **made;
+
+  auto plain = Pipeline::load(model("tiny-sdxl"), be, {});
+  ASSERT_TRUE(plain.ok());
+  auto without = (*plain)->generate(settings());
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->memory_plan.lora_base_bits, 0);
+  plain->reset();
+
+  LoadOptions o;
+  o.loras = set_a;
+  auto p = Pipeline::load(model("tiny-sdxl"), be, o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Pipeline& pipe = **p;
+  const int64_t bits = pipe.lora_base_bits_on_device();
+  ASSERT_GT(bits, 0);  // no memory size known: every modified weight's base bits on the device
+  auto with = pipe.generate(settings());
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->latent, fresh_a.latent);
+  EXPECT_EQ(with->memory_plan.lora_base_bits, bits);
+  EXPECT_EQ(with->memory_plan.text_encode, without->memory_plan.text_encode + bits);
+  EXPECT_EQ(with->memory_plan.denoise, without->memory_plan.denoise + bits);
+  EXPECT_EQ(with->memory_plan.decode, without->memory_plan.decode + bits);
+  EXPECT_EQ(with->memory_plan.weights(), without->memory_plan.weights());
+
+  // A cap one byte short of the plan with them: the job moves them to the host.
+  ASSERT_TRUE(be.set_memory_limit(with->memory_plan.peak() - 1).ok());
+  auto capped = pipe.generate(settings());
+  ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+  EXPECT_EQ(pipe.lora_base_bits_on_device(), 0);
+  EXPECT_EQ(capped->memory_plan.lora_base_bits, 0);
+  EXPECT_EQ(capped->memory_plan.placement, without->memory_plan.placement);
+  EXPECT_EQ(capped->latent, fresh_a.latent);
+  // The next switch's budget is what that job's plan leaves: under a byte
+  // less than all of set A's bits, so not all of them (the rest stays on the host).
+  ASSERT_TRUE(pipe.set_loras(set_b).ok());
+  EXPECT_LT(pipe.lora_base_bits_on_device(), bits);
+  EXPECT_LE(pipe.lora_base_bits_on_device(), with->memory_plan.peak() - 1 - without->memory_plan.peak());
+  auto switched = pipe.generate(settings());
+  ASSERT_TRUE(switched.ok()) << switched.status().ToString();
+  EXPECT_EQ(switched->latent, fresh_b.latent);
+  ASSERT_TRUE(pipe.set_loras(set_a).ok());
+  auto back = pipe.generate(settings());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->latent, fresh_a.latent);
 }
 
 TEST_F(LoraPipelineTest, ErrorsComeFromLoadBeforeAnyDeviceWork) {

@@ -3,6 +3,7 @@
 // the real SDXL shapes at 1024 px. A new or changed kernel lands with cases.
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 
 #include "parity/parity_case.h"
@@ -462,6 +463,78 @@ ParityCase embedding_case(DType dt, DType id_type, std::vector<int64_t> id_shape
   return c;
 }
 
+// lora_merge: base [O, I] in dt (or a conv kernel [O, C, kh, kw] seen as
+// [O, C * kh * kw]) and deltas of the given ranks (f32 factors, LoRA-sized
+// values), out f32.
+ParityCase lora_merge_case(DType dt, std::vector<int64_t> base_shape, std::vector<int64_t> ranks,
+                           const std::vector<float>& coefficients) {
+  std::string tag = dims(base_shape);
+  for (int64_t r : ranks) tag += "_r" + std::to_string(r);
+  ParityCase c = base("lora_merge", dt, tag, false);
+  const int64_t O = base_shape[0];
+  int64_t I = 1;
+  for (size_t d = 1; d < base_shape.size(); ++d) I *= base_shape[d];
+  InputSpec b = input("base", dt, base_shape);
+  b.view = [O, I](const Tensor& t) { return t.reshape({O, I}); };
+  c.inputs = {b};
+  for (size_t l = 0; l < ranks.size(); ++l) {
+    c.inputs.push_back(input("up" + std::to_string(l), DType::kF32, {O, ranks[l]}, -0.1, 0.1));
+    c.inputs.push_back(input("down" + std::to_string(l), DType::kF32, {ranks[l], I}, -0.1, 0.1));
+  }
+  c.out_shape = {O, I};
+  c.out_dtype = DType::kF32;
+  // The output is f32 whatever base's dtype: fp32 rounding only.
+  c.tol = default_tolerance(DType::kF32);
+  c.run = [coefficients](Backend& be, const std::vector<Tensor>& in, Tensor& out) {
+    std::vector<LoraFactors> deltas;
+    for (size_t l = 0; l < coefficients.size(); ++l) deltas.push_back({in[1 + 2 * l], in[2 + 2 * l], coefficients[l]});
+    return be.lora_merge(in[0], deltas, out);
+  };
+  c.reference = [coefficients](const std::vector<Tensor>& in) {
+    std::vector<Tensor> ups, downs;
+    std::vector<double> coefs;
+    for (size_t l = 0; l < coefficients.size(); ++l) {
+      ups.push_back(in[1 + 2 * l]);
+      downs.push_back(in[2 + 2 * l]);
+      coefs.push_back(coefficients[l]);
+    }
+    return ref::lora_merge(in[0], ups, downs, coefs);
+  };
+  return c;
+}
+
+// lora_merge's bits: the order the op defines (kernels/backend.h), every
+// product and sum rounded to fp32 on its own, evaluated here in a plain float
+// loop: every backend must give exactly these bits (tolerance 0), so a fresh
+// load and a switch agree on every backend, and the cpu and hip backends too.
+ParityCase lora_merge_bits_case(DType dt) {
+  const std::vector<float> coefficients = {0.7f, -1.3f};
+  ParityCase c = lora_merge_case(dt, {72, 136}, {20, 3}, coefficients);
+  c.name = "lora_merge_" + std::string(dtype_name(dt)) + "_exact_order_72x136_r20_r3";
+  c.tol = {1e-300, 0.0, 0.0};  // below any fp32 difference: the bits must match
+  c.reference = [coefficients](const std::vector<Tensor>& in) {
+    const Tensor base = in[0];
+    const int64_t O = base.shape[0], I = base.shape[1];
+    auto bits = std::make_shared<std::vector<float>>(static_cast<size_t>(O * I));
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t i = 0; i < I; ++i) {
+        float acc = 0.0f;
+        for (size_t l = 0; l < coefficients.size(); ++l) {
+          const Tensor& up = in[1 + 2 * l];
+          const Tensor& down = in[2 + 2 * l];
+          for (int64_t k = 0; k < up.shape[1]; ++k) {
+            const float a = coefficients[l] * static_cast<float>(ref::at(up, {o, k}));
+            const float p = a * static_cast<float>(ref::at(down, {k, i}));
+            acc = acc + p;
+          }
+        }
+        (*bits)[static_cast<size_t>(o * I + i)] = static_cast<float>(ref::at(base, {o, i})) + acc;
+      }
+    return ElementFn([bits](int64_t i) { return static_cast<double>((*bits)[static_cast<size_t>(i)]); });
+  };
+  return c;
+}
+
 // copy: src dtype -> dst dtype through a view (permute / slice / transpose).
 ParityCase copy_case(DType src_dt, DType dst_dt, const std::string& tag, std::vector<int64_t> alloc,
                      std::function<Tensor(const Tensor&)> view, std::vector<int64_t> out_shape) {
@@ -680,6 +753,15 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(embedding_case(dt, DType::kI32, {2, 77}, 1000, 64));
     v.push_back(embedding_case(dt, DType::kI64, {5}, 17, 9));
 
+    // lora_merge: ranks 4 and 32 (a partial and two whole 16-rank steps),
+    // edges that are no multiple of the 64 x 64 tile, two deltas of unequal
+    // ranks, a 3x3 conv kernel (LoCon), no delta at all.
+    v.push_back(lora_merge_case(dt, {70, 45}, {4}, {0.75f}));
+    v.push_back(lora_merge_case(dt, {130, 200}, {32}, {0.5f}));
+    v.push_back(lora_merge_case(dt, {96, 80}, {32, 4}, {1.0f, -0.6f}));
+    v.push_back(lora_merge_case(dt, {40, 24, 3, 3}, {8}, {0.8f}));
+    v.push_back(lora_merge_case(dt, {17, 33}, {}, {}));
+    v.push_back(lora_merge_bits_case(dt));
     v.push_back(fill_case(dt, {3, 5, 7}, 0.3f));
     v.push_back(parity_sums_case(dt, {37, 29}, false));
     v.push_back(parity_sums_case(dt, {16, 9}, true));

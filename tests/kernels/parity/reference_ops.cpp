@@ -395,6 +395,21 @@ ElementFn embedding(const Tensor& ids, const Tensor& table) {
   };
 }
 
+ElementFn lora_merge(const Tensor& base, const std::vector<Tensor>& ups, const std::vector<Tensor>& downs,
+                     const std::vector<double>& coefficients) {
+  const int64_t I = base.shape[1];
+  return [=](int64_t i) {
+    const int64_t o = i / I, col = i % I;
+    double v = at(base, {o, col});
+    for (size_t l = 0; l < ups.size(); ++l) {
+      double s = 0;
+      for (int64_t k = 0; k < ups[l].shape[1]; ++k) s += at(ups[l], {o, k}) * at(downs[l], {k, col});
+      v += coefficients[l] * s;
+    }
+    return v;
+  };
+}
+
 ElementFn parity_sums(const Tensor& a, const Tensor& b) {
   auto r = std::make_shared<std::vector<double>>(8, 0.0);
   const int64_t n = a.numel();

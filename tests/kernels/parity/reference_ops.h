@@ -45,6 +45,9 @@ ElementFn concat(const std::vector<Tensor>& xs, int dim, const std::vector<int64
 ElementFn upsample_nearest2x(const Tensor& x);
 ElementFn timestep_embedding(const Tensor& t, const TimestepEmbeddingOptions& o);
 ElementFn embedding(const Tensor& ids, const Tensor& table);
+// lora_merge: base [O, I] (a view) + sum over l of coefficients[l] * ups[l] @ downs[l], in fp64.
+ElementFn lora_merge(const Tensor& base, const std::vector<Tensor>& ups, const std::vector<Tensor>& downs,
+                     const std::vector<double>& coefficients);
 // Flat [8]: dot, norm_a2, norm_b2, sum_sq_diff, max_abs_diff, nonfinite_a, nonfinite_b, count.
 ElementFn parity_sums(const Tensor& a, const Tensor& b);
 
