@@ -381,6 +381,9 @@ class HipPlanDevice final : public kernels::Backend {
                     const kernels::MatmulOptions&) override {
     return none();
   }
+  Status lora_merge(const kernels::Tensor&, std::span<const kernels::LoraFactors>, kernels::Tensor&) override {
+    return none();
+  }
   Status conv2d(const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&, const kernels::Conv2dOptions&) override {
     return none();
   }
