@@ -150,6 +150,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   const int64_t batch = s.guidance > 1.0f ? 2 : 1;
   // One model's weights and the activations of its UNet and text encoders.
   int64_t largest_text = 0;  // the largest single text encoder's weights (the low placement holds one at a time)
+  int64_t text_staging = 0;  // an encoder's load: the cast's staging block (ModelShapes::text_staging)
   struct ModelNeeds {
     int64_t unet_act = 0, fixed = 0, text_act = 0;
   };
@@ -165,6 +166,8 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
       const int64_t bytes = param_bytes(specs, dtype, backend).all;
       plan.text_weights += bytes;
       largest_text = std::max(largest_text, bytes);
+      if (m.text_staging > 0)
+        text_staging = std::max(text_staging, static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(m.text_staging))));
     }
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(m.vae));
     plan.vae_weights += param_bytes(vae_specs, vae_dt, backend, "decoder.", "post_quant_conv.").all;
@@ -245,7 +248,10 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   const int64_t resident_text = p == Placement::kLow ? 0 : plan.text_weights;
   const int64_t resident_encoder = p == Placement::kLow ? 0 : plan.vae_encoder_weights;
   const int64_t text_held = p == Placement::kLow ? largest_text : plan.text_weights;
-  plan.text_encode = plan.unet_weights + plan.vae_weights + text_held + resident_encoder + text_act + fixed;
+  // The encoders are loaded in this phase when the low placement (or a job
+  // after one) runs: the staging of a cast load beside the activations.
+  plan.text_encode =
+      plan.unet_weights + plan.vae_weights + text_held + resident_encoder + std::max(text_act, text_staging) + fixed;
   if (!s.init_image.empty())
     plan.image_encode =
         plan.unet_weights + plan.vae_weights + resident_text + plan.vae_encoder_weights + enc_act + fixed;

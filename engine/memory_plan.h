@@ -56,6 +56,11 @@ struct ModelShapes {
   // The text encoders the model has, in order (SDXL refiner: only the second).
   std::vector<ClipTextConfig> text_encoders;
   VaeConfig vae;
+  // The stored bytes of the largest text-encoder tensor stored in another
+  // dtype than the one it is loaded in (0 when none): loading it stages those
+  // bytes on the device before the cast (WeightLoader::upload), and the low
+  // placement loads its encoders during the job. The pipeline sets it.
+  int64_t text_staging = 0;
   // ---- LoRA switches (engine/lora/lora_base_bits.h) ----
   // Device bytes (the backend's blocks) holding the base bits of weights a
   // LoRA set modifies, kept so a switch restores and merges them without an

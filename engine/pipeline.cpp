@@ -286,6 +286,13 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
       HIPQ_ASSIGN_OR_RETURN(ccfg, ClipTextConfig::from_weights(*w));
     }
     sh.text_encoders.push_back(std::move(ccfg));
+    for (const std::string& name : w->names()) {
+      HIPQ_ASSIGN_OR_RETURN(TensorMeta meta, w->meta(name));
+      if (meta.dtype == dtype) continue;
+      int64_t n = 1;
+      for (int64_t d : meta.shape) n *= d;
+      sh.text_staging = std::max(sh.text_staging, n * static_cast<int64_t>(kernels::dtype_size(meta.dtype)));
+    }
   }
   if (family == "sdxl") {
     // add_embedding's input: the pooled text of encoder 2 and the time ids
@@ -930,7 +937,12 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
   if (rf) HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
-  // The low placement holds one text encoder at a time, only while it encodes.
+  // The low placement holds one text encoder at a time, only while it encodes:
+  // those a standard job left loaded (the base's and the refiner's) go first.
+  if (low) {
+    im.release_text_encoders();
+    if (rf) rf->release_text_encoders();
+  }
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg, /*one_at_a_time=*/low));
   if (low) im.release_text_encoders();
   std::optional<Impl::TextConditioning> refiner_text;

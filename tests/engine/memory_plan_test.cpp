@@ -625,6 +625,31 @@ TEST_F(PlacementPipelineTest, ALowPlacementDecodesWholeInBf16WhenFp32DoesNotFitA
   EXPECT_EQ(again->latent, standard->latent);
 }
 
+// A worker that ran a standard job holds every text encoder; its next job,
+// planned in the low placement (one encoder at a time), must not find them
+// still loaded when it encodes: at a size where the text encode is the low
+// plan's peak, a cap at that peak holds the job.
+TEST_F(PlacementPipelineTest, ALowJobAfterAStandardOneEncodesWithinItsPlan) {
+  spec::GenerationSettings s = job();
+  s.width = 64;
+  s.height = 64;
+  auto standard = pipeline_->generate(s);
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  ASSERT_EQ(standard->memory_plan.placement, Placement::kStandard);
+
+  const MemoryPlan low = plan_memory(pipeline_->model_shapes(), s, Placement::kLow, *be_).value();
+  ASSERT_EQ(low.text_encode, low.peak()) << low.describe();
+  ASSERT_TRUE(be_->set_memory_limit(low.peak()).ok());
+  // Every allocation of the job is checked against the cap (the encoders the
+  // standard job left count until they are released, so the job's recorded
+  // peak may include them; no new block may pass the cap).
+  auto out = pipeline_->generate(s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_TRUE(be_->set_memory_limit(0).ok());
+}
+
 TEST_F(PlacementPipelineTest, AnAllocationPastTheCapFailsAsOutOfMemory) {
   ASSERT_TRUE(be_->set_memory_limit(be_->bytes_in_use() + 4096).ok());
   auto small = be_->allocate(1024);
