@@ -385,8 +385,11 @@ Status Pipeline::Impl::fit_lora_base_bits(const spec::GenerationSettings& s, con
   without.lora_base_bits = 0;
   auto with_bits = choose_placement(shapes, s, options.placement, *backend, refiner);
   auto alone = choose_placement(without, s, options.placement, *backend, refiner);
+  // Kept only where they change nothing the job computes: the placement, the
+  // decode's tiles and its dtype (the low placement's bf16 whole decode).
   if (!with_bits.ok() || (alone.ok() && (with_bits->placement != alone->placement ||
-                                         with_bits->vae_tile != alone->vae_tile))) {
+                                         with_bits->vae_tile != alone->vae_tile ||
+                                         with_bits->vae_dtype != alone->vae_dtype))) {
     for (const char* key : {"unet", kTextEncoderKeys[0], kTextEncoderKeys[1]}) {
       auto it = base.weights.find(key);
       if (it == base.weights.end()) continue;
@@ -1178,6 +1181,7 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                       {"image_encode_bytes", out.memory_plan.image_encode},
                       {"denoise_bytes", out.memory_plan.denoise},
                       {"decode_bytes", out.memory_plan.decode},
+                      {"lora_base_bits_bytes", out.memory_plan.lora_base_bits},
                       {"usable_bytes", out.memory_plan.usable},
                       {"runtime_bytes", out.memory_plan.runtime}};
   j["settings"] = settings.to_json();

@@ -890,6 +890,8 @@ TEST_F(LoraPipelineTest, BaseBitsOnTheDeviceAreInThePlanAndMoveToTheHostWhenAJob
   EXPECT_EQ(with->memory_plan.denoise, without->memory_plan.denoise + bits);
   EXPECT_EQ(with->memory_plan.decode, without->memory_plan.decode + bits);
   EXPECT_EQ(with->memory_plan.weights(), without->memory_plan.weights());
+  EXPECT_EQ(timings_json(*with, settings(), OutputInfo{})["memory_plan"]["lora_base_bits_bytes"], bits);
+  EXPECT_EQ(timings_json(*without, settings(), OutputInfo{})["memory_plan"]["lora_base_bits_bytes"], 0);
 
   // A cap one byte short of the plan with them: the job moves them to the host.
   ASSERT_TRUE(be.set_memory_limit(with->memory_plan.peak() - 1).ok());
@@ -911,6 +913,48 @@ TEST_F(LoraPipelineTest, BaseBitsOnTheDeviceAreInThePlanAndMoveToTheHostWhenAJob
   auto back = pipe.generate(settings());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->latent, fresh_a.latent);
+}
+
+// Base bits kept on the device must not change how the job decodes: under a
+// cap where the low placement decodes whole in f32 without them but would
+// fall to the bf16 whole decode with them, they go to the host and the image
+// is the one a pipeline without them makes.
+TEST_F(LoraPipelineTest, BaseBitsOnTheDeviceNeverChangeTheDecodesDtype) {
+  const fs::path a = write_lora("dtype_a.safetensors", "tiny-sdxl", sdxl_layers(), 2500, 4.0f, Style::kKohyaSgm);
+  auto made = kernels::make_backend("cpu");
+  ASSERT_TRUE(made.ok());
+  kernels::Backend& be = **made;
+  LoadOptions o;
+  o.loras = {{a.string(), 0.8f}};
+  auto p = Pipeline::load(model("tiny-sdxl"), be, o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Pipeline& pipe = **p;
+  spec::GenerationSettings s = settings();
+  s.precision = "fp16";
+  s.width = 192;
+  s.height = 128;
+  auto free_run = pipe.generate(s);  // no cap: the standard placement, fp32 decode
+  ASSERT_TRUE(free_run.ok()) << free_run.status().ToString();
+  const int64_t bits = pipe.lora_base_bits_on_device();
+  ASSERT_GT(bits, 0);
+  ModelShapes without = pipe.model_shapes();
+  without.lora_base_bits = 0;
+  ModelShapes with = without;
+  with.lora_base_bits = bits;
+  const MemoryPlan low_alone = plan_memory(without, s, Placement::kLow, be).value();
+  const MemoryPlan low_with = plan_memory(with, s, Placement::kLow, be).value();
+  ASSERT_EQ(low_alone.vae_dtype, kernels::DType::kF32);
+  ASSERT_GT(low_with.peak(), low_alone.peak());
+  ASSERT_TRUE(be.set_memory_limit(low_alone.peak()).ok());
+  auto capped = pipe.generate(s);
+  ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+  EXPECT_EQ(capped->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(capped->memory_plan.vae_dtype, kernels::DType::kF32) << capped->memory_plan.describe();
+  EXPECT_EQ(capped->memory_plan.lora_base_bits, 0);
+  EXPECT_EQ(pipe.lora_base_bits_on_device(), 0);
+  EXPECT_EQ(capped->latent, free_run->latent);
+  EXPECT_EQ(capped->rgb, free_run->rgb);
+  ASSERT_TRUE(be.set_memory_limit(0).ok());
 }
 
 TEST_F(LoraPipelineTest, ErrorsComeFromLoadBeforeAnyDeviceWork) {
