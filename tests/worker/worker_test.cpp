@@ -76,7 +76,10 @@ TEST(Worker, ResendsAnUnacknowledgedResultUntilItIsAcknowledged) {
   WorkerOptions o;
   o.endpoint = coord.endpoint();
   o.worker_id = "test/sleep0";
-  o.heartbeat = 100ms;
+  // The scripted coordinator sends no heartbeats: the worker's silence window
+  // (3 heartbeats, 1.2 s) must outlast the resend (300 ms) and the start-up of
+  // the connection under a sanitizer's slowdown.
+  o.heartbeat = 400ms;
   o.report_resend = 300ms;
   Worker w(ctx, o, engine);
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
