@@ -34,9 +34,12 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
+Location Buffer::location() const {
+  return (owner_ && owner_->info().name != "cpu") ? Location::kDevice : Location::kHost;
+}
+
 Tensor Buffer::tensor(DType dtype, const std::vector<int64_t>& shape) const {
-  Location loc = (owner_ && owner_->info().name != "cpu") ? Location::kDevice : Location::kHost;
-  Tensor t = Tensor::contiguous(data_, dtype, shape, loc);
+  Tensor t = Tensor::contiguous(data_, dtype, shape, location());
   HIPQ_CHECK(t.nbytes() <= bytes_);
   return t;
 }

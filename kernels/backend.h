@@ -53,6 +53,8 @@ class Buffer {
   size_t bytes() const { return bytes_; }
   // A contiguous tensor over this buffer (checks that it fits).
   Tensor tensor(DType dtype, const std::vector<int64_t>& shape) const;
+  // Where its memory is: the device's, or the host's (the cpu backend).
+  Location location() const;
 
  private:
   Backend* owner_ = nullptr;

@@ -34,13 +34,16 @@ Status check_deltas(const std::vector<int64_t>& shape, int64_t numel, const std:
   return Status::Ok();
 }
 
+// A LoRA merge reads f32, f16 or bf16 (a weight or a factor): InvalidArgument otherwise.
+Status check_merge_dtype(const HostTensor& t, const std::string& what) {
+  if (kernels::is_float(t.dtype) && t.dtype != kernels::DType::kF64) return Status::Ok();
+  return Status::InvalidArgument(what + " is not an f32/f16/bf16 tensor (" + t.describe() + ")");
+}
+
 }  // namespace
 
 Result<HostTensor> merge_weight(const HostTensor& base, const std::vector<LoraDelta>& deltas, const std::string& name) {
-  if (!kernels::is_float(base.dtype) || base.dtype == kernels::DType::kF64) {
-    return Status::InvalidArgument("LoRA target '" + name + "' is not an f32/f16/bf16 tensor (" + base.describe() +
-                                   ")");
-  }
+  HIPQ_RETURN_IF_ERROR(check_merge_dtype(base, "LoRA target '" + name + "'"));
   const int64_t numel = base.numel();
   HIPQ_RETURN_IF_ERROR(check_deltas(base.shape, numel, deltas, name));
   // The cpu backend's op over host views: the bits get_on_device() gives.
@@ -103,9 +106,7 @@ Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_
   HostTensor host;  // alive until the upload is done
   if (!base) {
     HIPQ_ASSIGN_OR_RETURN(host, base_->get(name));
-    if (!kernels::is_float(host.dtype) || host.dtype == kernels::DType::kF64)
-      return Status::InvalidArgument("LoRA target '" + n + "' is not an f32/f16/bf16 tensor (" + host.describe() +
-                                     ")");
+    HIPQ_RETURN_IF_ERROR(check_merge_dtype(host, "LoRA target '" + n + "'"));
     base.emplace();
     HIPQ_ASSIGN_OR_RETURN(base->owned, backend.allocate(host.nbytes));
     base->tensor = base->owned.tensor(host.dtype, host.shape);
@@ -122,8 +123,6 @@ Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_
   const int64_t cols = rows > 0 ? numel / rows : 0;
   // The factors as stored, uploaded in one block, then cast to f32 on the
   // device into another (exact: f16 and bf16 widen to f32 without rounding).
-  const kernels::Location loc =
-      backend.info().name == "cpu" ? kernels::Location::kHost : kernels::Location::kDevice;
   struct Factor {
     const HostTensor* host;
     std::vector<int64_t> shape;  // as the op reads it: up [O, r], down [r, I]
@@ -137,9 +136,7 @@ Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_
     list.push_back({&d.down, {rank, cols}});
   }
   for (Factor& f : list) {
-    if (!kernels::is_float(f.host->dtype) || f.host->dtype == kernels::DType::kF64)
-      return Status::InvalidArgument("LoRA factor for '" + n + "' is " + f.host->describe() +
-                                     "; LoRA pairs must be f32, f16 or bf16");
+    HIPQ_RETURN_IF_ERROR(check_merge_dtype(*f.host, "LoRA factor for '" + n + "'"));
     f.raw_at = raw_bytes;
     f.f32_at = f32_floats;
     raw_bytes += (f.host->nbytes + 255) / 256 * 256;
@@ -150,6 +147,7 @@ Result<std::optional<DeviceWeight>> LoraMergedSource::get_on_device(std::string_
     HIPQ_ASSIGN_OR_RETURN(raw_block, backend.allocate(raw_bytes));
     HIPQ_ASSIGN_OR_RETURN(f32_block, backend.allocate(f32_floats * sizeof(float)));
   }
+  const kernels::Location loc = f32_block.location();
   std::vector<kernels::Tensor> f32_views;
   for (const Factor& f : list) {
     char* raw = static_cast<char*>(raw_block.data()) + f.raw_at;
