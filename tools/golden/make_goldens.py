@@ -37,6 +37,7 @@ SDXL refiner (docs/pipeline.md, "Refiner"):
   make_goldens.py --model tiny-sdxl/ --refiner tiny-sdxl-refiner/ --jobs jobs-refiner.json --out goldens/
 """
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -343,6 +344,33 @@ def aesthetic_kwargs(r):
             "negative_aesthetic_score": float(golden_key.as_float32(r["negative_aesthetic_score"]))}
 
 
+@contextlib.contextmanager
+def img2img_noise_drawn_in(run, job_dtype, is_img2img):
+    """An img2img job's noise as the job's precision draws it, whatever the reference computes in.
+
+    The img2img pipelines' prepare_latents draws the noise added to the encoded init image with
+    randn_tensor in the pipeline's dtype; with --compute-precision fp32 for an fp16/bf16 job the
+    reference must start from the job's draw (in its dtype, then cast), as the text-to-image
+    reference does with `latents`. SDXL encodes the init image in fp32 whatever the precision
+    (force_upcast), so the encoder's own draw is the same on both sides. A base + refiner job's
+    refiner stage (denoising_start) adds no noise; its base stage gets `latents`."""
+    module = sys.modules[type(run).__module__]
+    original = getattr(module, "randn_tensor", None)
+    if not is_img2img or original is None:
+        yield
+        return
+
+    def drawn_in_job_dtype(shape, generator=None, device=None, dtype=None, layout=None):
+        noise = original(shape, generator=generator, device=device, dtype=job_dtype, layout=layout)
+        return noise.to(dtype) if dtype is not None else noise
+
+    module.randn_tensor = drawn_in_job_dtype
+    try:
+        yield
+    finally:
+        module.randn_tensor = original
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="diffusers folder (from `hipq weights export`)")
@@ -430,9 +458,6 @@ def main():
             job = dict(job, loras=cli_loras)
         s = golden_key.full_settings(job)
         r = refiner_settings(job)
-        if r["refiner"] or pipeline_class_name == refiner_class:
-            if args.compute_precision and args.compute_precision != s["precision"]:
-                sys.exit("make_goldens: refiner goldens compute in the job's own precision (no --compute-precision)")
         if r["refiner"] and not args.refiner_folder:
             sys.exit("make_goldens: job %d names refiner %s: give its exported folder with --refiner" %
                      (n + 1, r["refiner"]))
@@ -477,8 +502,10 @@ def main():
         if s.get("init_image"):
             # img2img (docs/pipeline.md, "img2img"): the init image as diffusers' load_image gives it
             # (PIL, convert("RGB")), of exactly the job's size: hipq never resizes.
-            if precision != s["precision"]:
-                sys.exit("make_goldens: img2img goldens compute in the job's own precision (no --compute-precision)")
+            if precision != s["precision"] and pipeline_class_name == "StableDiffusionPipeline":
+                # SD 2.x encodes the init image in the pipeline's dtype, so the encoder's own draw
+                # (latent_dist.sample) would differ between the job and the reference.
+                sys.exit("make_goldens: SD img2img goldens compute in the job's own precision (no --compute-precision)")
             from diffusers.utils import load_image
             init_image = load_image(s["init_image"])
             if init_image.size != (w, h):
@@ -522,7 +549,7 @@ def main():
                          guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
                          generator=generator, output_type="latent")
         t0 = time.time()
-        with torch.no_grad():
+        with torch.no_grad(), img2img_noise_drawn_in(run, dtypes[s["precision"]], init_image is not None):
             latents = run(prompt=s["prompt"], **common_kw, **extra).images
             if r["refiner"]:
                 latents = decoder(prompt=s["prompt"], image=latents, denoising_start=switch, **common_kw,
