@@ -153,6 +153,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   int64_t text_staging = 0;  // an encoder's load: the cast's staging block (ModelShapes::text_staging)
   struct ModelNeeds {
     int64_t unet_act = 0, fixed = 0, text_act = 0;
+    int64_t conditioning = 0;  // the prompt's embeddings, held until the job ends
   };
   auto add_model = [&](const ModelShapes& m) -> Result<ModelNeeds> {
     ModelNeeds n;
@@ -180,9 +181,15 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     for (const ParamSpec& p : unet_specs)
       if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
         n.fixed += 2 * batch * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
-    for (const ClipTextConfig& c : m.text_encoders)
+    int64_t pooled = 0;
+    for (const ClipTextConfig& c : m.text_encoders) {
       n.text_act = std::max(n.text_act, kTextActivationRows * batch * ClipTokenizer::kMaxLength *
                                             std::max(c.intermediate_size, c.hidden_size) * 4);
+      pooled = std::max(pooled, c.projection_dim);
+    }
+    auto block = [&](int64_t bytes) { return static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(bytes))); };
+    n.conditioning = block(batch * ClipTokenizer::kMaxLength * m.unet.cross_attention_dim * dsize(dtype)) +
+                     block(batch * pooled * dsize(dtype));
     return n;
   };
   HIPQ_ASSIGN_OR_RETURN(ModelNeeds needs, add_model(shapes));
@@ -193,6 +200,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     needs.unet_act = std::max(needs.unet_act, r.unet_act);
     needs.fixed = std::max(needs.fixed, r.fixed);
     needs.text_act = std::max(needs.text_act, r.text_act);
+    needs.conditioning += r.conditioning;  // both models' embeddings are held to the end
   }
   const int64_t unet_act = needs.unet_act, fixed = needs.fixed, text_act = needs.text_act;
 
@@ -250,14 +258,24 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   const int64_t text_held = p == Placement::kLow ? largest_text : plan.text_weights;
   // The encoders are loaded in this phase when the low placement (or a job
   // after one) runs: the staging of a cast load beside the activations.
-  plan.text_encode =
-      plan.unet_weights + plan.vae_weights + text_held + resident_encoder + std::max(text_act, text_staging) + fixed;
+  // Before the denoise none of the step's buffers exist (UNetStep makes them,
+  // its context k | v too): the text encode holds the embeddings it writes,
+  // the image encode those and its own activations.
+  const int64_t conditioning = needs.conditioning;
+  plan.text_encode = plan.unet_weights + plan.vae_weights + text_held + resident_encoder +
+                     std::max(text_act, text_staging) + conditioning;
   if (!s.init_image.empty())
     plan.image_encode =
-        plan.unet_weights + plan.vae_weights + resident_text + plan.vae_encoder_weights + enc_act + fixed;
+        plan.unet_weights + plan.vae_weights + resident_text + plan.vae_encoder_weights + enc_act + conditioning;
   plan.denoise =
       plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + plan.weight_forms + unet_act + fixed;
-  plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + fixed;
+  // The decode finds none of the step's buffers (UNetStep, its context k | v
+  // and the sampler's are freed with the loop, the cache trimmed): only the
+  // latents (f32) and the prompt's embeddings stay beside the weights.
+  const int64_t decode_resident =
+      conditioning +
+      static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(shapes.unet.in_channels * lh * lw * 4)));
+  plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + decode_resident;
   // ---- LoRA switches: base bits held on the device, in every phase ----
   plan.lora_base_bits = shapes.lora_base_bits + (refiner != nullptr ? refiner->lora_base_bits : 0);
   plan.text_encode += plan.lora_base_bits;

@@ -18,6 +18,7 @@
 #include "engine/guidance.h"
 #include "engine/img2img.h"
 #include "engine/lora/lora_base_bits.h"
+#include "engine/phase_peaks.h"
 #include "engine/lora/lora_rebind.h"
 #include "engine/refiner.h"
 #include "engine/models/vae_encoder.h"
@@ -865,6 +866,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   out.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
   if (rf) out.warm = out.warm && !rf->pending_load.has_value() && rf->loaded_precision == s.precision;
   be.reset_peak();
+  PhasePeaks peaks(be);  // each phase's peak beside its plan (timings.json phase_peak_bytes)
   if (im.loaded_precision != s.precision) {
     HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
   }
@@ -946,6 +948,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     im.release_text_encoders();
     if (rf) rf->release_text_encoders();
   }
+  peaks.begin();  // the phase's peak from the bytes its plan starts from
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg, /*one_at_a_time=*/low));
   if (low) im.release_text_encoders();
   std::optional<Impl::TextConditioning> refiner_text;
@@ -958,6 +961,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_RETURN_IF_ERROR(model_timer.end());
   }
   HIPQ_RETURN_IF_ERROR(timer.end());
+  peaks.end(std::string(spec::kPhaseTextEncode));
 
   // diffusers draws the noise in the pipeline's dtype (prepare_latents: dtype of
   // the prompt embeddings), and torch's CPU generator gives a different
@@ -973,6 +977,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   std::vector<float> start;
   if (img2img) {
     HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseImageEncode)));
+    peaks.begin();
     // get_timesteps: the last int(steps * strength) steps of the schedule,
     // the sampler starting from the noised image latent.
     const int t_start = strength_start_index(s.steps, s.strength);
@@ -986,6 +991,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     if (low) im.vae_encoder.reset();
     HIPQ_ASSIGN_OR_RETURN(schedule, cut_schedule(schedule, t_start));
     HIPQ_RETURN_IF_ERROR(timer.end());
+    peaks.end(std::string(spec::kPhaseImageEncode));
     if (cancelled()) return Status::Cancelled("generation cancelled before denoising");
   } else {
     start = generator.randn(latent_numel, noise_dtype);
@@ -1005,6 +1011,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   run.total_steps = out.model_calls;
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
+  peaks.begin();
   if (rf) {
     run.model = "base";
     HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseDenoise)));
@@ -1026,6 +1033,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_RETURN_IF_ERROR(model_timer.end());
   }
   HIPQ_RETURN_IF_ERROR(timer.end());
+  peaks.end(std::string(spec::kPhaseDenoise));
   // The decode needs none of the step's blocks: the graph's reservation, the
   // activations' cached blocks and the conv weights' kept forms (made again
   // by the next job's first step) go back to the device before it starts.
@@ -1037,6 +1045,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   if (cancelled()) return Status::Cancelled("generation cancelled before decoding");
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDecode)));
+  peaks.begin();
   {
     const VaeConfig& vc = decoder.vae->config();
     std::vector<float> scaled(out.latent.size());
@@ -1045,6 +1054,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
     HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile));
+    peaks.end(std::string(spec::kPhaseDecode));
     // Nor does the next job's denoise need the decode's full-size blocks.
     HIPQ_RETURN_IF_ERROR(be.trim_cache());
     spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
@@ -1061,7 +1071,8 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     // text_encode base, text_encode refiner, denoise base, denoise refiner.
     for (size_t i = 0; i < shares.size(); ++i) out.model_phases.push_back({i % 2 == 0 ? "base" : "refiner", shares[i]});
   }
-  out.peak_memory_bytes = be.peak_bytes();
+  out.peak_memory_bytes = peaks.job_peak();
+  out.phase_peaks = peaks.phases();
   return out;
 }
 
@@ -1168,6 +1179,9 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                     {"refiner_start", r.refiner_start}};
   }
   j["peak_memory_bytes"] = out.peak_memory_bytes;
+  nlohmann::json phase_peaks = nlohmann::json::object();
+  for (const PhasePeak& p : out.phase_peaks) phase_peaks[p.phase] = p.bytes;
+  j["phase_peak_bytes"] = std::move(phase_peaks);
   j["warm"] = out.warm;
   j["denoise"] = {{"unet_batch", out.unet_batch},
                   {"model_calls", out.model_calls},

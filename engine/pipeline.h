@@ -49,6 +49,7 @@
 #include "base/status.h"
 #include "engine/lora/lora_set.h"
 #include "engine/memory_plan.h"
+#include "engine/phase_peaks.h"
 #include "engine/phase_timer.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
@@ -114,6 +115,9 @@ struct GenerationOutput {
   std::vector<ModelPhaseTiming> model_phases;
   std::optional<RefinerSplit> refiner;
   int64_t peak_memory_bytes = 0;         // backend peak during this generate()
+  // Each phase's peak (text_encode, image_encode, denoise, decode), to set
+  // against memory_plan's moment of that phase.
+  std::vector<PhasePeak> phase_peaks;
   bool warm = false;                     // models were already loaded
   // The placement it ran in and its plan (engine/memory_plan.h).
   MemoryPlan memory_plan;

@@ -150,6 +150,15 @@ TEST_F(JobTest, WithoutAGoldenWritesEveryOutputAndJudgesNoGolden) {
   EXPECT_EQ(t["memory_plan"]["placement"], "standard");
   EXPECT_GT(t["memory_plan"]["peak_bytes"].get<int64_t>(), 0);
   EXPECT_GE(t["memory_plan"]["peak_bytes"].get<int64_t>(), t["peak_memory_bytes"].get<int64_t>());
+  // Each phase's measured peak, beside the plan's moment of that phase.
+  for (const char* phase : {"text_encode", "denoise", "decode"}) {
+    SCOPED_TRACE(phase);
+    ASSERT_TRUE(t["phase_peak_bytes"].contains(phase)) << t["phase_peak_bytes"].dump();
+    EXPECT_GT(t["phase_peak_bytes"][phase].get<int64_t>(), 0);
+    EXPECT_LE(t["phase_peak_bytes"][phase].get<int64_t>(), t["peak_memory_bytes"].get<int64_t>());
+    EXPECT_LE(t["phase_peak_bytes"][phase].get<int64_t>(),
+              t["memory_plan"][std::string(phase) + "_bytes"].get<int64_t>());
+  }
 }
 
 TEST_F(JobTest, AGoldenOfTheSameRunIsFoundByKeyAndPasses) {

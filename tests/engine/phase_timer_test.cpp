@@ -1,8 +1,11 @@
 #include "engine/phase_timer.h"
+#include "engine/phase_peaks.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
+
+#include "kernels/backend.h"
 
 namespace hipq::engine {
 namespace {
@@ -47,6 +50,49 @@ TEST(PhaseTimerTest, UsesBackendEventsWhenGiven) {
   auto phases = t.finish();
   ASSERT_TRUE(phases.ok()) << phases.status().ToString();
   EXPECT_GE((*phases)[0].gpu_ms, 2.0);
+}
+
+// PhasePeaks (engine/phase_peaks.h) on the backend's one peak counter: each
+// phase its own high-water mark, the job's peak the largest of them and of
+// what happened between phases, a phase seen twice its larger peak.
+TEST(PhasePeaksTest, EachPhaseItsOwnPeakAndTheJobTheLargest) {
+  auto be = kernels::make_backend("cpu").value();
+  be->reset_peak();
+  PhasePeaks peaks(*be);
+  auto kept = be->allocate(4096);  // held through every phase
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  const int64_t base = be->bytes_in_use();
+  {
+    auto between = be->allocate(1 << 20);  // before any phase: the job's peak, no phase's
+    ASSERT_TRUE(between.ok());
+  }
+  peaks.begin();
+  {
+    auto a = be->allocate(64 << 10);
+    ASSERT_TRUE(a.ok());
+  }
+  peaks.end("text_encode");
+  peaks.begin();
+  {
+    auto a = be->allocate(256 << 10);
+    ASSERT_TRUE(a.ok());
+  }
+  peaks.end("decode");
+  peaks.begin();
+  {
+    auto a = be->allocate(16 << 10);
+    ASSERT_TRUE(a.ok());
+  }
+  peaks.end("text_encode");
+  ASSERT_EQ(peaks.phases().size(), 2u);
+  EXPECT_EQ(peaks.phases()[0].phase, "text_encode");
+  EXPECT_EQ(peaks.phases()[1].phase, "decode");
+  const int64_t text = peaks.phases()[0].bytes, decode = peaks.phases()[1].bytes;
+  EXPECT_GE(text, base + (64 << 10));
+  EXPECT_LT(text, base + (256 << 10)) << "the decode's block leaked into the text encode's peak";
+  EXPECT_GE(decode, base + (256 << 10));
+  EXPECT_LT(decode, base + (1 << 20)) << "the block before the phases leaked into the decode's peak";
+  EXPECT_GE(peaks.job_peak(), base + (1 << 20));
 }
 
 }  // namespace

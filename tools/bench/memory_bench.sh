@@ -92,8 +92,18 @@ warm = [sum(p["gpu_ms"] or p["host_ms"] for p in x["phases"] if p["phase"] in ("
 per = f"{sorted(warm)[len(warm) // 2] / 1000:.3f}" if warm else "-"
 print(f"{name} | hipq | {precision} | {place} (plan {plan.get('peak_bytes', 0) / 2**30:.2f} GiB) | {peak:.2f} | "
       f"{(top - idle) / 1024:.2f} | {per}")
+# Each phase's allocator peak (largest over the jobs) against the plan's moment of that phase.
+cells = []
+for ph in ("text_encode", "image_encode", "denoise", "decode"):
+    seen = [x.get("phase_peak_bytes", {}).get(ph) for x in t]
+    seen = [v for v in seen if v is not None]
+    if seen:
+        cells.append(f"{ph} {max(seen) / 2**30:.3f} / {plan.get(ph + '_bytes', 0) / 2**30:.3f}")
+with open(d + "/../phases-" + name + ".txt", "w") as f:
+    f.write(f"{name}: measured / planned GiB: " + ", ".join(cells) + "\n")
 PY
   tail -n 1 "$out/rows.txt"
+  cat "$dir/../phases-$name.txt" 2>/dev/null | tee -a "$out/phases.md"
 done
 
 for p in $peer_precisions; do
