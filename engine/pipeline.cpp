@@ -289,10 +289,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
     sh.text_encoders.push_back(std::move(ccfg));
     for (const std::string& name : w->names()) {
       HIPQ_ASSIGN_OR_RETURN(TensorMeta meta, w->meta(name));
-      if (meta.dtype == dtype) continue;
-      int64_t n = 1;
-      for (int64_t d : meta.shape) n *= d;
-      sh.text_staging = std::max(sh.text_staging, n * static_cast<int64_t>(kernels::dtype_size(meta.dtype)));
+      if (meta.dtype != dtype) sh.text_staging = std::max(sh.text_staging, meta.bytes());
     }
   }
   if (family == "sdxl") {

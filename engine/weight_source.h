@@ -28,6 +28,13 @@ namespace hipq::engine {
 struct TensorMeta {
   kernels::DType dtype = kernels::DType::kF32;
   std::vector<int64_t> shape;
+
+  // The stored bytes: elements times the stored dtype's size.
+  int64_t bytes() const {
+    int64_t n = static_cast<int64_t>(kernels::dtype_size(dtype));
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 };
 
 // A tensor a source hands over on a backend's device (get_on_device):
