@@ -92,6 +92,7 @@ Status write_timings(const GenerationJob& job, const GenerationRun& r, const Out
   timed.refiner = r.output.refiner;
   timed.peak_memory_bytes = r.output.peak_memory_bytes;
   timed.phase_peaks = r.output.phase_peaks;
+  timed.decode_fallback = r.output.decode_fallback;
   timed.warm = r.output.warm;
   timed.memory_plan = r.output.memory_plan;
   timed.unet_batch = r.output.unet_batch;

@@ -770,6 +770,36 @@ Status denoise_loop(Pipeline::Impl& im, const kernels::Tensor& hidden, const ker
   return sampled;
 }
 
+// The planned decode ran out of device memory: the plan was under what the
+// device really needed, or something took memory since the plan. The latent is
+// finished (the whole denoise is in it), so it is decoded again in the low
+// placement's tiles smaller than the planned decode's, in the decoder's dtype,
+// each try after the pool's cache went back; the job records the tile it took
+// (GenerationOutput::decode_fallback, timings.json). Another error, or every
+// tile out of memory too, fails the job with what ran out.
+Result<std::vector<float>> decode_in_smaller_tiles(Pipeline::Impl& decoder, kernels::Backend& be,
+                                                   const std::vector<float>& z, int64_t lh, int64_t lw,
+                                                   const Status& first, GenerationOutput& out) {
+  const int64_t planned = out.memory_plan.vae_tile;
+  std::string tried;
+  for (int64_t tile : low_placement_vae_tiles(decoder.vae->config())) {
+    if (planned > 0 && tile >= planned) continue;
+    if (lh <= tile / 8 && lw <= tile / 8) continue;  // one tile: the whole image again
+    HIPQ_RETURN_IF_ERROR(be.trim_cache());
+    Result<std::vector<float>> pixels = decoder.run_vae(z, lh, lw, tile);
+    if (pixels.ok()) {
+      out.decode_fallback = GenerationOutput::DecodeFallback{tile, first.message()};
+      return pixels;
+    }
+    if (pixels.status().code() != StatusCode::kResourceExhausted) return pixels.status();
+    tried += (tried.empty() ? "" : ", ") + std::to_string(tile) + " px";
+  }
+  return Status::ResourceExhausted(
+      first.message() + (tried.empty() ? std::string("; no smaller tile to decode in")
+                                       : "; decoding in tiles of " + tried + " ran out of device memory too") +
+      ": give the worker more device memory (--device-memory-limit) or make the image smaller");
+}
+
 // The model's scheduler config, with the job's timestep spacing when it names one.
 SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSettings& s) {
   SchedulerConfig c = im.scheduler;
@@ -1050,7 +1080,11 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     // the same float division, not a multiplication by the reciprocal.
     const float sf = static_cast<float>(vc.scaling_factor);
     for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
-    HIPQ_ASSIGN_OR_RETURN(std::vector<float> pixels, decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile));
+    Result<std::vector<float>> decoded = decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile);
+    if (!decoded.ok() && decoded.status().code() == StatusCode::kResourceExhausted)
+      decoded = decode_in_smaller_tiles(decoder, be, scaled, lh, lw, decoded.status(), out);
+    if (!decoded.ok()) return decoded.status();
+    const std::vector<float>& pixels = *decoded;
     peaks.end(std::string(spec::kPhaseDecode));
     // Nor does the next job's denoise need the decode's full-size blocks.
     HIPQ_RETURN_IF_ERROR(be.trim_cache());
@@ -1176,6 +1210,8 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
                     {"refiner_start", r.refiner_start}};
   }
   j["peak_memory_bytes"] = out.peak_memory_bytes;
+  if (out.decode_fallback)
+    j["decode_fallback"] = {{"vae_tile", out.decode_fallback->vae_tile}, {"reason", out.decode_fallback->reason}};
   nlohmann::json phase_peaks = nlohmann::json::object();
   for (const PhasePeak& p : out.phase_peaks) phase_peaks[p.phase] = p.bytes;
   j["phase_peak_bytes"] = std::move(phase_peaks);

@@ -121,6 +121,15 @@ struct GenerationOutput {
   bool warm = false;                     // models were already loaded
   // The placement it ran in and its plan (engine/memory_plan.h).
   MemoryPlan memory_plan;
+  // Set when the planned decode ran out of device memory (the plan under the
+  // device's real need, or memory taken since the plan) and the finished
+  // latent was decoded again in smaller tiles: the tile it took and what ran
+  // out. Unset for a decode as planned.
+  struct DecodeFallback {
+    int64_t vae_tile = 0;
+    std::string reason;
+  };
+  std::optional<DecodeFallback> decode_fallback;
   // The UNet's batch each step: 2 with classifier-free guidance (unconditional
   // and conditional), 1 with guidance <= 1 (the conditional pass only, as
   // diffusers does: half the work); and how many times it ran (the steps, or

@@ -234,6 +234,10 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
     }
   }
   outcome.set_peak_memory_bytes(r.output.peak_memory_bytes);
+  if (r.output.decode_fallback)
+    spdlog::warn("the planned decode ran out of device memory ({}); decoded again in {} px tiles (timings.json "
+                 "decode_fallback)",
+                 r.output.decode_fallback->reason, r.output.decode_fallback->vae_tile);
   outcome.set_warm(r.output.warm && !r.loaded_now);
   outcome.set_wall_ms(ms_since(start));
   return outcome;

@@ -590,6 +590,61 @@ TEST_F(PlacementPipelineTest, EachPlacementGivesTheSameLatentWithinItsPlan) {
   EXPECT_EQ(be_->bytes_in_use(), before);
 }
 
+// The device has less than the plan counted when the decode starts (the plan
+// under the device's real need, or memory taken since): the finished latent
+// is decoded again in tiles instead of the job failing after its denoise; the
+// output says so (decode_fallback, timings.json). With too little even for
+// the smallest tile the job fails, saying what ran out and what to do.
+TEST_F(PlacementPipelineTest, ADecodeThatRunsOutOfMemoryDecodesTheFinishedLatentInTiles) {
+  auto standard = pipeline_->generate(job());
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  const MemoryPlan low = plan(Placement::kLow);
+  const int64_t tile = low_placement_vae_tile(pipeline_->model_shapes().vae);
+  const MemoryPlan tiled = plan(Placement::kLow, tile);
+  ASSERT_LT(tiled.peak(), low.peak());
+  struct Uncap {
+    kernels::Backend* be;
+    ~Uncap() { (void)be->set_memory_limit(0); }
+  } uncap{be_.get()};
+
+  // Planned whole (the cap at the whole decode's plan), then the cap lowered
+  // to the tiled plan's during the last step.
+  ASSERT_TRUE(be_->set_memory_limit(low.peak()).ok());
+  auto lower_at_last_step = [&](int64_t cap) {
+    return [this, cap](int step, int steps) {
+      if (step == steps) {
+        ASSERT_TRUE(be_->set_memory_limit(cap).ok());
+      }
+    };
+  };
+  auto out = pipeline_->generate(job(), lower_at_last_step(tiled.peak()));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.vae_tile, 0) << "planned whole";
+  ASSERT_TRUE(out->decode_fallback.has_value());
+  EXPECT_EQ(out->decode_fallback->vae_tile, tile);
+  EXPECT_NE(out->decode_fallback->reason.find("allocat"), std::string::npos) << out->decode_fallback->reason;
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_GE(image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size()), 40.0);
+  const nlohmann::json t = timings_json(*out, job(), OutputInfo{});
+  EXPECT_EQ(t["decode_fallback"]["vae_tile"], tile) << t.dump();
+
+  // The next job plans against the cap it finds: tiles from the start, no fallback.
+  auto next = pipeline_->generate(job());
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->memory_plan.vae_tile, tile);
+  EXPECT_FALSE(next->decode_fallback.has_value());
+  EXPECT_EQ(next->rgb, out->rgb);
+
+  // Too little for any tile: the job fails with what ran out and the way out.
+  ASSERT_TRUE(be_->set_memory_limit(low.peak()).ok());
+  auto failed = pipeline_->generate(job(), lower_at_last_step(tiled.weights() / 2));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kResourceExhausted) << failed.status().ToString();
+  EXPECT_NE(failed.status().message().find("ran out of device memory too"), std::string::npos)
+      << failed.status().ToString();
+}
+
 // An fp16 job capped below its low plan's fp32 whole decode but not the
 // bf16 one: the latent is the same bits as the standard run's, the image
 // (decoded whole in bf16) within the fp16 image gate of the fp32 decode and
