@@ -95,6 +95,7 @@ Result<std::unique_ptr<Server>> Server::create(zmq::context_t& context, ServerOp
 Status Server::open() {
   db::Database::Options db_options;
   db_options.memory_temp_store = true;  // its writes are savepoints in a group commit
+  db_options.single_thread = true;      // the poll loop's alone (queries have their own connection)
   HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path, db_options));
   store_ = std::make_unique<db::JobStore>(*db_);
   dispatch_settings_.lease_seconds = options_.lease_seconds;
