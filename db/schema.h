@@ -35,7 +35,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 6;
+inline constexpr int kLatestSchemaVersion = 7;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);
