@@ -41,9 +41,7 @@ Result<json> query_stats_json(db::Database& db, const json& args) {
 
 Result<json> query_parity_json(db::Database& db, const json& args) {
   HIPQ_ASSIGN_OR_RETURN(db::RunFilter filter, parse_run_filter(args));
-  filter.with_result_only = true;
-  HIPQ_ASSIGN_OR_RETURN(auto rows, db::query_runs(db, filter));
-  return json{{"rows", parity_table(rows)}};
+  return stream_parity(db, filter);  // a page of runs at a time
 }
 
 Result<json> query_compare_json(db::Database& db, const json& args) {
@@ -71,7 +69,10 @@ Result<json> query_compare_json(db::Database& db, const json& args) {
     return Status::InvalidArgument("compare: warmth \"" + warmth + "\" is not one of warm, cold, all");
   }
   json result;
-  std::vector<double> values[2];
+  // Each side a page of runs at a time into a reservoir: a million runs a side
+  // cost its cap of values, not every run (past the cap the test and the
+  // ratio's interval use its uniform sample; its summary says so).
+  std::optional<PhaseValues> values[2];
   const char* sides[2] = {"a", "b"};
   for (int s = 0; s < 2; ++s) {
     // The side's selector narrows the common filter (args' own filter keys).
@@ -80,16 +81,15 @@ Result<json> query_compare_json(db::Database& db, const json& args) {
     HIPQ_ASSIGN_OR_RETURN(db::RunFilter filter, parse_run_filter(merged));
     filter.with_result_only = true;
     if (warmth != "all") filter.warm = (warmth == "warm");
-    HIPQ_ASSIGN_OR_RETURN(auto rows, db::query_runs(db, filter));
-    HIPQ_ASSIGN_OR_RETURN(auto samples, load_samples(db, rows, options.clock));
-    values[s] = phase_values(samples, phase);
-    json side{{"selector", args[sides[s]]}, {"runs", rows.size()}, {"n", values[s].size()}};
-    if (!values[s].empty()) {
-      HIPQ_ASSIGN_OR_RETURN(side["summary"], summary_json(values[s], options));
+    HIPQ_ASSIGN_OR_RETURN(values[s], stream_phase_values(db, filter, options.clock, phase));
+    const ValueReservoir& v = values[s]->values;
+    json side{{"selector", args[sides[s]]}, {"runs", values[s]->runs}, {"n", v.count()}};
+    if (v.count() > 0) {
+      HIPQ_ASSIGN_OR_RETURN(side["summary"], summary_json(v, options));
     }
     result[sides[s]] = std::move(side);
   }
-  auto cmp = statistics::compare_samples(values[0], values[1], copt);
+  auto cmp = statistics::compare_samples(values[0]->values.values(), values[1]->values.values(), copt);
   if (!cmp.ok()) {
     return cmp.status().WithContext("compare " + phase + " (" + warmth + " runs, A = " + args["a"].dump() +
                                     ", B = " + args["b"].dump() + ")");

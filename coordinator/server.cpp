@@ -95,6 +95,7 @@ Result<std::unique_ptr<Server>> Server::create(zmq::context_t& context, ServerOp
 Status Server::open() {
   db::Database::Options db_options;
   db_options.memory_temp_store = true;  // its writes are savepoints in a group commit
+  db_options.single_thread = true;      // the poll loop's alone (queries have their own connection)
   HIPQ_ASSIGN_OR_RETURN(db_, db::Database::open_and_migrate(options_.db_path, db_options));
   store_ = std::make_unique<db::JobStore>(*db_);
   dispatch_settings_.lease_seconds = options_.lease_seconds;
@@ -258,11 +259,15 @@ void Server::turn(bool readable, bool zap_readable) {
       ++counters_.group_commit_failures;
       spdlog::error("group commit failed ({} replies withheld): {}", outbox_.size(), committed.ToString());
       outbox_.clear();
+      pending_acks_.clear();
       metric_events_.clear();  // what they count is not in the database
       maybe_queued_ = true;
       forget_peer_state();
     }
   }
+  // Acks that found no assignment to ride on leave alone (after the commit,
+  // as every reply: with the outbox).
+  send_pending_acks();
   // The turn's results and failures are durable now: they count.
   for (auto& record : metric_events_) record();
   metric_events_.clear();
@@ -437,8 +442,16 @@ void Server::on_message(const std::string& routing_id, const std::string& user_i
         case proto::Envelope::kReady: on_ready(*peer, e.ready()); break;
         case proto::Envelope::kHeartbeat: on_heartbeat(*peer, e.heartbeat()); break;
         case proto::Envelope::kProgress: on_progress(*peer, e.progress()); break;
-        case proto::Envelope::kResult: on_result(*peer, e.result()); break;
-        case proto::Envelope::kError: on_error(*peer, e.error()); break;
+        // A report's ask (protocol 6) is handled as a Ready right after it,
+        // so the job it reports no longer counts among those the worker holds.
+        case proto::Envelope::kResult:
+          on_result(*peer, e.result());
+          if (e.result().has_next()) on_ready(*peer, e.result().next());
+          break;
+        case proto::Envelope::kError:
+          on_error(*peer, e.error());
+          if (e.error().has_next()) on_ready(*peer, e.error().next());
+          break;
         case proto::Envelope::kGoodbye: on_goodbye(*peer, e.goodbye()); break;
         default: break;
       }
@@ -598,10 +611,11 @@ void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHel
 
 void Server::on_ready(Peer& peer, const proto::Ready& m) {
   if (peer.resyncing) return;  // its hello comes first (forget_peer_state)
-  // Credit is what the worker takes now besides the jobs it holds (it sends
-  // Ready after its report: same connection, same order, so a job it
-  // reported is no longer counted). Capped so it never holds more than
-  // kMaxCredit; a worker of an earlier release asks only when idle, for one.
+  // Credit is what the worker takes now besides the jobs it holds (its ask
+  // rides in its report and is handled after it, or a Ready follows the
+  // report on the same connection: a job it reported is no longer counted).
+  // Replaced, not added to, and capped so it never holds more than
+  // kMaxCredit: a repeated or re-sent ask cannot grant a job twice.
   peer.credit = std::clamp(m.credit(), 0, kMaxCredit - held_jobs(peer));
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
@@ -671,12 +685,7 @@ void Server::on_result(Peer& peer, const proto::JobResult& m) {
     spdlog::error("cannot record result of job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
   }
   end_job(peer, m.job_id(), Clock::now());
-  if (ack) {
-    proto::Envelope a;
-    a.mutable_report_ack()->set_job_id(m.job_id());
-    a.mutable_report_ack()->set_attempt(m.attempt());
-    send(peer.routing_id, std::move(a));
-  }
+  if (ack) queue_ack(peer.routing_id, m.job_id(), m.attempt());
 }
 
 void Server::fail_batch_of(int64_t job_id, const std::string& error) {
@@ -734,12 +743,7 @@ void Server::on_error(Peer& peer, const proto::JobError& m) {
     spdlog::error("cannot record failure of job {}: {}", m.job_id(), r.status().ToString());
   }
   end_job(peer, m.job_id(), Clock::now());
-  if (ack) {
-    proto::Envelope a;
-    a.mutable_report_ack()->set_job_id(m.job_id());
-    a.mutable_report_ack()->set_attempt(m.attempt());
-    send(peer.routing_id, std::move(a));
-  }
+  if (ack) queue_ack(peer.routing_id, m.job_id(), m.attempt());
 }
 
 void Server::on_returned(Peer& peer, const proto::JobError& m) {
@@ -757,10 +761,25 @@ void Server::on_returned(Peer& peer, const proto::JobError& m) {
   const bool held = (peer.running_job_id == m.job_id() && peer.running_attempt == m.attempt()) ||
                     (peer.next && peer.next->job_id == m.job_id() && peer.next->attempt == m.attempt());
   if (held) end_job(peer, m.job_id(), Clock::now());
-  proto::Envelope a;
-  a.mutable_report_ack()->set_job_id(m.job_id());
-  a.mutable_report_ack()->set_attempt(m.attempt());
-  send(peer.routing_id, std::move(a));
+  queue_ack(peer.routing_id, m.job_id(), m.attempt());
+}
+
+void Server::queue_ack(const std::string& routing_id, int64_t job_id, int attempt) {
+  proto::ReportAck ack;
+  ack.set_job_id(job_id);
+  ack.set_attempt(attempt);
+  pending_acks_[routing_id].push_back(std::move(ack));
+}
+
+void Server::send_pending_acks() {
+  for (auto& [rid, acks] : pending_acks_) {
+    for (auto& ack : acks) {
+      proto::Envelope a;
+      *a.mutable_report_ack() = std::move(ack);
+      send(rid, std::move(a));
+    }
+  }
+  pending_acks_.clear();
 }
 
 void Server::on_goodbye(Peer& peer, const proto::Goodbye& m) {
@@ -804,6 +823,12 @@ void Server::dispatch() {
       const db::LeasedJob& job = **leased;
       proto::Envelope e;
       *e.mutable_assignment() = make_assignment(job, dispatch_settings_);
+      // The acks of this turn's reports from the worker ride on its
+      // assignment (protocol 6): one message instead of two.
+      if (auto acks = pending_acks_.find(rid); acks != pending_acks_.end()) {
+        for (auto& ack : acks->second) *e.mutable_assignment()->add_acks() = std::move(ack);
+        pending_acks_.erase(acks);
+      }
       db::ModelHolding holding{job.job.model, spec::lora_set_key(job.job.loras, job.job.inputs.loras)};
       send(rid, std::move(e));
       --peer->credit;

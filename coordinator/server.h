@@ -4,10 +4,11 @@
 // Each turn of the loop: poll (timeout = time to the next heartbeat or
 // deadline), read every waiting message and dispatch it by type to an on_*
 // handler, hand jobs to workers that asked for them (pull-based: a worker
-// only gets a job after it sent Ready), drop peers silent for
+// only gets a job after it asked, with a Ready or in a report), drop peers silent for
 // kHeartbeatLiveness intervals (their leases are released and the jobs
 // requeued), expire leases, send due heartbeats. Replies produced during a
-// turn are queued and sent at its end, after the turn's database writes.
+// turn are queued and sent at its end, after the turn's database writes; a
+// report's ack rides on the assignment sent to the same worker in that turn.
 //
 // Every job state change goes through db::JobStore (one transaction each),
 // so a coordinator killed at any moment and restarted on the same file
@@ -178,6 +179,12 @@ class Server {
   void grant_restart_grace();
   void drop(const std::string& why);
   void send(const std::string& routing_id, proto::Envelope envelope);
+  // Acknowledges a report of (job, attempt) to the peer: on the assignment
+  // dispatch() sends it in this turn, else as a ReportAck alone at the end
+  // of the turn (send_pending_acks); withheld with the outbox when the
+  // turn's commit fails.
+  void queue_ack(const std::string& routing_id, int64_t job_id, int attempt);
+  void send_pending_acks();
   void flush_outbox();
   void send_query_replies();
   std::chrono::milliseconds next_timeout() const;
@@ -196,6 +203,7 @@ class Server {
   DispatchSettings dispatch_settings_;
   PeerTable peers_;
   std::vector<std::pair<std::string, std::string>> outbox_;  // routing id, encoded envelope
+  std::map<std::string, std::vector<proto::ReportAck>, std::less<>> pending_acks_;  // by routing id, this turn
   // Metric updates of this turn's results and failures, applied once its
   // group commit succeeded (dropped with the turn's writes otherwise).
   std::vector<std::function<void()>> metric_events_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <utility>
 
 #include "db/schema.h"
@@ -27,6 +28,19 @@ double wall_clock_seconds() {
 }
 
 Database::Database(sqlite3* db, std::string describe) : db_(db), describe_(std::move(describe)) {}
+
+namespace {
+
+// SQLite counts every allocation under a process-wide mutex unless told not
+// to (SQLITE_CONFIG_MEMSTATUS); hipq never reads those counts. Settable only
+// before SQLite initialises, so once, before the first connection opens; a
+// process that initialised SQLite some other way keeps the default.
+void disable_sqlite_memory_statistics() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+}
+
+}  // namespace
 
 Database::~Database() {
   for (auto& [sql, cached] : cache_) sqlite3_finalize(cached->stmt);
@@ -58,7 +72,8 @@ Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& pa
       ::close(fd);
     }
   }
-  int flags = SQLITE_OPEN_FULLMUTEX;
+  disable_sqlite_memory_statistics();
+  int flags = options.single_thread ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   if (!options.must_exist && !options.read_only) flags |= SQLITE_OPEN_CREATE;
   sqlite3* raw = nullptr;
@@ -75,6 +90,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::filesystem::path& pa
 }
 
 Result<std::unique_ptr<Database>> Database::open_in_memory() {
+  disable_sqlite_memory_statistics();
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                            nullptr);

@@ -53,6 +53,11 @@ class Database {
     // transaction, so durability is unchanged. Off for everything else: it
     // would also keep the spill files of large sorts in memory.
     bool memory_temp_store = false;
+    // The connection is opened without SQLite's per-connection mutex
+    // (SQLITE_OPEN_NOMUTEX): every call then skips a lock and an unlock.
+    // Only for a connection one thread owns for its whole life (the
+    // coordinator's poll loop); the default keeps the mutex.
+    bool single_thread = false;
   };
 
   // Opens (creating unless must_exist) the database file at `path`.

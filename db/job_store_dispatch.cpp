@@ -77,26 +77,23 @@ Result<std::optional<LeasedJob>> JobStore::lease_next(std::string_view worker_id
     job_id = f.column_int64(0);
   }
   double deadline = now + lease_seconds;
+  LeasedJob leased;
   {
-    static constexpr char kLeaseJob[] =
-        "UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_worker = ?, lease_deadline = ?, "
-        "updated_at = ? WHERE id = ? AND state = 'queued'";
+    // The row comes back from the update itself (RETURNING, as it is after
+    // the update): one statement where an UPDATE and a SELECT were.
+    static const std::string kLeaseJob =
+        std::string("UPDATE jobs SET state = 'leased', attempts = attempts + 1, lease_worker = ?, lease_deadline = ?, "
+                    "updated_at = ? WHERE id = ? AND state = 'queued' RETURNING ") +
+        kJobColumns;
     Statement u = db_.prepare_cached(kLeaseJob);
     u.bind_text(0, worker_id);
     u.bind_double(1, deadline);
     u.bind_double(2, now);
     u.bind_int64(3, *job_id);
-    HIPQ_RETURN_IF_ERROR(u.run());
-    if (db_.changes() != 1) return Status::Internal("job " + std::to_string(*job_id) + " was not queued");
-  }
-  LeasedJob leased;
-  {
-    Statement j = db_.prepare_cached(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
-    j.bind_int64(0, *job_id);
-    HIPQ_ASSIGN_OR_RETURN(bool row, j.step());
-    if (!row) return Status::Internal("leased job " + std::to_string(*job_id) + " vanished");
-    HIPQ_ASSIGN_OR_RETURN(leased.job, read_job(j));
-  }
+    HIPQ_ASSIGN_OR_RETURN(bool row, u.step());
+    if (!row) return Status::Internal("job " + std::to_string(*job_id) + " was not queued");
+    HIPQ_ASSIGN_OR_RETURN(leased.job, read_job(u));
+  }  // reset here: the statement is done before the next one runs
   {
     Statement b = db_.prepare_cached(std::string("SELECT ") + kBatchColumns + " FROM batches WHERE id = ?");
     b.bind_int64(0, leased.job.batch_id);
@@ -179,9 +176,14 @@ Status JobStore::record_result(const NewResult& result, double now) {
   HIPQ_RETURN_IF_ERROR(check_current_lease(db_, result.job_id, result.attempt, result.worker_id, r));
   int64_t attempt_id = 0;
   {
-    Statement a = db_.prepare_cached(kSelectAttemptState);
-    a.bind_int64(0, result.job_id);
-    a.bind_int(1, result.attempt);
+    // The attempt ends done and gives its id back in one statement.
+    static const std::string kFinishAttemptReturningId = std::string(kFinishAttempt) + " RETURNING id";
+    Statement a = db_.prepare_cached(kFinishAttemptReturningId);
+    a.bind_text(0, attempt_state_name(AttemptState::kDone));
+    a.bind_double(1, now);
+    a.bind_null(2);
+    a.bind_int64(3, result.job_id);
+    a.bind_int(4, result.attempt);
     HIPQ_ASSIGN_OR_RETURN(bool row, a.step());
     if (!row) {
       return Status::Internal("job " + std::to_string(result.job_id) + " is leased at attempt " +
@@ -235,15 +237,6 @@ Status JobStore::record_result(const NewResult& result, double now) {
       s.bind_optional_double(3, st.gpu_ms);
       HIPQ_RETURN_IF_ERROR(s.run());
     }
-  }
-  {
-    Statement s = db_.prepare_cached(kFinishAttempt);
-    s.bind_text(0, attempt_state_name(AttemptState::kDone));
-    s.bind_double(1, now);
-    s.bind_null(2);
-    s.bind_int64(3, result.job_id);
-    s.bind_int(4, result.attempt);
-    HIPQ_RETURN_IF_ERROR(s.run());
   }
   {
     static constexpr char kJobDone[] =

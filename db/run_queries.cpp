@@ -99,7 +99,20 @@ Result<std::vector<std::string>> parse_tags(const std::string& text, int64_t job
   }
 }
 
+thread_local int64_t run_row_cap = 0;  // 0 = none (RunRowCap)
+
+Status check_row_cap(size_t rows) {
+  if (run_row_cap > 0 && static_cast<int64_t>(rows) > run_row_cap) {
+    return Status::ResourceExhausted("query_runs returned " + std::to_string(rows) + " runs, over this thread's cap of " +
+                                     std::to_string(run_row_cap) + " (read them a page at a time)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+RunRowCap::RunRowCap(int64_t max_rows) : previous_(run_row_cap) { run_row_cap = max_rows; }
+RunRowCap::~RunRowCap() { run_row_cap = previous_; }
 
 Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
   Statement s = db.prepare(kSelectRuns);
@@ -166,6 +179,7 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
     }
     rows.push_back(std::move(r));
   }
+  HIPQ_RETURN_IF_ERROR(check_row_cap(rows.size()));
   return rows;
 }
 

@@ -111,6 +111,22 @@ struct RunRow {
 
 Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter);
 
+// While one lives, a query_runs call on this thread that returns more than
+// `max_rows` runs fails (ResourceExhausted, naming both counts) instead:
+// for tests that check a reader walks the runs a page at a time
+// (coordinator/query/run_pages.h) and never loads them all. One at a time
+// per thread; the previous cap comes back when it ends.
+class RunRowCap {
+ public:
+  explicit RunRowCap(int64_t max_rows);
+  ~RunRowCap();
+  RunRowCap(const RunRowCap&) = delete;
+  RunRowCap& operator=(const RunRowCap&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 // Phase timings of one attempt, in the one phase order (spec/phases.h).
 Result<std::vector<PhaseTimingRecord>> query_phase_timings(Database& db, int64_t attempt_id);
 // Step timings of one attempt, ordered by step.

@@ -202,6 +202,17 @@ ALTER TABLE jobs ADD COLUMN negative_aesthetic_score REAL NOT NULL DEFAULT 2.5;
 CREATE INDEX jobs_queued_by_adapters ON jobs(priority, model, lora_key, id) WHERE state = 'queued';
 )sql";
 
+// Version 7: indexes no query reads, each updated by every job, dropped: a
+// result inserted one entry into each of results_by_time and
+// results_by_worker, a lease one into attempts_by_worker (docs/schema.md,
+// "What one job writes"). History is read by job id (hipq runs, report,
+// stats), results by job and by verdict (results_by_verdict stays).
+constexpr char kSchemaV7[] = R"sql(
+DROP INDEX IF EXISTS results_by_time;
+DROP INDEX IF EXISTS results_by_worker;
+DROP INDEX IF EXISTS attempts_by_worker;
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -215,6 +226,7 @@ constexpr Migration kMigrations[] = {
     {4, "workers.curve_key", kSchemaV4},
     {5, "jobs.timestep_spacing and jobs.guidance_rescale", kSchemaV5},
     {6, "jobs: loras, lora_key, init_image, strength and refiner settings", kSchemaV6},
+    {7, "drop indexes no query reads: results_by_time, results_by_worker, attempts_by_worker", kSchemaV7},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

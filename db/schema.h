@@ -20,6 +20,8 @@
 //   6 — jobs: loras (with each file's sha256), lora_key (dispatch by LoRA
 //       set, index jobs_queued_by_adapters), init_image and its sha256,
 //       strength, refiner, refiner_switch_at, the aesthetic scores.
+//   7 — indexes no query reads dropped (results_by_time, results_by_worker,
+//       attempts_by_worker): each cost every job a b-tree entry.
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -35,7 +37,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 6;
+inline constexpr int kLatestSchemaVersion = 7;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

@@ -12,7 +12,9 @@ Result<Transaction> Transaction::begin(Database& db, const char* sql) {
     return Status::FailedPrecondition("database " + db.describe() +
                                       ": a transaction is already open on this connection (no nesting)");
   }
-  HIPQ_RETURN_IF_ERROR(db.execute(sql));
+  // Prepared once per connection: a coordinator begins and commits one
+  // transaction per loop turn.
+  HIPQ_RETURN_IF_ERROR(db.prepare_cached(sql).run());
   return Transaction(&db, false);
 }
 
@@ -53,7 +55,7 @@ Status Transaction::commit() {
     // hipq_write savepoints release in the right order.
     return run_cached(*db, kReleaseSavepoint);
   }
-  Status s = db->execute("COMMIT");
+  Status s = db->prepare_cached("COMMIT").run();
   if (!s.ok()) {
     // A failed COMMIT (e.g. SQLITE_BUSY) leaves the transaction open; end it
     // so the connection is usable and the caller's view is "nothing written".

@@ -40,6 +40,15 @@ Status validate_hello(const WorkerHello& h) {
   return Status::Ok();
 }
 
+// A Ready alone (`message` "ready") or riding in a report ("result.next",
+// "error.next"): the same bounds.
+Status validate_ready(std::string_view message, const Ready& r) {
+  if (r.credit() < 0 || r.credit() > 1024) {
+    return field_error(message, "credit", "must be 0..1024, got " + std::to_string(r.credit()));
+  }
+  return Status::Ok();
+}
+
 Status validate_result(const JobResult& r) {
   HIPQ_RETURN_IF_ERROR(check_id("result", "job_id", r.job_id()));
   HIPQ_RETURN_IF_ERROR(check_attempt("result", r.attempt()));
@@ -51,6 +60,7 @@ Status validate_result(const JobResult& r) {
   if (v != "PASS" && v != "FAIL" && v != "NO_GOLDEN" && v != "NON_FINITE") {
     return field_error("result", "parity.verdict", "unknown verdict \"" + v.substr(0, 32) + "\"");
   }
+  if (r.has_next()) return validate_ready("result.next", r.next());
   return Status::Ok();
 }
 
@@ -109,13 +119,16 @@ Status validate(const Envelope& e) {
     case Envelope::kHello:
       return validate_hello(e.hello());
     case Envelope::kReady:
-      if (e.ready().credit() < 0 || e.ready().credit() > 1024) return field_error("ready", "credit", "out of range");
-      return Status::Ok();
+      return validate_ready("ready", e.ready());
     case Envelope::kAssignment:
       HIPQ_RETURN_IF_ERROR(check_id("assignment", "job_id", e.assignment().job_id()));
       HIPQ_RETURN_IF_ERROR(check_attempt("assignment", e.assignment().attempt()));
       if (e.assignment().model().empty()) return field_error("assignment", "model", "must not be empty");
       if (!e.assignment().has_settings()) return field_error("assignment", "settings", "must be present");
+      for (const auto& ack : e.assignment().acks()) {
+        HIPQ_RETURN_IF_ERROR(check_id("assignment", "acks.job_id", ack.job_id()));
+        HIPQ_RETURN_IF_ERROR(check_attempt("assignment.acks", ack.attempt()));
+      }
       return check_len("assignment", "output_dir", e.assignment().output_dir(), kMaxPathBytes);
     case Envelope::kHeartbeat:
       if (e.heartbeat().running_job_id() < 0) return field_error("heartbeat", "running_job_id", "must be >= 0");
@@ -133,6 +146,7 @@ Status validate(const Envelope& e) {
     case Envelope::kError:
       HIPQ_RETURN_IF_ERROR(check_id("error", "job_id", e.error().job_id()));
       HIPQ_RETURN_IF_ERROR(check_attempt("error", e.error().attempt()));
+      if (e.error().has_next()) HIPQ_RETURN_IF_ERROR(validate_ready("error.next", e.error().next()));
       return check_len("error", "message", e.error().message(), 64 * 1024);
     case Envelope::kCancel:
       return check_id("cancel", "job_id", e.cancel().job_id());

@@ -17,7 +17,12 @@ namespace hipq::proto {
 // settings, JobAssignment the input files' sha256 (InputDigests), WorkerHello
 // and Ready the LoRA set of each held model (affinity); an older worker would
 // ignore the settings and draw a text-to-image base-model image instead.
-inline constexpr uint32_t kProtocolVersion = 5;
+// 6: a report carries the worker's next ask (JobResult.next, JobError.next:
+// no Ready follows it) and an assignment the acks of the turn's reports
+// (JobAssignment.acks: no ReportAck beside it). A version-5 coordinator
+// would ignore the ask and never serve the worker again, a version-5 worker
+// the acks and re-send every report.
+inline constexpr uint32_t kProtocolVersion = 6;
 
 // Jobs a worker holds at once: the one it runs and, with a credit of 2, the
 // next one, leased to it while the first runs so the hand-off round trip

@@ -90,6 +90,27 @@ void Worker::send_report(const proto::Envelope& report, int64_t job, int attempt
   send(report);
 }
 
+void Worker::send_report_with_ask(proto::Envelope report, int64_t job, int attempt) {
+  std::optional<proto::Ready> ask = take_ask();
+  if (!ask) {
+    send_report(report, job, attempt);
+    return;
+  }
+  proto::Ready* next = report.has_result() ? report.mutable_result()->mutable_next()
+                                           : report.mutable_error()->mutable_next();
+  *next = std::move(*ask);
+  send(report);
+  // Kept without the ask: a re-sent report asks for nothing (the ask was for
+  // the moment it was first sent; the coordinator replaces its credit with
+  // each ask, so a stale one could only take a job back from the worker).
+  if (report.has_result()) {
+    report.mutable_result()->clear_next();
+  } else {
+    report.mutable_error()->clear_next();
+  }
+  unacked_[{job, attempt}] = PendingReport{std::move(report), Clock::now()};
+}
+
 void Worker::resend_reports(Clock::time_point now, std::chrono::milliseconds older_than) {
   for (auto& [key, pending] : unacked_) {
     if (now - pending.sent < older_than) continue;
@@ -124,26 +145,34 @@ void Worker::send_hello_if_wanted(Clock::time_point now) {
   if (hello_wanted_ && now - hello_sent_ >= options_.heartbeat / 2) send_hello();
 }
 
-void Worker::send_ready() {
-  if (!welcomed_ || draining_) return;
-  if (Clock::now() < ready_not_before_) return;  // backing off; the loop asks again later
+std::optional<proto::Ready> Worker::take_ask() {
+  if (!welcomed_ || draining_) return std::nullopt;
+  if (Clock::now() < ready_not_before_) return std::nullopt;  // backing off; the loop asks again later
   int64_t want = options_.credit - held();
   if (options_.max_jobs > 0) {
     want = std::min(want, options_.max_jobs - counters_.jobs_done - counters_.jobs_failed - held());
   }
-  // The coordinator replaces its credit with each Ready: ask again only for more.
-  if (want <= asked_) return;
-  proto::Envelope e;
-  e.mutable_ready()->set_credit(static_cast<int32_t>(want));
+  // The coordinator replaces its credit with each ask: ask again only for more.
+  if (want <= asked_) return std::nullopt;
+  proto::Ready ready;
+  ready.set_credit(static_cast<int32_t>(want));
   if (idle()) {
     // The runner's models may be read only while no job runs (worker/job_runner.h);
     // while one runs the coordinator keeps what it last heard and adds the
     // running job's model itself.
-    for (const auto& m : runner_.loaded_models()) e.mutable_ready()->add_loaded_models(m);
-    for (const auto& m : runner_.held_models()) *e.mutable_ready()->add_held_models() = m;
+    for (const auto& m : runner_.loaded_models()) ready.add_loaded_models(m);
+    for (const auto& m : runner_.held_models()) *ready.add_held_models() = m;
   }
-  send(e);
   asked_ = static_cast<int>(want);
+  return ready;
+}
+
+void Worker::send_ready() {
+  std::optional<proto::Ready> ask = take_ask();
+  if (!ask) return;
+  proto::Envelope e;
+  *e.mutable_ready() = std::move(*ask);
+  send(e);
 }
 
 void Worker::give_back(const proto::JobAssignment& a, const std::string& why) {
@@ -240,6 +269,8 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       return;
     case proto::Envelope::kAssignment: {
       const auto& a = e.assignment();
+      // Reports the coordinator recorded in the turn that leased this job.
+      for (const auto& ack : a.acks()) unacked_.erase({ack.job_id(), ack.attempt()});
       asked_ = std::max(0, asked_ - 1);
       if (draining_ || held() >= options_.credit || Clock::now() < ready_not_before_) {
         // Never hold more than its credit, nor work while backing off: hand
@@ -331,7 +362,6 @@ void Worker::on_job_thread(proto::Envelope& message) {
   } else {
     return;
   }
-  send_report(*env, job, attempt);
   running_job_id_ = 0;
   running_attempt_ = 0;
   if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) set_draining();
@@ -351,7 +381,12 @@ void Worker::on_job_thread(proto::Envelope& message) {
       start_job(std::move(a));
     }
   }
-  send_ready();
+  // The report carries the ask for the next job (protocol 6): one message,
+  // answered in one turn of the coordinator (its ack rides on the assignment).
+  // Sent after the held job started and after any give-back above, so the
+  // ask counts what the worker holds now; the give-back (an error report)
+  // leaves before it, as a Ready followed it before.
+  send_report_with_ask(std::move(*env), job, attempt);
 }
 
 Status Worker::run() {

@@ -3,9 +3,10 @@
 //
 // The connection thread owns a DEALER socket to the coordinator. It says
 // hello (device facts, models held, the job it still runs after a
-// reconnect), asks for work with Ready (pull-based: it holds at most `credit`
+// reconnect), asks for work (pull-based: it holds at most `credit`
 // jobs, the one it runs and, with credit 2, the next one, so the hand-off
-// round trip hides behind work), sends a heartbeat every interval whatever
+// round trip hides behind work; the ask rides in each report, a Ready alone
+// only when there is none), sends a heartbeat every interval whatever
 // the GPU is doing, and forwards progress, results and errors. The job runs
 // on a second thread that owns the JobRunner; the two talk through a
 // JobHandoff (worker/job_handoff.h), so the GPU never blocks heartbeats.
@@ -130,6 +131,12 @@ class Worker {
   void leave();
   Status connect();
   void send_hello();
+  // The ask for more work, as a Ready says it (credit = jobs wanted besides
+  // those held, models held while idle), or nullopt when the worker wants
+  // nothing it has not asked for already (not welcomed, draining, backing
+  // off). Counts it as asked.
+  std::optional<proto::Ready> take_ask();
+  // take_ask() sent alone, as a Ready (after a welcome or a failure backoff).
   void send_ready();
   void send(const proto::Envelope& e);
   void on_coordinator(const proto::Envelope& e);
@@ -177,6 +184,9 @@ class Worker {
   };
   std::map<std::pair<int64_t, int>, PendingReport> unacked_;  // by (job, attempt)
   void send_report(const proto::Envelope& report, int64_t job, int attempt);
+  // A result or error of the job thread, carrying take_ask() in its `next`
+  // (protocol 6); kept for re-sending without it.
+  void send_report_with_ask(proto::Envelope report, int64_t job, int attempt);
   // Sends again every unacknowledged report last sent at least `older_than` ago.
   void resend_reports(std::chrono::steady_clock::time_point now, std::chrono::milliseconds older_than);
   std::chrono::steady_clock::time_point last_heard_{};

@@ -1,6 +1,5 @@
 #include "coordinator/query/stats_accumulator.h"
 
-#include "coordinator/query/run_pages.h"
 #include "coordinator/statistics/descriptive.h"
 
 namespace hipq::coordinator::query {
@@ -86,6 +85,37 @@ Result<json> stream_stats(db::Database& db, const db::RunFilter& filter, const S
     return Status::Ok();
   }));
   return acc.to_json();
+}
+
+Result<json> stream_parity(db::Database& db, const db::RunFilter& filter, int64_t page_size) {
+  db::RunFilter f = filter;
+  f.with_result_only = true;
+  std::map<ParityKey, ParityAccumulator> groups;
+  HIPQ_RETURN_IF_ERROR(for_each_run_page(
+      db, f,
+      [&](std::vector<db::RunRow>& page) -> Status {
+        for (const auto& r : page) groups[parity_key(r)].add(r);
+        return Status::Ok();
+      },
+      page_size));
+  return json{{"rows", parity_rows(groups)}};
+}
+
+Result<PhaseValues> stream_phase_values(db::Database& db, const db::RunFilter& filter, const std::string& clock,
+                                        const std::string& phase, int64_t page_size) {
+  db::RunFilter f = filter;
+  f.with_result_only = true;
+  PhaseValues out;
+  HIPQ_RETURN_IF_ERROR(for_each_run_page(
+      db, f,
+      [&](std::vector<db::RunRow>& page) -> Status {
+        HIPQ_ASSIGN_OR_RETURN(auto samples, load_samples(db, page, clock));
+        for (double v : phase_values(samples, phase)) out.values.add(v);
+        out.runs += page.size();
+        return Status::Ok();
+      },
+      page_size));
+  return out;
 }
 
 }  // namespace hipq::coordinator::query

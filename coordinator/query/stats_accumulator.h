@@ -23,6 +23,7 @@
 
 #include "base/result.h"
 #include "coordinator/query/parity_accumulator.h"
+#include "coordinator/query/run_pages.h"
 #include "coordinator/query/run_stats.h"
 #include "coordinator/query/value_reservoir.h"
 
@@ -54,5 +55,22 @@ class StatsAccumulator {
 // compute_stats over the runs a filter selects, read a page at a time
 // (run_pages.h): the "stats" query.
 Result<nlohmann::json> stream_stats(db::Database& db, const db::RunFilter& filter, const StatsOptions& options);
+
+// `hipq parity`'s rows ({"rows": parity_rows}) over the runs with a result
+// that `filter` selects, read `page_size` runs at a time (run_pages.h): memory
+// bounded by the groups (model, prompt, settings), not the runs.
+Result<nlohmann::json> stream_parity(db::Database& db, const db::RunFilter& filter,
+                                     int64_t page_size = kRunPageSize);
+
+// One side of `hipq compare`: the values of `phase` ("step" pools every step)
+// on `clock` over the runs with a result that `filter` selects, read a page at
+// a time into a reservoir (value_reservoir.h: every value up to its cap, a
+// uniform sample past it; count, mean, min, max exact).
+struct PhaseValues {
+  size_t runs = 0;
+  ValueReservoir values;
+};
+Result<PhaseValues> stream_phase_values(db::Database& db, const db::RunFilter& filter, const std::string& clock,
+                                        const std::string& phase, int64_t page_size = kRunPageSize);
 
 }  // namespace hipq::coordinator::query

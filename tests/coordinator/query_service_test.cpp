@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 
 #include "coordinator/server.h"
+#include "coordinator/query/stats_accumulator.h"
 #include "coordinator/statistics/descriptive.h"
 #include "db/job_store.h"
 #include "tests/db/run_history_fixture.h"
@@ -155,6 +156,42 @@ TEST_F(QueryServiceTest, ParityAcrossSeedsFindsTheWorstJob) {
     EXPECT_LE(row["cosine_min"].get<double>(), row["cosine_mean"].get<double>());
     EXPECT_LE(row["cosine_mean"].get<double>(), row["cosine_max"].get<double>());
   }
+}
+
+// `parity` and `compare` read the runs a page at a time (a million runs must
+// not sit in memory at once): under a cap of 2 runs per read, with pages of 2,
+// they give the answers the queries give, while reading every run at once
+// fails under that cap.
+TEST_F(QueryServiceTest, ParityAndCompareReadAPageOfRunsAtATime) {
+  const json parity = query("parity", json::object());
+  const json compare = query("compare", {{"a", {{"gpu", "H200"}}}, {"b", {{"gpu", "RX 6800"}}}, {"phase", "denoise"}});
+  db::RunFilter h200, rx;
+  h200.gpu = "H200";
+  rx.gpu = "RX 6800";
+  h200.warm = rx.warm = true;
+  db::RunRowCap cap(2);
+  auto all = db::query_runs(*h_.db, db::RunFilter{});
+  ASSERT_FALSE(all.ok()) << "the cap does not bite: the history has too few runs";
+  EXPECT_EQ(all.status().code(), StatusCode::kResourceExhausted);
+
+  auto paged = query::stream_parity(*h_.db, db::RunFilter{}, 2);
+  ASSERT_TRUE(paged.ok()) << paged.status().ToString();
+  EXPECT_EQ((*paged)["rows"], parity["rows"]);
+
+  for (auto [filter, side] : {std::pair{h200, "a"}, std::pair{rx, "b"}}) {
+    auto v = query::stream_phase_values(*h_.db, filter, "host", "denoise", 2);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->runs, compare[side]["runs"].get<size_t>()) << side;
+    EXPECT_EQ(v->values.count(), compare[side]["n"].get<size_t>()) << side;
+    EXPECT_DOUBLE_EQ(v->values.mean(), compare[side]["summary"]["mean"].get<double>()) << side;
+  }
+  auto h200_values = phase_via_job_store("boxa/0", true, "denoise");
+  auto v = query::stream_phase_values(*h_.db, h200, "host", "denoise", 2);
+  ASSERT_TRUE(v.ok());
+  std::vector<double> got = v->values.values();
+  std::sort(got.begin(), got.end());
+  std::sort(h200_values.begin(), h200_values.end());
+  EXPECT_EQ(got, h200_values);
 }
 
 TEST_F(QueryServiceTest, ReportDataCoversTheBatch) {

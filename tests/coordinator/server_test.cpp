@@ -95,6 +95,18 @@ class ServerTest : public ::testing::Test {
     e.mutable_result()->mutable_parity()->set_verdict("NO_GOLDEN");
     return e;
   }
+  // A result carrying the worker's next ask (protocol 6).
+  proto::Envelope result_asking(const proto::JobAssignment& a, int credit) {
+    proto::Envelope e = result(a);
+    e.mutable_result()->mutable_next()->set_credit(credit);
+    return e;
+  }
+  static bool acks(const proto::Envelope& assignment, const proto::JobAssignment& reported) {
+    for (const auto& ack : assignment.assignment().acks()) {
+      if (ack.job_id() == reported.job_id() && ack.attempt() == reported.attempt()) return true;
+    }
+    return false;
+  }
 
   TempDir tmp;
   zmq::context_t ctx;
@@ -229,15 +241,113 @@ TEST_F(ServerTest, CreditTwoLeasesTheNextJobWhileTheFirstRunsAndNeverAThird) {
   ASSERT_TRUE(proto::send_envelope(w, ready(1)).ok());
   EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
   EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'w1'"), 2);
-  // The first reported, one slot is free again: one more, not two.
-  ASSERT_TRUE(proto::send_envelope(w, result(first->assignment())).ok());
-  ASSERT_TRUE(proto::send_envelope(w, ready(2)).ok());
-  ASSERT_TRUE(expect(w, proto::Envelope::kReportAck).has_value());
+  // The first reported, one slot is free again: one more, not two, however
+  // much the report's ask claims; the report's ack rides on that assignment.
+  ASSERT_TRUE(proto::send_envelope(w, result_asking(first->assignment(), 2)).ok());
   auto third = expect(w, proto::Envelope::kAssignment);
   ASSERT_TRUE(third.has_value());
+  EXPECT_TRUE(acks(*third, first->assignment())) << third->DebugString();
   EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
   EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'w1'"), 2);
   EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 1);
+}
+
+// Protocol 6: a result carries the ask for the next job. Holding a
+// prefetched job, the worker reports the running one asking for one more:
+// the held job becomes the running one and one job is leased in the same
+// turn, its assignment acknowledging the result. The same report replayed
+// (a resend, a forged copy) is acknowledged alone and grants nothing: the
+// worker already holds two.
+TEST_F(ServerTest, AResultCarryingAnAskWhileAJobIsHeldGetsOneJobAndAReplayNone) {
+  submit(6, 1);
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  ASSERT_TRUE(proto::send_envelope(w, ready(2)).ok());
+  auto running = expect(w, proto::Envelope::kAssignment);
+  auto held = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(running.has_value() && held.has_value());
+  EXPECT_EQ(running->assignment().acks_size(), 0);
+  ASSERT_TRUE(proto::send_envelope(w, result_asking(running->assignment(), 1)).ok());
+  auto next = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_TRUE(acks(*next, running->assignment())) << next->DebugString();
+  EXPECT_NE(next->assignment().job_id(), held->assignment().job_id());
+  // Replayed: a lone ack (the result is recorded already), no assignment.
+  ASSERT_TRUE(proto::send_envelope(w, result_asking(running->assignment(), 1)).ok());
+  auto ack = expect(w, proto::Envelope::kReportAck);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->report_ack().job_id(), running->assignment().job_id());
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'w1'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM results"), 1);
+  // The held job reported with an ask: again exactly one more.
+  ASSERT_TRUE(proto::send_envelope(w, result_asking(held->assignment(), 1)).ok());
+  auto after = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(acks(*after, held->assignment()));
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(400)).has_value());
+  server->request_stop();
+  thread.join();
+  EXPECT_EQ(server->counters().results_recorded, 2);
+  EXPECT_EQ(server->counters().results_duplicate, 1);
+  EXPECT_EQ(server->counters().assignments, 4);
+}
+
+// A report without an ask takes no job: with nothing asked, the ack goes
+// alone; an ask on a report whose lease is gone still counts (the worker is
+// alive and idle), so the worker is not left waiting.
+TEST_F(ServerTest, AReportWithoutAnAskIsAckedAloneAndALateReportsAskIsServed) {
+  submit(3, 1);
+  auto w = dealer();
+  ASSERT_TRUE(proto::send_envelope(w, hello("w1")).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kWelcome).has_value());
+  ASSERT_TRUE(proto::send_envelope(w, ready(1)).ok());
+  auto a = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(proto::send_envelope(w, result(a->assignment())).ok());
+  ASSERT_TRUE(expect(w, proto::Envelope::kReportAck).has_value());
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(300)).has_value());
+  // The same result again, now asking: a duplicate, acked; the ask is served.
+  ASSERT_TRUE(proto::send_envelope(w, result_asking(a->assignment(), 1)).ok());
+  auto b = expect(w, proto::Envelope::kAssignment);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(acks(*b, a->assignment()));
+  EXPECT_FALSE(expect(w, proto::Envelope::kAssignment, std::chrono::milliseconds(300)).has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM results"), 1);
+}
+
+// A version-5 worker (a Ready after each report, acks only alone) is told
+// why in its own version and gets no welcome: nothing is recorded for it.
+TEST_F(ServerTest, AVersionFiveWorkerIsRefusedInItsVersionAndGetsNoWelcome) {
+  submit(1, 1);
+  auto w = dealer();
+  proto::Envelope old = hello("old");
+  old.set_version(5);
+  std::string bytes = old.SerializeAsString();  // not through encode(): keeps version 5
+  w.send(zmq::buffer(bytes), zmq::send_flags::none);
+  std::optional<proto::Envelope> refusal;
+  bool welcomed = false;
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < end) {
+    zmq::pollitem_t item{static_cast<void*>(w), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(50));
+    auto f = proto::recv_frame(w);
+    if (!f.ok() || !f->has_value()) continue;
+    proto::Envelope e;
+    if (!e.ParseFromString(**f)) continue;
+    if (e.has_error_reply()) refusal = e;
+    if (e.has_welcome()) welcomed = true;
+  }
+  ASSERT_TRUE(refusal.has_value()) << "no answer to a version-5 hello";
+  EXPECT_FALSE(welcomed);
+  EXPECT_EQ(refusal->version(), 5u);
+  EXPECT_EQ(refusal->error_reply().code(), "FailedPrecondition");
+  EXPECT_NE(refusal->error_reply().message().find("protocol version 5, the coordinator speaks version 6"),
+            std::string::npos)
+      << refusal->error_reply().message();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM workers"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'leased'"), 0);
 }
 
 TEST_F(ServerTest, APrefetchedJobIsChosenForTheModelTheRunningJobLoads) {

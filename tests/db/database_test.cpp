@@ -1,6 +1,7 @@
 #include "db/database.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -63,6 +64,33 @@ TEST(DatabaseTest, TheCoordinatorsConnectionKeepsSavepointJournalsInMemoryAndRol
   Statement rows = (*db)->prepare("SELECT group_concat(x) FROM (SELECT x FROM t ORDER BY x)");
   ASSERT_TRUE(rows.step().ok());
   EXPECT_EQ(rows.column_text(0), "1,4");
+}
+
+// The coordinator's connection, owned by its poll loop alone, skips SQLite's
+// per-connection mutex; every other connection keeps it (a Database may be
+// opened on one thread and handed to another).
+TEST(DatabaseTest, OnlyASingleThreadConnectionGoesWithoutItsMutex) {
+  TempDir dir;
+  Database::Options o;
+  o.single_thread = true;
+  auto lone = Database::open_and_migrate(dir.path() / "a.db", o);
+  ASSERT_TRUE(lone.ok()) << lone.status().ToString();
+  EXPECT_EQ(sqlite3_db_mutex((*lone)->handle()), nullptr);
+  auto shared = Database::open(dir.path() / "a.db");
+  ASSERT_TRUE(shared.ok());
+  EXPECT_NE(sqlite3_db_mutex((*shared)->handle()), nullptr);
+  // It works as any other: a transaction begun and committed twice (the
+  // BEGIN and COMMIT statements are prepared once and reused).
+  ASSERT_TRUE((*lone)->execute("CREATE TABLE t (x INTEGER)").ok());
+  for (int i = 0; i < 2; ++i) {
+    auto t = Transaction::begin_immediate(**lone);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_TRUE((*lone)->execute("INSERT INTO t (x) VALUES (1)").ok());
+    ASSERT_TRUE(t->commit().ok());
+  }
+  Statement n = (*shared)->prepare("SELECT COUNT(*) FROM t");
+  ASSERT_TRUE(n.step().ok());
+  EXPECT_EQ(n.column_int64(0), 2);
 }
 
 // The database and its -wal/-shm hold every prompt and path: owner only,

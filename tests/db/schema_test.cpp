@@ -455,6 +455,52 @@ TEST(SchemaTest, DispatchQueriesUseThePartialIndexes) {
             std::string::npos);
 }
 
+// Version 7 drops the indexes no query reads (each cost every job a b-tree
+// insert) and keeps the rows; the reads that remain still find their indexes:
+// a result by its job, the verdict counts, the attempt of a job.
+TEST(SchemaTest, VersionSixHistorySurvivesMigrationToSevenWithoutTheUnreadIndexes) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v6.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 6).ok());
+    auto indexes = names_of(**db, "index");
+    for (const char* name : {"results_by_time", "results_by_worker", "attempts_by_worker"}) {
+      EXPECT_TRUE(indexes.count(name)) << name;
+    }
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'b', 'done', 3, '/out', 1, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
+                        precision, output_dir, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', 1, 64, 64, 4, 5.0, 'euler', 'fp32', 'o/0', 'done', 10, 12);
+      INSERT INTO attempts (id, job_id, attempt, worker_id, started_at, finished_at, state)
+        VALUES (1, 1, 1, 'w1', 11, 12, 'done');
+      INSERT INTO results (job_id, attempt_id, worker_id, verdict, recorded_at) VALUES (1, 1, 'w1', 'PASS', 12);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+  auto indexes = names_of(**db, "index");
+  for (const char* name : {"results_by_time", "results_by_worker", "attempts_by_worker"}) {
+    EXPECT_FALSE(indexes.count(name)) << name << " is still there";
+  }
+  EXPECT_TRUE(indexes.count("results_by_verdict"));
+  Statement r(**db, "SELECT r.verdict, a.worker_id FROM results r JOIN attempts a ON a.id = r.attempt_id");
+  ASSERT_TRUE(*r.step());
+  EXPECT_EQ(r.column_text(0), "PASS");
+  EXPECT_EQ(r.column_text(1), "w1");
+  EXPECT_NE(query_plan(**db, "SELECT verdict, COUNT(*) FROM results GROUP BY verdict").find("results_by_verdict"),
+            std::string::npos);
+  EXPECT_NE(query_plan(**db, "SELECT id FROM results WHERE job_id = 1").find("INDEX"), std::string::npos);
+  EXPECT_NE(query_plan(**db, "SELECT id, state FROM attempts WHERE job_id = 1 AND attempt = 1").find("INDEX"),
+            std::string::npos);
+}
+
 TEST(SchemaTest, NewerVersionIsRefused) {
   auto db = memory_db();
   ASSERT_TRUE(migrate(*db).ok());

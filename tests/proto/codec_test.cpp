@@ -72,5 +72,70 @@ TEST(Validate, NamesTheMessageAndFieldThatIsWrong) {
   EXPECT_TRUE(validate(c).ok());
 }
 
+// Protocol 6: the ask for the next job rides in a report and the acks on an
+// assignment; both get the checks a Ready and a ReportAck alone would.
+TEST(Validate, AnAskInAReportAndAcksOnAnAssignmentAreCheckedAsAlone) {
+  Envelope r;
+  r.mutable_result()->set_job_id(1);
+  r.mutable_result()->set_attempt(1);
+  r.mutable_result()->mutable_parity()->set_verdict("NO_GOLDEN");
+  r.mutable_result()->mutable_next()->set_credit(2);
+  EXPECT_TRUE(validate(r).ok());
+  r.mutable_result()->mutable_next()->set_credit(1025);
+  Status s = validate(r);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("result.next.credit"), std::string::npos) << s.message();
+  r.mutable_result()->mutable_next()->set_credit(-1);
+  EXPECT_FALSE(validate(r).ok());
+
+  Envelope e;
+  e.mutable_error()->set_job_id(1);
+  e.mutable_error()->set_attempt(1);
+  e.mutable_error()->mutable_next()->set_credit(1);
+  EXPECT_TRUE(validate(e).ok());
+  e.mutable_error()->mutable_next()->set_credit(5000);
+  EXPECT_NE(validate(e).message().find("error.next.credit"), std::string::npos);
+
+  Envelope a;
+  a.mutable_assignment()->set_job_id(2);
+  a.mutable_assignment()->set_attempt(1);
+  a.mutable_assignment()->set_model("synthetic:tiny-sdxl");
+  a.mutable_assignment()->mutable_settings();
+  auto* ack = a.mutable_assignment()->add_acks();
+  ack->set_job_id(1);
+  ack->set_attempt(1);
+  EXPECT_TRUE(validate(a).ok());
+  ack->set_attempt(0);
+  EXPECT_NE(validate(a).message().find("assignment.acks.attempt"), std::string::npos) << validate(a).message();
+  ack->set_attempt(1);
+  ack->set_job_id(-3);
+  EXPECT_NE(validate(a).message().find("assignment.acks.job_id"), std::string::npos);
+}
+
+// A version-5 worker would send a Ready after each report and ignore acks on
+// assignments: its hello is refused, in its own version, as any other's.
+TEST(Codec, AVersionFiveHelloIsAnsweredWithARefusalItCanRead) {
+  EXPECT_EQ(kProtocolVersion, 6u);
+  Envelope old;
+  old.set_version(5);
+  old.mutable_hello()->set_worker_id("w");
+  old.mutable_hello()->set_backend("cpu");
+  EXPECT_EQ(decode(old.SerializeAsString()).status().code(), StatusCode::kCorruption);
+  auto refusal = version_refusal(old.SerializeAsString());
+  ASSERT_TRUE(refusal.has_value());
+  Envelope back;
+  ASSERT_TRUE(back.ParseFromString(*refusal));
+  EXPECT_EQ(back.version(), 5u);
+  ASSERT_TRUE(back.has_error_reply());
+  EXPECT_EQ(back.error_reply().code(), "FailedPrecondition");
+  EXPECT_NE(back.error_reply().message().find("protocol version 5, the coordinator speaks version 6"), std::string::npos)
+      << back.error_reply().message();
+  // Its reports and asks get no answer: dropped, as before.
+  Envelope report;
+  report.set_version(5);
+  report.mutable_ready()->set_credit(1);
+  EXPECT_FALSE(version_refusal(report.SerializeAsString()).has_value());
+}
+
 }  // namespace
 }  // namespace hipq::proto

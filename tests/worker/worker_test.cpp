@@ -264,5 +264,60 @@ TEST(Worker, CreditOneAsksForOneJobAndHandsBackASecondUnstarted) {
   EXPECT_EQ(w.counters().prefetched, 0);
 }
 
+// Protocol 6: a report carries the worker's next ask (no Ready follows it),
+// an ack riding on the next assignment ends the report's resends, and a
+// report re-sent for want of an ack asks for nothing.
+TEST(Worker, AReportCarriesTheAskAndAnAckOnTheNextAssignmentEndsItsResends) {
+  zmq::context_t ctx;
+  ScriptedCoordinator coord(ctx);
+  SleepEngine engine(10ms);
+  WorkerOptions o;
+  o.endpoint = coord.endpoint();
+  o.worker_id = "test/sleep0";
+  o.heartbeat = 400ms;
+  o.report_resend = 300ms;
+  o.credit = 1;
+  Worker w(ctx, o, engine);
+  std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
+  ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  proto::Envelope welcome;
+  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  coord.send(welcome);
+  ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  coord.send(assignment_of(7));
+  auto first = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->result().job_id(), 7);
+  ASSERT_TRUE(first->result().has_next()) << "the report did not carry the ask";
+  EXPECT_EQ(first->result().next().credit(), 1);
+  EXPECT_GT(first->result().next().loaded_models_size(), 0) << "an idle worker's ask names its models";
+
+  proto::Envelope next = assignment_of(8);
+  auto* ack = next.mutable_assignment()->add_acks();
+  ack->set_job_id(7);
+  ack->set_attempt(1);
+  coord.send(next);
+  auto second = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->result().job_id(), 8) << "job 7 was sent again though its ack came on job 8";
+  EXPECT_TRUE(second->result().has_next());
+  // Job 8 is not acknowledged: re-sent, without an ask.
+  auto again = coord.expect(proto::Envelope::kResult, 3000ms);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->result().job_id(), 8);
+  EXPECT_FALSE(again->result().has_next()) << "a re-sent report asked again";
+  proto::Envelope ack8;
+  ack8.mutable_report_ack()->set_job_id(8);
+  ack8.mutable_report_ack()->set_attempt(1);
+  coord.send(ack8);
+  EXPECT_FALSE(coord.expect(proto::Envelope::kResult, 800ms).has_value()) << "sent again after the ack";
+  EXPECT_EQ(coord.count(proto::Envelope::kReady), 1) << "a Ready followed a report";
+  w.request_stop();
+  (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+  t.join();
+  EXPECT_EQ(w.counters().jobs_done, 2);
+  EXPECT_EQ(w.counters().reports_resent, 1);
+}
+
 }  // namespace
 }  // namespace hipq::worker

@@ -2,7 +2,8 @@
 # What a batch of a million jobs costs (not a test): a coordinator started with
 # --max-batch-jobs JOBS, a manifest of 10 prompts x JOBS/10 seeds submitted to it,
 # WORKERS zero-work workers (the SleepEngine test double, `--engine sleep:0`) running
-# for RUN_SECONDS, then `hipq status`, `hipq runs`, `hipq stats` and `hipq report` on
+# for RUN_SECONDS, then `hipq status`, `hipq runs`, `hipq stats` (with `--parity`),
+# `hipq compare` and `hipq report` on
 # the batch, each timed with its peak memory (/usr/bin/time -v). Prints one markdown
 # row per step: wall seconds and peak resident memory of the process that did the work
 # (the coordinator's own peak for what it answers, read from /proc before and after).
@@ -75,6 +76,9 @@ timed "hipq runs --batch 1 --limit 20 (coordinator)" "$hipq" --log-level warn ru
 timed "hipq runs --batch 1 --format csv (database, every job)" "$hipq" --log-level warn runs --batch 1 --format csv --db "$tmp/hipq.db"
 timed "hipq stats --batch 1 (coordinator)" "$hipq" --log-level warn stats --batch 1 --connect "$ep" --timeout 600
 timed "hipq stats --batch 1 (database)" "$hipq" --log-level warn stats --batch 1 --db "$tmp/hipq.db"
+timed "hipq stats --batch 1 --parity (database)" "$hipq" --log-level warn stats --batch 1 --parity --db "$tmp/hipq.db"
+timed "hipq compare batch=1 batch=1 --runs all (database)" \
+  "$hipq" --log-level warn compare batch=1 batch=1 --runs all --phase total --db "$tmp/hipq.db"
 timed "hipq report --batch 1 (coordinator)" "$hipq" --log-level warn report --batch 1 --connect "$ep" --timeout 600 --html "$tmp/report.html"
 timed "hipq report --batch 1 (database)" "$hipq" --log-level warn report --batch 1 --db "$tmp/hipq.db" --html "$tmp/report.html"
 echo "| database file: $(( $(stat -c %s "$tmp/hipq.db") / 1048576 )) MiB, report $(( $(stat -c %s "$tmp/report.html") / 1024 )) KiB | - | - | - |"

@@ -4,7 +4,8 @@
 # Measures, from the durable timestamps in the database:
 #   jobs/s         = jobs / (last result recorded - first lease)
 #   overhead/job   = per worker, the gap between recording one result and leasing
-#                    its next job (ack + ready + lease round trip), p50 / p99; 0 where
+#                    its next job (the lease its report's ask gets, and the worker's
+#                    wake-up around it: docs/protocol.md), p50 / p99; 0 where
 #                    the next job was leased before the result (a worker with credit 2
 #                    holds it while it runs one: docs/protocol.md, "Credit and prefetch")
 #   next held      = the share of those gaps that are 0 for that reason
