@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -72,11 +73,17 @@ TEST_F(FsTest, ATreeDeletedOverAndOverIsNeverARefusalAndLeavesNoTemporary) {
     while (!stop.load()) {
       std::error_code ec;
       fs::remove_all(dir_ / "root", ec);
+      // A shell's rm -rf loop leaves a few hundred microseconds between two
+      // deletions (fork, exec); a thread that leaves none wins every round.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
   int refused = 0, written = 0;
   std::string first_refusal;
-  for (int i = 0; i < 300; ++i) {
+  // 300 rounds, and on until one write has landed (the deleter, spinning on a
+  // loaded 2-core machine, can win every round of the 300): at most 20 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < 300 || (written == 0 && std::chrono::steady_clock::now() < deadline); ++i) {
     const fs::path job = dir_ / "root" / "batch" / ("job" + std::to_string(i % 7));
     Status checked = check_writable_directory(job);
     Status wrote = write_file_atomic(job / "latent.bin", std::string(4096, 'x'));
