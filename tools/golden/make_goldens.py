@@ -549,7 +549,7 @@ def main():
                          guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
                          generator=generator, output_type="latent")
         t0 = time.time()
-        with torch.no_grad(), img2img_noise_drawn_in(run, dtypes[s["precision"]], init_image is not None):
+        with torch.no_grad(), img2img_noise_drawn_in(run, dtypes.get(s["precision"], dtypes[precision]), init_image is not None):
             latents = run(prompt=s["prompt"], **common_kw, **extra).images
             if r["refiner"]:
                 latents = decoder(prompt=s["prompt"], image=latents, denoising_start=switch, **common_kw,
