@@ -103,7 +103,7 @@ with open(d + "/../phases-" + name + ".txt", "w") as f:
     f.write(f"{name}: measured / planned GiB: " + ", ".join(cells) + "\n")
 PY
   tail -n 1 "$out/rows.txt"
-  cat "$dir/../phases-$name.txt" 2>/dev/null | tee -a "$out/phases.md"
+  tee -a "$out/phases.md" < "$dir/../phases-$name.txt" 2>/dev/null || true
 done
 
 for p in $peer_precisions; do
