@@ -91,24 +91,16 @@ void Worker::send_report(const proto::Envelope& report, int64_t job, int attempt
 }
 
 void Worker::send_report_with_ask(proto::Envelope report, int64_t job, int attempt) {
-  std::optional<proto::Ready> ask = take_ask();
-  if (!ask) {
-    send_report(report, job, attempt);
-    return;
-  }
-  proto::Ready* next = report.has_result() ? report.mutable_result()->mutable_next()
-                                           : report.mutable_error()->mutable_next();
-  *next = std::move(*ask);
-  send(report);
   // Kept without the ask: a re-sent report asks for nothing (the ask was for
   // the moment it was first sent; the coordinator replaces its credit with
   // each ask, so a stale one could only take a job back from the worker).
-  if (report.has_result()) {
-    report.mutable_result()->clear_next();
-  } else {
-    report.mutable_error()->clear_next();
+  unacked_[{job, attempt}] = PendingReport{report, Clock::now()};
+  if (std::optional<proto::Ready> ask = take_ask()) {
+    proto::Ready* next = report.has_result() ? report.mutable_result()->mutable_next()
+                                             : report.mutable_error()->mutable_next();
+    *next = std::move(*ask);
   }
-  unacked_[{job, attempt}] = PendingReport{std::move(report), Clock::now()};
+  send(report);
 }
 
 void Worker::resend_reports(Clock::time_point now, std::chrono::milliseconds older_than) {
