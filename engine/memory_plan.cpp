@@ -7,6 +7,7 @@
 #include "base/byte_size.h"
 #include "engine/models/weight_binder.h"
 #include "engine/tokenizer.h"
+#include "spec/phases.h"
 
 namespace hipq::engine {
 namespace {
@@ -111,6 +112,14 @@ std::optional<DType> low_placement_vae_dtype(const std::string& precision, DType
 
 int64_t MemoryPlan::peak() const { return std::max({text_encode, image_encode, denoise, decode}); }
 
+int64_t MemoryPlan::phase_bytes(std::string_view phase) const {
+  if (phase == spec::kPhaseTextEncode) return text_encode;
+  if (phase == spec::kPhaseImageEncode) return image_encode;
+  if (phase == spec::kPhaseDenoise) return denoise;
+  if (phase == spec::kPhaseDecode) return decode;
+  return -1;
+}
+
 std::string MemoryPlan::describe() const {
   std::string decode_in;
   if (placement == Placement::kLow) {
@@ -151,6 +160,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   // One model's weights and the activations of its UNet and text encoders.
   int64_t largest_text = 0;  // the largest single text encoder's weights (the low placement holds one at a time)
   int64_t text_staging = 0;  // an encoder's load: the cast's staging block (ModelShapes::text_staging)
+  auto block = [&](int64_t bytes) { return static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(bytes))); };
   struct ModelNeeds {
     int64_t unet_act = 0, fixed = 0, text_act = 0;
     int64_t conditioning = 0;  // the prompt's embeddings, held until the job ends
@@ -168,7 +178,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
       plan.text_weights += bytes;
       largest_text = std::max(largest_text, bytes);
       if (m.text_staging > 0)
-        text_staging = std::max(text_staging, static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(m.text_staging))));
+        text_staging = std::max(text_staging, block(m.text_staging));
     }
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(m.vae));
     plan.vae_weights += param_bytes(vae_specs, vae_dt, backend, "decoder.", "post_quant_conv.").all;
@@ -187,7 +197,6 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
                                             std::max(c.intermediate_size, c.hidden_size) * 4);
       pooled = std::max(pooled, c.projection_dim);
     }
-    auto block = [&](int64_t bytes) { return static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(bytes))); };
     n.conditioning = block(batch * ClipTokenizer::kMaxLength * m.unet.cross_attention_dim * dsize(dtype)) +
                      block(batch * pooled * dsize(dtype));
     return n;
@@ -202,7 +211,8 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     needs.text_act = std::max(needs.text_act, r.text_act);
     needs.conditioning += r.conditioning;  // both models' embeddings are held to the end
   }
-  const int64_t unet_act = needs.unet_act, fixed = needs.fixed, text_act = needs.text_act;
+  const int64_t unet_act = needs.unet_act, fixed = needs.fixed, text_act = needs.text_act,
+                conditioning = needs.conditioning;
 
   // The VAE's widest moments at full resolution (ResnetBlock2D::
   // forward_consuming, Upsample2D): the first resnet of the last up block
@@ -261,7 +271,6 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   // Before the denoise none of the step's buffers exist (UNetStep makes them,
   // its context k | v too): the text encode holds the embeddings it writes,
   // the image encode those and its own activations.
-  const int64_t conditioning = needs.conditioning;
   plan.text_encode = plan.unet_weights + plan.vae_weights + text_held + resident_encoder +
                      std::max(text_act, text_staging) + conditioning;
   if (!s.init_image.empty())
@@ -272,9 +281,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   // The decode finds none of the step's buffers (UNetStep, its context k | v
   // and the sampler's are freed with the loop, the cache trimmed): only the
   // latents (f32) and the prompt's embeddings stay beside the weights.
-  const int64_t decode_resident =
-      conditioning +
-      static_cast<int64_t>(backend.block_bytes(static_cast<size_t>(shapes.unet.in_channels * lh * lw * 4)));
+  const int64_t decode_resident = conditioning + block(shapes.unet.in_channels * lh * lw * 4);
   plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + decode_resident;
   // ---- LoRA switches: base bits held on the device, in every phase ----
   plan.lora_base_bits = shapes.lora_base_bits + (refiner != nullptr ? refiner->lora_base_bits : 0);

@@ -138,6 +138,9 @@ struct MemoryPlan {
 
   int64_t weights() const { return unet_weights + text_weights + vae_weights + vae_encoder_weights; }
   int64_t peak() const;
+  // The moment of a phase by its timing name (text_encode, image_encode,
+  // denoise, decode: engine/phase_peaks.h measures the same); -1 for another.
+  int64_t phase_bytes(std::string_view phase) const;
   // "7.9 GiB (standard placement; weights 6.5 GiB; text encode 6.6, denoise
   // 7.3, decode 7.9 GiB)"; a low placement names its decode: "low placement,
   // VAE whole in f32" / "VAE whole in bf16" / "VAE in 768 px tiles in f32".
