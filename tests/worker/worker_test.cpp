@@ -66,6 +66,13 @@ class ScriptedCoordinator {
   std::vector<proto::Envelope::BodyCase> seen_;
 };
 
+// The scripted coordinator's answer to a hello.
+proto::Envelope scripted_welcome() {
+  proto::Envelope e;
+  e.mutable_welcome()->set_coordinator_id("scripted");
+  return e;
+}
+
 // A result the coordinator does not acknowledge (its group commit failed, or
 // the ack was lost) is sent again after report_resend, without a reconnect,
 // and no more once acknowledged.
@@ -85,8 +92,7 @@ TEST(Worker, ResendsAnUnacknowledgedResultUntilItIsAcknowledged) {
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
 
   ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
-  proto::Envelope welcome;
-  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  const proto::Envelope welcome = scripted_welcome();
   coord.send(welcome);
   ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
   proto::Envelope assignment;
@@ -143,8 +149,7 @@ TEST(Worker, ABurstOfReconnectsIsAnsweredWithOneHello) {
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
 
   ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
-  proto::Envelope welcome;
-  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  const proto::Envelope welcome = scripted_welcome();
   coord.send(welcome);
   ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
   proto::Envelope assignment;
@@ -199,8 +204,7 @@ TEST(Worker, HoldsTheNextJobWhileOneRunsAndGivesItBackUnstartedOnReconnect) {
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
 
   ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
-  proto::Envelope welcome;
-  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  const proto::Envelope welcome = scripted_welcome();
   coord.send(welcome);
   auto ready = coord.expect(proto::Envelope::kReady, 3000ms);
   ASSERT_TRUE(ready.has_value());
@@ -245,8 +249,7 @@ TEST(Worker, CreditOneAsksForOneJobAndHandsBackASecondUnstarted) {
   Worker w(ctx, o, engine);
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
   ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
-  proto::Envelope welcome;
-  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  const proto::Envelope welcome = scripted_welcome();
   coord.send(welcome);
   auto ready = coord.expect(proto::Envelope::kReady, 3000ms);
   ASSERT_TRUE(ready.has_value());
@@ -280,8 +283,7 @@ TEST(Worker, AReportCarriesTheAskAndAnAckOnTheNextAssignmentEndsItsResends) {
   Worker w(ctx, o, engine);
   std::thread t([&] { EXPECT_TRUE(w.run().ok()); });
   ASSERT_TRUE(coord.expect(proto::Envelope::kHello, 3000ms).has_value());
-  proto::Envelope welcome;
-  welcome.mutable_welcome()->set_coordinator_id("scripted");
+  const proto::Envelope welcome = scripted_welcome();
   coord.send(welcome);
   ASSERT_TRUE(coord.expect(proto::Envelope::kReady, 3000ms).has_value());
   coord.send(assignment_of(7));
