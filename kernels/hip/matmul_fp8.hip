@@ -3,16 +3,16 @@
 // where HipContext::fp8 holds (compute capability 9.0 of an sm_90a build);
 // elsewhere FailedPrecondition with the device's reason. The route
 // (choose_fp8_route, gemm_route.h): the Hopper wgmma kernel fed by TMA
-// (gemm/gemm_tma_fp8.h), its cp.async form (gemm/gemm_wgmma_fp8.h) where
-// the driver declines a tensor map or HIPQ_GEMM_TMA=0, or, for operands
-// neither takes, the plain kernel below: one thread an output, codes
-// decoded by bit operations.
+// (gemm/gemm_tma_fp8.h; MatEpilogue16 where out is one 16-bit type), its
+// cp.async form (gemm/gemm_wgmma_fp8.h) where the driver declines a tensor
+// map or HIPQ_GEMM_TMA=0, or, for operands neither takes, the plain kernel
+// below: one thread an output, codes decoded by bit operations.
 #include <string>
 
 #include "kernels/fp8_e4m3.h"
 #include "kernels/hip/gemm/gemm_tma_fp8.h"
 #include "kernels/hip/gemm/gemm_wgmma_fp8.h"
-#include "kernels/hip/gemm/mat_epilogue.h"
+#include "kernels/hip/gemm/mat_epilogue16.h"
 #include "kernels/hip/gemm_route.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -135,8 +135,24 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
       dev::GemmTmaFp8Plan plan;
       if (dev::prepare_gemm_tma_fp8(plan, fa, fb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
                                     ctx.multiprocessors)) {
-        HIPQ_HIP_RETURN_IF_ERROR(dev::launch_gemm_tma_fp8(ctx.stream, plan, static_cast<int>(M), static_cast<int>(N),
-                                                          static_cast<int>(K), sa, sb, ep));
+        // The compact epilogue where out (and bias, residual) are one 16-bit
+        // type: the general one's per-element dtype switches cost the f16 TMA
+        // kernel half its speed at K = 640 (kernels/dev/README.md).
+        const auto launch = [&](const auto& epilogue) {
+          return dev::launch_gemm_tma_fp8(ctx.stream, plan, static_cast<int>(M), static_cast<int>(N),
+                                          static_cast<int>(K), sa, sb, epilogue);
+        };
+        hipError_t e;
+        if (out.dtype == DType::kF16) {
+          MatEpilogue16<dev::kDtF16> compact;
+          e = compact_epilogue(ep, compact) ? launch(compact) : launch(ep);
+        } else if (out.dtype == DType::kBF16) {
+          MatEpilogue16<dev::kDtBF16> compact;
+          e = compact_epilogue(ep, compact) ? launch(compact) : launch(ep);
+        } else {
+          e = launch(ep);
+        }
+        HIPQ_HIP_RETURN_IF_ERROR(e);
         return Status::Ok();
       }
     }
