@@ -12,7 +12,7 @@
 #include "kernels/hip/gemm/gemm_tma.h"
 #include "kernels/hip/gemm/gemm_tma_3xtf32.h"
 #include "kernels/hip/gemm/gemm_wgmma.h"
-#include "kernels/hip/gemm/mat_epilogue.h"
+#include "kernels/hip/gemm/mat_epilogue16.h"
 #include "kernels/hip/gemm_route.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -25,83 +25,6 @@ struct MatLoader {
   int64_t sb, sm, sk;
   __device__ float operator()(int b, int m, int k) const { return dev::ld(p, dt, b * sb + m * sm + k * sk); }
 };
-
-#if HIPQ_VENDOR_NVIDIA
-// MatEpilogue's common case for the TMA kernel, its dtype fixed when
-// compiled: out, bias and residual all of the kernel's 16-bit type kDt,
-// contiguous rows (residual rows too), no activation. Every load and store of
-// a whole 8-column piece is one 16-byte access and no dtype switch is
-// inlined: the epilogue's code is a fraction of MatEpilogue::row8's (whose
-// per-element switches made the TMA kernel wait on instruction fetch:
-// kernels/dev/README.md). Same arithmetic, in the same order, as row8.
-template <int kDt>
-struct MatEpilogue16 {
-  uint16_t* out;
-  int64_t ob, om;
-  const uint16_t* bias;  // [N] or null
-  const uint16_t* res;   // rows of rm elements, batch stride rb, or null
-  int64_t rb, rm;
-  float alpha;
-  int geglu;  // as MatEpilogue::geglu (out N / 2 wide)
-  __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* acc) const {
-    if (n + 8 > N) {  // the right edge: element by element
-      if (geglu) {
-        for (int e = 0; n + 2 * e + 1 < N; ++e) {
-          float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
-          if (bias) v += dev::from_16bit(kDt, bias[n + 2 * e]), g += dev::from_16bit(kDt, bias[n + 2 * e + 1]);
-          dev::st(out, kDt, b * ob + m * om + n / 2 + e, v * dev::gelu(g));
-        }
-        return;
-      }
-      for (int e = 0; n + e < N; ++e) {
-        float x = alpha * acc[e];
-        if (bias) x += dev::from_16bit(kDt, bias[n + e]);
-        if (res) x += dev::from_16bit(kDt, res[b * rb + m * rm + n + e]);
-        dev::st(out, kDt, b * ob + m * om + n + e, x);
-      }
-      return;
-    }
-    float bv[8];
-    if (bias) dev::ld8_16bit(bias, kDt, n, bv);
-    if (geglu) {
-      float y[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v = alpha * acc[2 * e], g = alpha * acc[2 * e + 1];
-        if (bias) v += bv[2 * e], g += bv[2 * e + 1];
-        y[e] = v * dev::gelu(g);
-      }
-      *reinterpret_cast<uint2*>(out + b * ob + m * om + n / 2) =
-          make_uint2(dev::pack2_16bit(kDt, y[0], y[1]), dev::pack2_16bit(kDt, y[2], y[3]));
-      return;
-    }
-    float rv[8];
-    if (res) dev::ld8_16bit(res, kDt, b * rb + m * rm + n, rv);
-    float v[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      float x = alpha * acc[e];
-      if (bias) x += bv[e];
-      if (res) x += rv[e];
-      v[e] = x;
-    }
-    dev::st8_16bit(out, kDt, b * ob + m * om + n, v);
-  }
-};
-
-// The compact form of `ep` when its case is MatEpilogue16's (dt: the
-// kernel's 16-bit type); false otherwise.
-template <int kDt>
-bool compact_epilogue(const MatEpilogue& ep, MatEpilogue16<kDt>& c) {
-  if (ep.dt != kDt || ep.act != dev::kActNone || !aligned16(ep.out) || ep.om % 8 != 0 || ep.ob % 8 != 0) return false;
-  if (ep.bias && (ep.bias_dt != kDt || ep.bias_s != 1 || !aligned16(ep.bias))) return false;
-  if (ep.res && (ep.res_dt != kDt || ep.rn != 1 || ep.rm % 8 != 0 || ep.rb % 8 != 0 || !aligned16(ep.res)))
-    return false;
-  c = MatEpilogue16<kDt>{static_cast<uint16_t*>(ep.out), ep.ob, ep.om, static_cast<const uint16_t*>(ep.bias),
-                         static_cast<const uint16_t*>(ep.res), ep.rb, ep.rm, ep.alpha, ep.geglu};
-  return true;
-}
-#endif
 
 // Batch stride of `t` over the leading dims (all but the last two), or 0 when
 // they broadcast. Fails when they neither match `lead` nor are all 1, or
@@ -164,7 +87,6 @@ Status matmul_3xtf32_wgmma(HipContext& ctx, const dev::F32Operand& a, const dev:
   return Status::Ok();
 }
 #endif
-
 
 // One matmul as its launchers take it: sizes, loaders, epilogue and route.
 struct MatmulCall {
