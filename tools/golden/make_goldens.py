@@ -492,9 +492,11 @@ def main():
         generator = torch.Generator(gen_device).manual_seed(int(s["seed"]))
         h, w = int(s["height"]), int(s["width"])
         latents_in = None
-        if precision != s["precision"]:
+        if precision != s["precision"] and not s.get("init_image"):
             # The job's initial noise as diffusers draws it at the job's precision (randn_tensor:
             # on the generator's device, in the pipeline dtype), then computed in `precision`.
+            # Not for img2img: its pipeline draws the encoder's sample and the added noise from the
+            # generator itself (img2img_noise_drawn_in), and a draw here would advance it first.
             shape = (1, pipe.unet.config.in_channels, h // pipe.vae_scale_factor, w // pipe.vae_scale_factor)
             latents_in = torch.randn(shape, generator=generator, device=gen_device,
                                      dtype=dtypes[s["precision"]]).to(device=device, dtype=dtypes[precision])
