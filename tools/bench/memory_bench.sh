@@ -82,25 +82,33 @@ if not t:
     sys.exit()
 peak = max(x["peak_memory_bytes"] for x in t) / 2**30
 plan = t[0].get("memory_plan", {})
-place = plan.get("placement", "?") + (f", VAE tiles {plan['vae_tile']} px" if plan.get("vae_tile") else "") + \
-    (f", VAE in {plan['vae_dtype']}" if plan.get("vae_dtype") else "")
-decode = sorted(p["gpu_ms"] or p["host_ms"] for x in t for p in x["phases"] if p["phase"] == "decode" and x.get("warm"))
-if decode:
-    place += f"; decode {decode[len(decode) // 2]:.0f} ms" 
+# Each plan the jobs took, in order, with its jobs' decode times (the first job of a worker may
+# plan under a larger runtime reading than the later ones).
+def describe(p):
+    return p.get("placement", "?") + (f", VAE tiles {p['vae_tile']} px" if p.get("vae_tile") else "") + \
+        (f", VAE in {p['vae_dtype']}" if p.get("vae_dtype") else "") + f" (plan {p.get('peak_bytes', 0) / 2**30:.2f} GiB)"
+groups = {}
+for x in t:
+    ms = [p["gpu_ms"] or p["host_ms"] for p in x["phases"] if p["phase"] == "decode"]
+    groups.setdefault(describe(x.get("memory_plan", {})), []).append(ms[0] if ms else 0)
+place = "; ".join(f"{k}: {len(v)} job(s), decode {sorted(v)[len(v) // 2]:.0f} ms" for k, v in groups.items())
 warm = [sum(p["gpu_ms"] or p["host_ms"] for p in x["phases"] if p["phase"] in ("text_encode", "denoise", "decode"))
         for x in t if x.get("warm")]
 per = f"{sorted(warm)[len(warm) // 2] / 1000:.3f}" if warm else "-"
-print(f"{name} | hipq | {precision} | {place} (plan {plan.get('peak_bytes', 0) / 2**30:.2f} GiB) | {peak:.2f} | "
+print(f"{name} | hipq | {precision} | {place} | {peak:.2f} | "
       f"{(top - idle) / 1024:.2f} | {per}")
-# Each phase's allocator peak (largest over the jobs) against the plan's moment of that phase.
+# Each phase's allocator peak against the moment of that phase in the same job's own plan
+# (a worker's jobs may plan differently: the first under a larger runtime reading); the job
+# whose peak came closest to (or over) its moment is shown.
 cells = []
 for ph in ("text_encode", "image_encode", "denoise", "decode"):
-    seen = [x.get("phase_peak_bytes", {}).get(ph) for x in t]
-    seen = [v for v in seen if v is not None]
+    seen = [(x["phase_peak_bytes"][ph], x.get("memory_plan", {}).get(ph + "_bytes", 0))
+            for x in t if ph in x.get("phase_peak_bytes", {})]
     if seen:
-        cells.append(f"{ph} {max(seen) / 2**30:.3f} / {plan.get(ph + '_bytes', 0) / 2**30:.3f}")
+        got, planned = max(seen, key=lambda v: v[0] - v[1])
+        cells.append(f"{ph} {got / 2**30:.3f} / {planned / 2**30:.3f}")
 with open(d + "/../phases-" + name + ".txt", "w") as f:
-    f.write(f"{name}: measured / planned GiB: " + ", ".join(cells) + "\n")
+    f.write(f"{name}: measured / planned GiB (the job nearest its plan): " + ", ".join(cells) + "\n")
 PY
   tail -n 1 "$out/rows.txt"
   tee -a "$out/phases.md" < "$dir/../phases-$name.txt" 2>/dev/null || true
