@@ -145,8 +145,8 @@ using ProgressFn = std::function<void(int step, int steps)>;
 struct LoraSwitchSplit {
   double files_ms = 0;    // reading, hashing (first sight of a file) and checking the set's files
   double base_ms = 0;     // handing the base bits of the rewritten weights to the merge (device copies, or uploads)
-  double merge_ms = 0;    // the merges on the backend (factors uploaded, Backend::lora_merge)
-  double rewrite_ms = 0;  // writing the weights: cast, layout, fp8 codes (WeightLoader::rewrite)
+  double merge_ms = 0;    // the merges issued on the backend (factors uploaded, Backend::lora_merge)
+  double rewrite_ms = 0;  // writing the weights (cast, layout, fp8 codes) and the wait for all device work
   int weights = 0;        // weights written again
   int64_t device_base_bytes = 0;  // base bits on the device after the switch
 };

@@ -69,7 +69,8 @@ class LoraMergedSource : public WeightSource {
   Result<std::optional<DeviceWeight>> get_on_device(std::string_view name, kernels::Backend& backend) const override;
   size_t merged_weights() const { return deltas_.size(); }
   // Host-clock milliseconds get_on_device() has spent merging (factors
-  // uploaded, Backend::lora_merge, its completion), over this object's life.
+  // uploaded, Backend::lora_merge issued: the device's time of the merge is
+  // in whatever waits for it next), over this object's life.
   double merge_ms() const;
   // The names of the weights a delta lands on, sorted.
   std::vector<std::string> merged_names() const;

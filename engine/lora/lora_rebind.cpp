@@ -63,6 +63,8 @@ Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const 
     stats.device_bytes += p.fp8 ? numel + p.part_shape[0] * static_cast<int64_t>(sizeof(float))
                                 : numel * static_cast<int64_t>(kernels::dtype_size(dtype));
   }
+  // One wait for every rewrite's device work (WeightLoader::rewrite waits for none).
+  HIPQ_RETURN_IF_ERROR(backend.synchronize());
   const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   stats.merge_ms = merged != nullptr ? merged->merge_ms() - merge_before : 0.0;
   stats.base_ms = loader.fetch_ms() - stats.merge_ms;

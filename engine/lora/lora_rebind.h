@@ -34,8 +34,8 @@ struct RebindStats {
   int weights = 0;          // weights written again
   int64_t device_bytes = 0; // their bytes on the device
   // Host clock, ms: the base bits handed over (device copies, or reads and
-  // uploads), the merges (LoraMergedSource::merge_ms), the writes (cast,
-  // layout, fp8 codes).
+  // uploads), the merges issued (LoraMergedSource::merge_ms), the writes
+  // (cast, layout, fp8 codes) and the one wait for all the device work.
   double base_ms = 0;
   double merge_ms = 0;
   double write_ms = 0;

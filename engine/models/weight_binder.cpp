@@ -234,7 +234,6 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
   if (!param.fp8) {
     Tensor dst = whole ? param.tensor : param.tensor.slice(0, first, rows);
     HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, dst));
-    HIPQ_RETURN_IF_ERROR(backend_.synchronize());
     backend_.constant_changed(param.tensor.data);
     return Status::Ok();
   }
@@ -244,7 +243,6 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
   Tensor codes = whole ? param.fp8->codes : param.fp8->codes.slice(0, first, rows);
   Tensor scales = whole ? param.fp8->scales : param.fp8->scales.slice(0, first, rows);
   HIPQ_RETURN_IF_ERROR(backend_.quantize_fp8_rows(weight.tensor(dtype_, param.part_shape), codes, scales));
-  HIPQ_RETURN_IF_ERROR(backend_.synchronize());
   backend_.constant_changed(param.fp8->codes.data);
   backend_.constant_changed(param.fp8->scales.data);
   return Status::Ok();

@@ -163,8 +163,10 @@ class WeightLoader : public WeightBinder {
   // fp8 codes and scales of that part's rows made again (row-wise, so the
   // other parts' rows are untouched). Then tells the backend the block
   // changed (Backend::constant_changed). Device scratch: that part's staging
-  // (its stored bytes; a 16-bit copy for fp8), one at a time. Errors as
-  // bind's; InvalidArgument for a part past the names.
+  // (its stored bytes; a 16-bit copy for fp8), one at a time (handed back to
+  // the pool in the stream's order). Does not wait for the device: the
+  // caller synchronizes once after its rewrites (lora::rebind_weights).
+  // Errors as bind's; InvalidArgument for a part past the names.
   Status rewrite(const BoundParam& param, size_t part);
   // Host-clock milliseconds this loader has spent fetching tensors from its
   // source (reads, device hand-overs and merges: WeightSource::get_on_device).
