@@ -133,6 +133,7 @@ struct Pipeline::Impl {
   // One encoder (0: enc1, 1: enc2) when the model has it and it is not held.
   Status load_text_encoder(size_t slot);
   void release_text_encoders();
+  bool text_encoders_held() const { return enc1.model.has_value() || enc2.model.has_value(); }
   Result<std::vector<int32_t>> token_ids(const std::string& text, bool pad_with_eos) const;
   struct TextConditioning {
     DeviceTensor hidden;  // [N, 77, D]
@@ -926,6 +927,21 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, rf ? &rf->shapes : nullptr));
   HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
                         choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
+  // A low plan made while text encoders are held (the load's, or a standard
+  // job's) read the runtime's share of the device with the driver's rounding
+  // of their blocks in it: on an H100 under an 8 GiB cap a worker's first
+  // plan saw 1.05 GiB where every later one saw 0.84, so its first job
+  // decoded in 768 px tiles (9 s) where the later ones decoded whole in bf16
+  // (66 ms). The low placement releases them before its text encode anyway:
+  // release them now and plan the low placement again from the state every
+  // later job plans from.
+  if (out.memory_plan.placement == Placement::kLow && (im.text_encoders_held() || (rf && rf->text_encoders_held()))) {
+    im.release_text_encoders();
+    if (rf) rf->release_text_encoders();
+    HIPQ_RETURN_IF_ERROR(be.trim_cache());
+    HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
+                          choose_placement(im.shapes, s, Placement::kLow, be, rf ? &rf->shapes : nullptr));
+  }
   const bool low = out.memory_plan.placement == Placement::kLow;
   // A base + refiner job decodes with the refiner's VAE, as diffusers'
   // refiner pipeline does.
@@ -1086,7 +1102,12 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     if (!decoded.ok()) return decoded.status();
     const std::vector<float>& pixels = *decoded;
     peaks.end(std::string(spec::kPhaseDecode));
-    // Nor does the next job's denoise need the decode's full-size blocks.
+    // Nor does the next job need the decode's full-size blocks, or a 16-bit
+    // VAE's kept conv weight forms (0.09 GiB at SDXL in bf16): kept, they sat
+    // through the next job's text encode and denoise, whose plan moments do
+    // not count them (the H200's 8 GiB run: text encode 61 MB over its
+    // moment). The next decode makes them again.
+    be.drop_constant_forms();
     HIPQ_RETURN_IF_ERROR(be.trim_cache());
     spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
     out.rgb = std::move(rgb.rgb);
