@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +22,7 @@
 #include "engine/models/weight_binder.h"
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
+#include "tests/kernels/forwarding_backend.h"
 
 namespace hipq::engine {
 namespace {
@@ -719,6 +721,85 @@ TEST_F(PlacementPipelineTest, ALowJobAfterAStandardOneEncodesWithinItsPlan) {
   EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
   EXPECT_EQ(out->latent, standard->latent);
   ASSERT_TRUE(be_->set_memory_limit(0).ok());
+}
+
+// A test double of a device as its driver reports it (it runs on the cpu
+// backend): the driver maps every live block in pages of `granularity`
+// bytes while the pool counts its own size classes, so the device memory
+// used outside the pool (runtime_device_memory) is the runtime's context plus
+// the pages' rounding of whatever blocks are alive, as an H100's driver
+// showed it (docs/memory.md, "Measured on the GPU").
+class DriverRoundingDevice final : public kernels::doubles::ForwardingBackend {
+ public:
+  DriverRoundingDevice(int64_t total, int64_t context, int64_t granularity)
+      : total_(total), context_(context), granularity_(granularity) {}
+  Result<kernels::Buffer> allocate(size_t bytes) override {
+    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer b, inner_->allocate(bytes));
+    void* p = b.data();
+    live_.emplace(p, std::move(b));  // re-owned: ~Buffer calls our release
+    return kernels::Buffer(this, p, bytes);
+  }
+  void release(void* data, size_t) override { live_.erase(data); }
+  kernels::MemoryStats memory_stats() const override {
+    kernels::MemoryStats m = inner_->memory_stats();
+    m.device_total = total_;
+    m.device_free = total_ - context_ - m.in_use - m.cached - rounding();
+    return m;
+  }
+
+ private:
+  int64_t rounding() const {
+    int64_t r = 0;
+    for (const auto& [p, b] : live_) {
+      const auto cls = static_cast<int64_t>(inner_->block_bytes(b.bytes()));
+      r += (cls + granularity_ - 1) / granularity_ * granularity_ - cls;
+    }
+    return r;
+  }
+  int64_t total_, context_, granularity_;
+  std::map<void*, kernels::Buffer> live_;
+};
+
+// A worker's first job plans right after the load, with the text encoders
+// the load left held: the driver's rounding of their blocks reads as the
+// runtime's, so that plan saw less room than every later job's (an H100
+// under an 8 GiB cap: 768 px tiles and 9 s of decode for the first job, the
+// whole decode for the rest). A low plan made while encoders are held now
+// releases them and plans again: the first job decodes whole, as a later one
+// does, from the same reading of the runtime.
+TEST_F(PlacementPipelineTest, AWorkersFirstLowJobPlansFromTheStateItsLaterJobsDo) {
+  constexpr int64_t kTotal = 64 * kGiB, kContext = int64_t{300} << 20, kPage = int64_t{64} << 10;
+  const spec::GenerationSettings s = job();
+  // The runtime's share a later job reads: a worker whose first low job
+  // released the encoders, the cache trimmed after its decode.
+  DriverRoundingDevice calibration(kTotal, kContext, kPage);
+  LoadOptions low_placement;
+  low_placement.placement = Placement::kLow;
+  auto c = Pipeline::load("synthetic:tiny-sdxl", calibration, low_placement);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto first = (*c)->generate(s);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->memory_plan.placement, Placement::kLow);
+  const int64_t later = runtime_device_memory(calibration.memory_stats());
+  // A fresh worker's reading, the load's encoders held.
+  DriverRoundingDevice device(kTotal, kContext, kPage);
+  auto p = Pipeline::load("synthetic:tiny-sdxl", device);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const int64_t held = runtime_device_memory(device.memory_stats());
+  ASSERT_LT(later, held) << "the held encoders' blocks must show in the driver's reading";
+  const MemoryPlan whole = plan_memory((*p)->model_shapes(), s, Placement::kLow, device).value();
+  ASSERT_EQ(whole.vae_tile, 0);
+  // A cap between the two readings: the whole decode fits from the later
+  // reading, not from the first one.
+  const int64_t cap = whole.peak() + kRuntimeGrowthBytes + (held + later) / 2;
+  ASSERT_LT(cap - held - kRuntimeGrowthBytes, whole.peak()) << "the first reading would have tiled";
+  ASSERT_TRUE(device.set_memory_limit(cap).ok());
+  auto out = (*p)->generate(s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(out->memory_plan.vae_tile, 0) << out->memory_plan.describe();
+  EXPECT_LT(out->memory_plan.runtime, held) << "planned from the reading with the encoders still held";
+  expect_phases_within_plan(*out);
 }
 
 TEST_F(PlacementPipelineTest, AnAllocationPastTheCapFailsAsOutOfMemory) {
