@@ -1035,6 +1035,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_ASSIGN_OR_RETURN(schedule, cut_schedule(schedule, t_start));
     HIPQ_RETURN_IF_ERROR(timer.end());
     peaks.end(std::string(spec::kPhaseImageEncode));
+    // A 16-bit encoder's conv forms go with the phase: the denoise's moment
+    // counts the UNet's only.
+    be.drop_constant_forms();
     if (cancelled()) return Status::Cancelled("generation cancelled before denoising");
   } else {
     start = generator.randn(latent_numel, noise_dtype);
