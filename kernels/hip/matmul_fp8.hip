@@ -134,7 +134,7 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
     if (route.kernel == GemmKernel::kFp8TmaWgmma) {
       dev::GemmTmaFp8Plan plan;
       if (dev::prepare_gemm_tma_fp8(plan, fa, fb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
-                                    ctx.multiprocessors)) {
+                                    ctx.multiprocessors, ctx.switches.gemm_tma_fp8_n)) {
         // The compact epilogue where out (and bias, residual) are one 16-bit
         // type: the general one's per-element dtype switches cost the f16 TMA
         // kernel half its speed at K = 640 (kernels/dev/README.md).

@@ -3,7 +3,10 @@
 // engine (TMA) filling a ring of shared-memory stages, mbarriers between the
 // producer and the consumers, a persistent grid.
 //
-// Block tile 128 x 128 x 128 codes, 384 threads = 3 warpgroups:
+// Block tile 128 x BN x 128 codes (BN 128; 160 with HIPQ_GEMM_TMA_FP8=160,
+// pending a GPU run: m64n160k32, 80 accumulators and 80 temporaries a
+// thread, the epilogue in two rounds of 80 columns), 384 threads = 3
+// warpgroups:
 //  - warpgroup 0, the producer (setmaxnreg.dec 40): one thread waits for a
 //    free stage, announces its bytes on the stage's "full" mbarrier and
 //    issues two 3-D tensor copies (A and B: 128 codes x 128 rows of (k, row,
@@ -19,7 +22,7 @@
 //    (kFp8PromotionK = one k-tile), which the fp8 sum's precision needs
 //    (docs/kernels.md "fp8"). The other consumer's wgmma run while one adds,
 //    and the producer stays up to 4 k-tiles ahead.
-// 4 stages of 32 KB + 68 KB of epilogue staging (outside the ring, so the
+// 4 stages of 32 KB (36 KB at BN 160) + 68 KB (45 KB) of epilogue staging (outside the ring, so the
 // producer loads the next tile's k-tiles while the consumers run the
 // epilogue): acc * scale_a[m] * scale_b[n], then Epilogue::row8 on 8
 // consecutive columns.
@@ -34,16 +37,22 @@
 #if HIPQ_VENDOR_NVIDIA
 namespace hipq::kernels::dev {
 
+template <int BN_>
 struct TmaFp8Shape {
-  static constexpr int BM = 128, BN = 128, BK = 128;  // BK in codes = bytes
+  static_assert(BN_ == 128 || BN_ == 160, "an n the e4m3 wgmma wrappers have");
+  static constexpr int BM = 128, BN = BN_, BK = 128;  // BK in codes = bytes
   static_assert(BK == kFp8PromotionK, "one promotion a k-tile");
   static constexpr int kStages = 4;
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kAccum = BN / 2;  // fp32 accumulators a consumer thread (and as many temporaries)
   static constexpr int kATileBytes = BM * BK;
   static constexpr int kBTileBytes = BN * BK;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kLdc = BN + 8;
+  // Epilogue staging per consumer warpgroup: 64 rows x kEpiCols fp32
+  // columns, BN / kEpiCols rounds a tile (as gemm_tma.h's TmaShape).
+  static constexpr int kEpiCols = BN == 160 ? 80 : 128, kLdc = kEpiCols + 8;
+  static_assert(BN % kEpiCols == 0 && kEpiCols % 8 == 0, "whole rounds of 8-column groups");
   static constexpr int kEpiBytes = kConsumers * 64 * kLdc * 4;
   static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;
   static_assert(kSmemBytes + 256 <= 227 * 1024, "fits the opt-in shared memory of an SM");
@@ -52,12 +61,12 @@ struct TmaFp8Shape {
 
 // out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes; A
 // through the map ta (k, m, 1), B through tb (k, n, 1).
-template <class Epilogue>
+template <int BN, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
     gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
                         int K, const float* scale_a, const float* scale_b, Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
-  using S = TmaFp8Shape;
+  using S = TmaFp8Shape<BN>;
   static_assert(S::kThreads == 384, "__launch_bounds__ above");
   extern __shared__ unsigned char tma_fp8_smem[];
   __shared__ uint64_t full_bar[S::kStages], empty_bar[S::kStages];
@@ -113,52 +122,65 @@ __global__ void __launch_bounds__(384, 1)
   const int epi_bar = 2 + cw;  // named barrier of this warpgroup (0 is __syncthreads)
   float* cs = reinterpret_cast<float*>(tma_fp8_smem + (base - raw) + S::kStages * S::kStageBytes) + cw * 64 * S::kLdc;
   int it = 0;
-  float acc[64];  // fp32 main accumulator
-  float d[64];    // one k-tile's partial sum from the matrix units
+  float acc[S::kAccum];  // fp32 main accumulator
+  float d[S::kAccum];    // one k-tile's partial sum from the matrix units
 #pragma unroll
-  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  for (int i = 0; i < S::kAccum; ++i) d[i] = 0.0f;
 #pragma unroll 1
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int n0 = (t % n_tiles) * S::BN;
     const int m0 = (t / n_tiles) * S::BM;
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < S::kAccum; ++i) acc[i] = 0.0f;
 #pragma unroll 1
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
       const int s = it % S::kStages;
       mbar_wait(full(s), (it / S::kStages) & 1);
 #pragma unroll
-      for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
+      for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < S::BK / 32; ++kk) {
         const uint64_t da = wgmma_desc(a_tile(s) + static_cast<uint32_t>(cw * 64 * 128 + kk * 32));
         const uint64_t db = wgmma_desc(b_tile(s) + static_cast<uint32_t>(kk * 32));
-        wgmma_m64n128k32_e4m3(d, da, db, kk == 0 ? 0 : 1);  // the first one starts d from zero
+        wgmma_m64nNk32_e4m3<S::BN>(d, da, db, kk == 0 ? 0 : 1);  // the first one starts d from zero
       }
       wgmma_commit();
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < 64; ++i) wgmma_fence_operand(d[i]);
+      for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
       mbar_arrive(empty(s));  // the stage is read: the producer may refill it
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += d[i];  // promotion: fp32 adds
+      for (int i = 0; i < S::kAccum; ++i) acc[i] += d[i];  // promotion: fp32 adds
     }
 
-    // Epilogue: this warpgroup's 64 x 128 piece through its staging buffer.
-    named_sync(epi_bar, 128);           // the buffer's previous readers are done
-    stage_wgmma_acc(cs, S::kLdc, acc, ct);  // ct < 128: rows 0 .. 63 of this warpgroup's buffer
-    named_sync(epi_bar, 128);
-#pragma unroll 1
-    for (int g = ct; g < 64 * (S::BN / 8); g += 128) {
-      const int rr = g / (S::BN / 8), cc = (g % (S::BN / 8)) * 8;
-      const int m = m0 + cw * 64 + rr, n = n0 + cc;
-      if (m < M && n < N) {
-        const float sa = scale_a[m];
-        float v[8];
+    // Epilogue: this warpgroup's 64 x BN piece through its staging buffer,
+    // kEpiCols columns a round (accumulator layout: gemm_tma.h's
+    // tma_store_tile), each value times its row's and column's scales.
+    const int warp = ct / 32, lane = ct % 32;
+    const int r = warp * 16 + lane / 4;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = n + e < N ? cs[rr * S::kLdc + cc + e] * sa * scale_b[n + e] : 0.0f;
-        ep.row8(0, m, n, N, v);
+    for (int h = 0; h < S::BN / S::kEpiCols; ++h) {
+      named_sync(epi_bar, 128);  // the buffer's previous readers are done
+#pragma unroll
+      for (int j = 0; j < S::kEpiCols / 8; ++j) {
+        const int jj = h * (S::kEpiCols / 8) + j;
+        const int c = j * 8 + (lane % 4) * 2;
+        *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(acc[4 * jj], acc[4 * jj + 1]);
+        *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(acc[4 * jj + 2], acc[4 * jj + 3]);
+      }
+      named_sync(epi_bar, 128);
+#pragma unroll 1
+      for (int g = ct; g < 64 * (S::kEpiCols / 8); g += 128) {
+        const int rr = g / (S::kEpiCols / 8), cc = (g % (S::kEpiCols / 8)) * 8;
+        const int m = m0 + cw * 64 + rr, n = n0 + h * S::kEpiCols + cc;
+        if (m < M && n < N) {
+          const float sa = scale_a[m];
+          float v[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] = n + e < N ? cs[rr * S::kLdc + cc + e] * sa * scale_b[n + e] : 0.0f;
+          ep.row8(0, m, n, N, v);
+        }
       }
     }
   }
@@ -168,9 +190,9 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 // The 3-D map (k, row, 1) of a K-major code matrix (rows x K, row stride ld
-// bytes) with boxes of 128 codes x 128 rows, 128-byte swizzle, zero fill
+// bytes) with boxes of 128 codes x box_rows rows, 128-byte swizzle, zero fill
 // past the edges. False when TMA cannot describe it.
-inline bool encode_code_rows_map(CUtensorMap& map, const CodeRowsFill& f) {
+inline bool encode_code_rows_map(CUtensorMap& map, const CodeRowsFill& f, int box_rows) {
   const TensorMapEncodeTiled encode = tensor_map_encoder();
   if (!encode || f.p == nullptr || f.K <= 0 || f.rows <= 0 || f.ld < f.K) return false;
   constexpr uint64_t kMaxStride = uint64_t{1} << 40;
@@ -181,7 +203,7 @@ inline bool encode_code_rows_map(CUtensorMap& map, const CodeRowsFill& f) {
     return false;
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(f.K), static_cast<cuuint64_t>(f.rows), 1};
   const cuuint64_t strides[2] = {row_bytes, all_bytes};
-  const cuuint32_t box[3] = {TmaFp8Shape::BK, 128, 1};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(kFp8PromotionK), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   std::memset(&map, 0, sizeof map);
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(f.p), dims, strides, box,
@@ -191,28 +213,37 @@ inline bool encode_code_rows_map(CUtensorMap& map, const CodeRowsFill& f) {
 
 struct GemmTmaFp8Plan {
   CUtensorMap a, b;
+  int bn = 128;    // the tile's width: 128, or 160 (RouteSwitches::gemm_tma_fp8_n)
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
 // Whether the TMA kernel takes out = A B^T for these code operands (fa.rows
-// == M, fb.rows == N, both K wide); fills `plan` when it does.
+// == M, fb.rows == N, both K wide) in tiles bn wide; fills `plan` when it does.
 inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, const CodeRowsFill& fb, int M, int N,
-                                 int K, int multiprocessors) {
-  if (M <= 0 || N <= 0 || K <= 0) return false;
-  return tma_grid_blocks(1, M, N, TmaFp8Shape::BN, multiprocessors, plan.blocks) && encode_code_rows_map(plan.a, fa) &&
-         encode_code_rows_map(plan.b, fb);
+                                 int K, int multiprocessors, int bn = 128) {
+  if (M <= 0 || N <= 0 || K <= 0 || (bn != 128 && bn != 160)) return false;
+  plan.bn = bn;
+  return tma_grid_blocks(1, M, N, bn, multiprocessors, plan.blocks) && encode_code_rows_map(plan.a, fa, 128) &&
+         encode_code_rows_map(plan.b, fb, bn);
 }
 
-template <class Epilogue>
-hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
-                               const float* scale_a, const float* scale_b, const Epilogue& ep) {
-  using S = TmaFp8Shape;
-  auto* kernel = gemm_tma_fp8_kernel<Epilogue>;
+template <int BN, class Epilogue>
+hipError_t launch_gemm_tma_fp8_bn(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
+                                  const float* scale_a, const float* scale_b, const Epilogue& ep) {
+  using S = TmaFp8Shape<BN>;
+  auto* kernel = gemm_tma_fp8_kernel<BN, Epilogue>;
   if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
       e != hipSuccess)
     return e;
   kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, scale_a, scale_b, ep);
   return hipGetLastError();
+}
+
+template <class Epilogue>
+hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
+                               const float* scale_a, const float* scale_b, const Epilogue& ep) {
+  return plan.bn == 160 ? launch_gemm_tma_fp8_bn<160>(stream, plan, M, N, K, scale_a, scale_b, ep)
+                        : launch_gemm_tma_fp8_bn<128>(stream, plan, M, N, K, scale_a, scale_b, ep);
 }
 
 }  // namespace hipq::kernels::dev
