@@ -22,9 +22,10 @@
 //    (kFp8PromotionK = one k-tile), which the fp8 sum's precision needs
 //    (docs/kernels.md "fp8"). The other consumer's wgmma run while one adds,
 //    and the producer stays up to 4 k-tiles ahead.
-// 4 stages of 32 KB (36 KB at BN 160) + 68 KB (45 KB) of epilogue staging (outside the ring, so the
-// producer loads the next tile's k-tiles while the consumers run the
-// epilogue): acc * scale_a[m] * scale_b[n], then Epilogue::row8 on 8
+// 4 stages of 32 KB (36 KB at BN 160) + 68 KB (45 KB) of epilogue staging
+// (outside the ring, so the producer loads the next tile's k-tiles while the
+// consumers run the epilogue): gemm_tma.h's tma_store_tile with
+// RowColScaled, acc * scale_a[m] * scale_b[n], then Epilogue::row8 on 8
 // consecutive columns.
 // Host side: the maps are encoded per call (gemm_tma.h's driver entry point);
 // prepare_gemm_tma_fp8 says whether the problem takes this path, else the
@@ -57,6 +58,22 @@ struct TmaFp8Shape {
   static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + 1024;
   static_assert(kSmemBytes + 256 <= 227 * 1024, "fits the opt-in shared memory of an SM");
   static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "stages keep the 1 KB swizzle alignment");
+};
+
+// The epilogue of a sum of codes: ep.row8 of v[e] * scale_a[m] * scale_b[n + e]
+// (in that order; 0 past N), for tma_store_tile.
+template <class Epilogue>
+struct RowColScaled {
+  Epilogue ep;
+  const float* scale_a;
+  const float* scale_b;
+  __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* v) const {
+    const float sa = scale_a[m];
+    float w[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) w[e] = n + e < N ? v[e] * sa * scale_b[n + e] : 0.0f;
+    ep.row8(b, m, n, N, w);
+  }
 };
 
 // out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes; A
@@ -155,34 +172,10 @@ __global__ void __launch_bounds__(384, 1)
     }
 
     // Epilogue: this warpgroup's 64 x BN piece through its staging buffer,
-    // kEpiCols columns a round (accumulator layout: gemm_tma.h's
-    // tma_store_tile), each value times its row's and column's scales.
-    const int warp = ct / 32, lane = ct % 32;
-    const int r = warp * 16 + lane / 4;
-#pragma unroll
-    for (int h = 0; h < S::BN / S::kEpiCols; ++h) {
-      named_sync(epi_bar, 128);  // the buffer's previous readers are done
-#pragma unroll
-      for (int j = 0; j < S::kEpiCols / 8; ++j) {
-        const int jj = h * (S::kEpiCols / 8) + j;
-        const int c = j * 8 + (lane % 4) * 2;
-        *reinterpret_cast<float2*>(cs + r * S::kLdc + c) = make_float2(acc[4 * jj], acc[4 * jj + 1]);
-        *reinterpret_cast<float2*>(cs + (r + 8) * S::kLdc + c) = make_float2(acc[4 * jj + 2], acc[4 * jj + 3]);
-      }
-      named_sync(epi_bar, 128);
-#pragma unroll 1
-      for (int g = ct; g < 64 * (S::kEpiCols / 8); g += 128) {
-        const int rr = g / (S::kEpiCols / 8), cc = (g % (S::kEpiCols / 8)) * 8;
-        const int m = m0 + cw * 64 + rr, n = n0 + h * S::kEpiCols + cc;
-        if (m < M && n < N) {
-          const float sa = scale_a[m];
-          float v[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) v[e] = n + e < N ? cs[rr * S::kLdc + cc + e] * sa * scale_b[n + e] : 0.0f;
-          ep.row8(0, m, n, N, v);
-        }
-      }
-    }
+    // kEpiCols columns a round (gemm_tma.h's), each value times its row's
+    // and column's scales (RowColScaled).
+    tma_store_tile<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, 0,
+                                                RowColScaled<Epilogue>{ep, scale_a, scale_b});
   }
 #else
   __trap();  // launched only where HipContext::fp8 and wgmma hold
