@@ -927,14 +927,14 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, rf ? &rf->shapes : nullptr));
   HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
                         choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
-  // A low plan made while text encoders are held (the load's, or a standard
-  // job's) read the runtime's share of the device with the driver's rounding
-  // of their blocks in it: on an H100 under an 8 GiB cap a worker's first
-  // plan saw 1.05 GiB where every later one saw 0.84, so its first job
-  // decoded in 768 px tiles (9 s) where the later ones decoded whole in bf16
-  // (66 ms). The low placement releases them before its text encode anyway:
-  // release them now and plan the low placement again from the state every
-  // later job plans from.
+  // The low placement holds one text encoder at a time, only while it
+  // encodes: those the load or a standard job left (the base's and the
+  // refiner's) go now, and the low placement is planned again without them.
+  // A plan made while they were held read the runtime's share of the device
+  // with the driver's rounding of their blocks in it: on an H100 under an
+  // 8 GiB cap a worker's first plan saw 1.05 GiB where every later one saw
+  // 0.84, so its first job decoded in 768 px tiles (9 s) where the later ones
+  // decoded whole in bf16 (66 ms).
   if (out.memory_plan.placement == Placement::kLow && (im.text_encoders_held() || (rf && rf->text_encoders_held()))) {
     im.release_text_encoders();
     if (rf) rf->release_text_encoders();
@@ -985,12 +985,6 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseTextEncode)));
   if (rf) HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseTextEncode)));
-  // The low placement holds one text encoder at a time, only while it encodes:
-  // those a standard job left loaded (the base's and the refiner's) go first.
-  if (low) {
-    im.release_text_encoders();
-    if (rf) rf->release_text_encoders();
-  }
   peaks.begin();  // the phase's peak from the bytes its plan starts from
   HIPQ_ASSIGN_OR_RETURN(Impl::TextConditioning text, im.encode_text(s, cfg, /*one_at_a_time=*/low));
   if (low) im.release_text_encoders();

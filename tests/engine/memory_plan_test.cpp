@@ -502,6 +502,17 @@ void expect_phases_within_plan(const GenerationOutput& out) {
         << p.phase << " ran past its plan (" << out.memory_plan.describe() << ")";
 }
 
+// One step of the tiny synthetic SDXL at width x height.
+spec::GenerationSettings tiny_job(int width, int height) {
+  spec::GenerationSettings s;
+  s.prompt = "a red fox sleeping in the snow";
+  s.seed = 7;
+  s.width = width;
+  s.height = height;
+  s.steps = 1;
+  return s;
+}
+
 // The tiny synthetic SDXL on the cpu backend, capped so that each placement
 // in turn is the one that fits.
 class PlacementPipelineTest : public ::testing::Test {
@@ -513,15 +524,7 @@ class PlacementPipelineTest : public ::testing::Test {
     pipeline_ = std::move(p).value();
   }
   // Large enough for the decode to be the plan's peak and to be tiled.
-  static spec::GenerationSettings job() {
-    spec::GenerationSettings s;
-    s.prompt = "a red fox sleeping in the snow";
-    s.seed = 7;
-    s.width = 384;
-    s.height = 320;
-    s.steps = 1;
-    return s;
-  }
+  static spec::GenerationSettings job() { return tiny_job(384, 320); }
   MemoryPlan plan(Placement p, int64_t tile = 0) {
     return plan_memory(pipeline_->model_shapes(), job(), p, *be_, tile).value();
   }
@@ -849,12 +852,7 @@ TEST(ConvFormsTest, NoConvWeightFormOutlivesTheJobThatMadeIt) {
   FormsKeepingDevice be;
   auto p = Pipeline::load("synthetic:tiny-sdxl", be);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  spec::GenerationSettings s;
-  s.prompt = "a red fox sleeping in the snow";
-  s.seed = 7;
-  s.width = 64;
-  s.height = 64;
-  s.steps = 1;
+  spec::GenerationSettings s = tiny_job(64, 64);
   s.precision = "bf16";  // the UNet and the VAE in bf16: both make forms
   for (int job = 0; job < 2; ++job) {
     SCOPED_TRACE(job);

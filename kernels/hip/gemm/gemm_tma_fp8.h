@@ -213,11 +213,11 @@ struct GemmTmaFp8Plan {
 // Whether the TMA kernel takes out = A B^T for these code operands (fa.rows
 // == M, fb.rows == N, both K wide) in tiles bn wide; fills `plan` when it does.
 inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, const CodeRowsFill& fb, int M, int N,
-                                 int K, int multiprocessors, int bn = 128) {
+                                 int K, int multiprocessors, int bn) {
   if (M <= 0 || N <= 0 || K <= 0 || (bn != 128 && bn != 160)) return false;
   plan.bn = bn;
-  return tma_grid_blocks(1, M, N, bn, multiprocessors, plan.blocks) && encode_code_rows_map(plan.a, fa, 128) &&
-         encode_code_rows_map(plan.b, fb, bn);
+  return tma_grid_blocks(1, M, N, bn, multiprocessors, plan.blocks) &&
+         encode_code_rows_map(plan.a, fa, TmaFp8Shape<128>::BM) && encode_code_rows_map(plan.b, fb, bn);
 }
 
 template <int BN, class Epilogue>
