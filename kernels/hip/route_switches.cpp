@@ -19,7 +19,7 @@ RouteSwitches route_switches(const std::function<const char*(const char*)>& look
                : tma == "192" ? 192
                : tma == "256" ? 256
                               : -1;
-  s.gemm_tma_fp8_n = value("HIPQ_GEMM_TMA_FP8") == "160" ? 160 : 128;
+  s.gemm_tma_fp8_n = value("HIPQ_GEMM_TMA_FP8") == "128" ? 128 : 160;
   s.fp32_wgmma = value("HIPQ_FP32_WGMMA") != "0";
   s.conv_nhwc = value("HIPQ_CONV_NHWC") != "0";
   const std::string_view attn = value("HIPQ_ATTN_WGMMA");

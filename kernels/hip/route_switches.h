@@ -25,10 +25,11 @@ struct RouteSwitches {
   // else -1 (the width by gemm_tma_tile_n). For the parity runs of each
   // width and of the cp.async kernel.
   int gemm_tma = -1;
-  // HIPQ_GEMM_TMA_FP8: "160" -> the fp8 TMA GEMM's tile 128 x 160 (every
-  // SDXL N is a multiple of 160) instead of 128 x 128. Off by default,
-  // pending a GPU run (kernels/dev/README.md).
-  int gemm_tma_fp8_n = 128;
+  // HIPQ_GEMM_TMA_FP8: the fp8 TMA GEMM's tile width: 160 (128 x 160, every
+  // SDXL N a multiple of 160; the default since it passed the light table
+  // and beat 128 on an H100, docs/benchmarks.md) or "128" -> 128 x 128, the
+  // earlier tile, for parity runs and comparisons.
+  int gemm_tma_fp8_n = 160;
   // HIPQ_FP32_WGMMA=0 -> false: 3xTF32 products on the mma.sync kernels
   // (gemm/gemm_3xtf32.h, the sm_80 route) instead of the Hopper wgmma ones
   // (gemm/gemm_tma_3xtf32.h).

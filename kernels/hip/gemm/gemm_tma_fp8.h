@@ -3,9 +3,9 @@
 // engine (TMA) filling a ring of shared-memory stages, mbarriers between the
 // producer and the consumers, a persistent grid.
 //
-// Block tile 128 x BN x 128 codes (BN 128; 160 with HIPQ_GEMM_TMA_FP8=160,
-// pending a GPU run: m64n160k32, 80 accumulators and 80 temporaries a
-// thread, the epilogue in two rounds of 80 columns), 384 threads = 3
+// Block tile 128 x BN x 128 codes (BN 160 by default: m64n160k32, 80
+// accumulators and 80 temporaries a thread, the epilogue in two rounds of
+// 80 columns; 128 with HIPQ_GEMM_TMA_FP8=128), 384 threads = 3
 // warpgroups:
 //  - warpgroup 0, the producer (setmaxnreg.dec 40): one thread waits for a
 //    free stage, announces its bytes on the stage's "full" mbarrier and

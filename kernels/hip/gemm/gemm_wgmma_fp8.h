@@ -64,7 +64,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t d
 #endif
 }
 
-// m64n160k32: the 128 x 160 tile of gemm_tma_fp8.h (HIPQ_GEMM_TMA_FP8=160).
+// m64n160k32: the 128 x 160 tile of gemm_tma_fp8.h (its default width).
 __device__ __forceinline__ void wgmma_m64n160k32_e4m3(float (&d)[80], uint64_t da, uint64_t db, int scale_d) {
 #if HIPQ_WGMMA_DEVICE
   asm volatile(

@@ -20,7 +20,7 @@ TEST(RouteSwitchesTest, DefaultsWhenNothingIsSet) {
   const RouteSwitches s = switches_of({});
   EXPECT_TRUE(s.wgmma);
   EXPECT_EQ(s.gemm_tma, -1);
-  EXPECT_EQ(s.gemm_tma_fp8_n, 128);
+  EXPECT_EQ(s.gemm_tma_fp8_n, 160);
   EXPECT_TRUE(s.fp32_wgmma);
   EXPECT_TRUE(s.conv_nhwc);
   EXPECT_TRUE(s.attention_wgmma);
@@ -36,9 +36,9 @@ TEST(RouteSwitchesTest, EachSwitch) {
     EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA", std::to_string(w)}}).gemm_tma, w);
   EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA", "64"}}).gemm_tma, -1);  // no such width
   EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA", "1"}}).gemm_tma, -1);
-  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA_FP8", "160"}}).gemm_tma_fp8_n, 160);
-  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA_FP8", "256"}}).gemm_tma_fp8_n, 128);  // no such fp8 tile
-  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA", "160"}}).gemm_tma_fp8_n, 128);      // the 16-bit switch alone
+  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA_FP8", "128"}}).gemm_tma_fp8_n, 128);
+  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA_FP8", "256"}}).gemm_tma_fp8_n, 160);  // no such fp8 tile
+  EXPECT_EQ(switches_of({{"HIPQ_GEMM_TMA", "128"}}).gemm_tma_fp8_n, 160);      // the 16-bit switch alone
   EXPECT_FALSE(switches_of({{"HIPQ_FP32_WGMMA", "0"}}).fp32_wgmma);
   EXPECT_TRUE(switches_of({{"HIPQ_FP32_WGMMA", "1"}}).fp32_wgmma);
   EXPECT_FALSE(switches_of({{"HIPQ_CONV_NHWC", "0"}}).conv_nhwc);
