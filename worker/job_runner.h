@@ -52,6 +52,27 @@ class JobRunner {
   virtual std::vector<proto::HeldModel> held_models() const { return {}; }
   virtual Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                          const std::atomic<bool>& cancel) = 0;
+
+  // ---- batching across jobs (docs/batching.md) ----------------------------
+  // Jobs whose batch keys are equal and non-empty may run together through
+  // run_batch(), and each then gives the same outputs, byte for byte, as run
+  // alone through run(). "" = this job never shares a batch. Cheap, no device
+  // work; called on the connection thread (also while a job runs).
+  virtual std::string batch_key(const JobAssignment& job) const {
+    (void)job;
+    return {};
+  }
+  // The most jobs run_batch() takes at once on this runner (1 = no batching).
+  // Called on the connection thread only while no job runs.
+  virtual int max_batch() const { return 1; }
+  // Runs `jobs` (1..max_batch(), all of one non-empty batch_key) as one
+  // batch: one outcome per job, in the order given (a job's failure is its
+  // own; Status as run()). progress[i] and cancel[i] are job i's: a job whose
+  // flag turns true ends Cancelled on its own while the others run on.
+  // Default: each job in turn through run().
+  virtual std::vector<Result<proto::JobResult>> run_batch(const std::vector<JobAssignment>& jobs,
+                                                          const std::vector<ProgressSink*>& progress,
+                                                          const std::vector<const std::atomic<bool>*>& cancel);
 };
 
 // Whether retrying the job elsewhere could help, by the failure's code:

@@ -8,21 +8,6 @@
 
 namespace hipq::worker {
 
-bool is_configuration_error(const Status& s) { return s.code() == StatusCode::kFailedPrecondition; }
-
-bool is_retryable(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-    case StatusCode::kIOError:
-    case StatusCode::kInternal:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Result<std::chrono::microseconds> SleepEngine::parse_spec(std::string_view spec) {
   auto bad = [&] {
     return Status::InvalidArgument("engine \"" + std::string(spec) +
