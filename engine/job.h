@@ -164,4 +164,14 @@ struct GenerationRun {
 
 GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load);
 
+// Jobs of one batch key (engine::batch_key; docs/batching.md) run as one
+// batch: steps 1-3 for each job in order (each failure its own), step 4 as
+// one Pipeline::generate_batch of the jobs whose pipeline is the first
+// prepared job's (the others, if any, run alone through run_job), steps 5-7
+// for each. One run per job, in order; each job's outputs equal its run_job's
+// byte for byte, its timings say it shared the steps (batch_jobs). An error of
+// the whole batch (no plan fits, out of memory after release_memory of the
+// first job) fails every job of it at kGenerate.
+std::vector<GenerationRun> run_job_batch(const std::vector<GenerationJob>& jobs, const PipelineLoader& load);
+
 }  // namespace hipq::engine

@@ -134,7 +134,7 @@ std::string MemoryPlan::describe() const {
 
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& s, Placement p,
                                const kernels::Backend& backend, int64_t vae_tile, const ModelShapes* refiner,
-                               std::optional<DType> vae_dtype_override) {
+                               std::optional<DType> vae_dtype_override, int jobs) {
   const bool keeps_conv_forms = backend.info().keeps_conv_weight_forms;
   if (p == Placement::kAuto) return Status::InvalidArgument("plan_memory: resolve placement 'auto' first");
   if (vae_tile < 0 || (vae_tile > 0 && (p != Placement::kLow || vae_tile % 8 != 0 || vae_tile < 16)))
@@ -155,8 +155,13 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   plan.placement = p;
   plan.vae_dtype = vae_dtype;
 
+  if (jobs < 1) return Status::InvalidArgument("plan_memory: a batch of " + std::to_string(jobs) + " jobs");
+  plan.jobs = jobs;
   const int64_t lh = s.height / 8, lw = s.width / 8;
+  // UNet rows of one job; a batch runs `jobs` of them at once (the text
+  // encoders still run one job at a time).
   const int64_t batch = s.guidance > 1.0f ? 2 : 1;
+  const int64_t rows = batch * jobs;
   // One model's weights and the activations of its UNet and text encoders.
   int64_t largest_text = 0;  // the largest single text encoder's weights (the low placement holds one at a time)
   int64_t text_staging = 0;  // an encoder's load: the cast's staging block (ModelShapes::text_staging)
@@ -183,22 +188,26 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> vae_specs, VaeDecoder::parameters(m.vae));
     plan.vae_weights += param_bytes(vae_specs, vae_dt, backend, "decoder.", "post_quant_conv.").all;
     const int64_t c0 = m.unet.block_out_channels.empty() ? 320 : m.unet.block_out_channels[0];
-    const int64_t unit = batch * lh * lw * c0 * dsize(dtype);
+    const int64_t unit = rows * lh * lw * c0 * dsize(dtype);
     n.unet_act = kUnetActivationUnits * unit;
     // Latents, noise and the step's fixed buffers (a few units), and every
     // cross attention's k | v of the 77-token context (ContextKV).
     n.fixed = 4 * unit;
     for (const ParamSpec& p : unet_specs)
       if (p.name.ends_with("attn2.to_k.weight") && !p.shape.empty())
-        n.fixed += 2 * batch * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
+        n.fixed += 2 * rows * ClipTokenizer::kMaxLength * p.shape[0] * dsize(dtype);
     int64_t pooled = 0;
     for (const ClipTextConfig& c : m.text_encoders) {
       n.text_act = std::max(n.text_act, kTextActivationRows * batch * ClipTokenizer::kMaxLength *
                                             std::max(c.intermediate_size, c.hidden_size) * 4);
       pooled = std::max(pooled, c.projection_dim);
     }
-    n.conditioning = block(batch * ClipTokenizer::kMaxLength * m.unet.cross_attention_dim * dsize(dtype)) +
-                     block(batch * pooled * dsize(dtype));
+    n.conditioning = jobs * (block(batch * ClipTokenizer::kMaxLength * m.unet.cross_attention_dim * dsize(dtype)) +
+                             block(batch * pooled * dsize(dtype)));
+    // A batch also holds its rows side by side for the UNet (Pipeline::generate_batch).
+    if (jobs > 1)
+      n.conditioning += block(rows * ClipTokenizer::kMaxLength * m.unet.cross_attention_dim * dsize(dtype)) +
+                        block(rows * pooled * dsize(dtype));
     return n;
   };
   HIPQ_ASSIGN_OR_RETURN(ModelNeeds needs, add_model(shapes));
@@ -281,7 +290,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   // The decode finds none of the step's buffers (UNetStep, its context k | v
   // and the sampler's are freed with the loop, the cache trimmed): only the
   // latents (f32) and the prompt's embeddings stay beside the weights.
-  const int64_t decode_resident = conditioning + block(shapes.unet.in_channels * lh * lw * 4);
+  const int64_t decode_resident = conditioning + jobs * block(shapes.unet.in_channels * lh * lw * 4);
   plan.decode = plan.unet_weights + plan.vae_weights + resident_text + resident_encoder + vae_act + decode_resident;
   // ---- LoRA switches: base bits held on the device, in every phase ----
   plan.lora_base_bits = shapes.lora_base_bits + (refiner != nullptr ? refiner->lora_base_bits : 0);
@@ -311,7 +320,8 @@ int64_t usable_device_memory(const kernels::MemoryStats& m) {
 }
 
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
-                                    Placement requested, const kernels::Backend& backend, const ModelShapes* refiner) {
+                                    Placement requested, const kernels::Backend& backend, const ModelShapes* refiner,
+                                    int jobs) {
   const kernels::MemoryStats mem = backend.memory_stats();
   const int64_t usable = usable_device_memory(mem);
   const bool unknown = mem.limit <= 0 && mem.device_total <= 0;  // a cpu backend without a cap: every plan fits
@@ -334,7 +344,7 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   }
   MemoryPlan last;
   for (const Try& t : order) {
-    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner, t.vae_dtype));
+    HIPQ_ASSIGN_OR_RETURN(last, plan_memory(shapes, settings, t.p, backend, t.tile, refiner, t.vae_dtype, jobs));
     last.usable = usable;
     last.runtime = runtime;
     if (unknown || last.peak() <= usable) return last;

@@ -106,6 +106,8 @@ std::optional<kernels::DType> low_placement_vae_dtype(const std::string& precisi
 
 struct MemoryPlan {
   Placement placement = Placement::kStandard;
+  // Jobs planned together as one batch (plan_memory's `jobs`).
+  int jobs = 1;
   // Weights on the device, by component, in the dtype they are loaded at.
   int64_t unet_weights = 0;
   int64_t text_weights = 0;
@@ -164,10 +166,15 @@ struct MemoryPlan {
 // and activations at the job's size in the image_encode phase, and its
 // weights in every phase of the standard placement (which keeps it loaded;
 // the low one releases it once the image is encoded).
+// `jobs` > 1: a batch of that many jobs of these settings (Pipeline::
+// generate_batch): the UNet's activations, its fixed buffers and context
+// k | v for all their rows, every job's embeddings (and the batch's rows of
+// them side by side) held to the end, every job's latent at the decode; the
+// text encoders still run one job at a time. InvalidArgument for jobs < 1.
 Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::GenerationSettings& settings, Placement p,
                                const kernels::Backend& backend, int64_t vae_tile = 0,
                                const ModelShapes* refiner = nullptr,
-                               std::optional<kernels::DType> vae_dtype = std::nullopt);
+                               std::optional<kernels::DType> vae_dtype = std::nullopt, int jobs = 1);
 
 // Device memory in use outside the backend's pool, as the driver reports it
 // now (device total - free - what the pool holds): the runtime's context, the
@@ -194,6 +201,6 @@ int64_t usable_device_memory(const kernels::MemoryStats& m);
 // device, and what to do.
 Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::GenerationSettings& settings,
                                     Placement requested, const kernels::Backend& backend,
-                                    const ModelShapes* refiner = nullptr);
+                                    const ModelShapes* refiner = nullptr, int jobs = 1);
 
 }  // namespace hipq::engine

@@ -1,4 +1,5 @@
 #include "engine/pipeline.h"
+#include "engine/pipeline_impl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +33,8 @@
 namespace hipq::engine {
 
 using kernels::DType;
+using pipeline_detail::kTextEncoderKeys;
+using pipeline_detail::TextEncoderSlot;
 
 namespace {
 
@@ -48,122 +51,7 @@ Result<std::shared_ptr<WeightSource>> component(const ModelComponents& m, const 
   return it->second;
 }
 
-// The model folder's components of text encoders 1 and 2 (SDXL has both).
-constexpr const char* kTextEncoderKeys[2] = {"text_encoder", "text_encoder_2"};
-
-// The encoder stack of one family: which token padding each encoder expects
-// (diffusers' tokenizer configs: CLIP-L pads with <|endoftext|>, OpenCLIP
-// tokenizers with "!" = id 0) and what the UNet consumes.
-struct TextEncoderSlot {
-  std::optional<ClipTextModel> model;
-  bool pad_with_eos = true;
-};
-
 }  // namespace
-
-struct Pipeline::Impl {
-  kernels::Backend* backend = nullptr;
-  // The model as opened (the UNet's and text encoders' sources kept as
-  // lora::RetainedBaseSource), and as loaded: `base` with the LoRA set's
-  // merged views over the same sources (engine/lora/lora_set.h).
-  ModelComponents base;
-  ModelComponents components;
-  std::vector<lora::AppliedLora> loras;
-  // What the current set puts on each weight it modifies (LoraSet::signatures).
-  lora::WeightSignatures lora_signatures;
-  // Device room for the base bits of LoRA-modified weights (the
-  // RetainedBaseSources of `base` share it; shapes.lora_base_bits counts what
-  // it holds), the job its room was planned for (the last generation's
-  // settings, else the defaults), and the last switch's split.
-  std::shared_ptr<lora::DeviceBitsBudget> lora_budget = std::make_shared<lora::DeviceBitsBudget>();
-  std::optional<spec::GenerationSettings> lora_reference_job;
-  LoraSwitchSplit lora_split;
-  LoadOptions options;
-  std::string family;
-  // The SDXL refiner's layout (stabilityai/stable-diffusion-xl-refiner-1.0):
-  // text encoder 2 alone, five time ids ending in the aesthetic score
-  // (model_index.json's requires_aesthetics_score).
-  bool refiner_model = false;
-  // model_index.json's force_zeros_for_empty_prompt (SDXL; the base's true,
-  // the refiner's false: it encodes the empty negative prompt).
-  bool force_zeros_for_empty_prompt = true;
-  SchedulerConfig scheduler;
-  nlohmann::json scheduler_json;
-  std::optional<ClipTokenizer> tokenizer;
-  TextEncoderSlot enc1, enc2;  // enc2: SDXL only
-  std::optional<UNet> unet;
-  std::optional<VaeDecoder> vae;
-  // Loaded by the first img2img job (and again after a precision switch).
-  std::optional<VaeEncoder> vae_encoder;
-  // The models' shapes as loaded (memory plans read them) and the dtype the
-  // UNet and text encoders are in.
-  ModelShapes shapes;
-  DType loaded_dtype = DType::kF32;
-  std::string loaded_precision;
-  double load_ms = 0;
-  // The load phase of the most recent load, reported by the next generate().
-  std::optional<PhaseTiming> pending_load;
-
-  Status load_models(const std::string& precision);
-  // Which of text encoders 1 and 2 (index 0, 1) the model has, in order:
-  // shapes.text_encoders[j] is encoder text_encoder_indices()[j].
-  std::vector<size_t> text_encoder_indices() const;
-  // After a LoRA switch: the weights of `touched` (component -> names: those
-  // the old or the new set modifies) written again in place, from
-  // `components`, in the models on the device (engine/lora/lora_rebind.h);
-  // every other tensor, the shapes and the VAE stay.
-  Status switch_lora_weights(const std::map<std::string, std::vector<std::string>>& touched);
-  // Keeps the base bits of the weights `targets` modifies (lora::RetainedBaseSource) once read.
-  void retain_lora_targets(const std::map<std::string, std::vector<std::string>>& targets);
-  // The device room for those base bits: what the pool may hold less the
-  // peak of the reference job's plan without them (lora_reference_job at
-  // `precision`); no limit on a backend that knows no memory size (cpu
-  // without a cap: every plan fits). Then the rest stays on the host.
-  void set_lora_device_budget(const std::string& precision);
-  // shapes.lora_base_bits from what the sources hold on the device.
-  void count_lora_base_bits();
-  // Before a job's plan: the base bits on the device stay where the job's
-  // plan with them resolves (placement, VAE tile) as it would without them;
-  // else they move to the host. No new copy is made on the device until the
-  // next load or switch; the job becomes their reference.
-  Status fit_lora_base_bits(const spec::GenerationSettings& s, const ModelShapes* refiner);
-  // The text encoders at loaded_dtype, unless they are on the device already
-  // (a low placement loads them for each prompt it encodes).
-  Status load_text_encoders();
-  // One encoder (0: enc1, 1: enc2) when the model has it and it is not held.
-  Status load_text_encoder(size_t slot);
-  void release_text_encoders();
-  bool text_encoders_held() const { return enc1.model.has_value() || enc2.model.has_value(); }
-  Result<std::vector<int32_t>> token_ids(const std::string& text, bool pad_with_eos) const;
-  struct TextConditioning {
-    DeviceTensor hidden;  // [N, 77, D]
-    DeviceTensor pooled;  // [N, P] (SDXL)
-    int batch = 1;
-  };
-  // one_at_a_time (the low placement): each encoder is loaded, run and
-  // released before the next loads, so the device holds one at a time.
-  Result<TextConditioning> encode_text(const spec::GenerationSettings& s, bool cfg, bool one_at_a_time = false);
-  // SDXL micro-conditioning per row: the base's original size, crop top-left,
-  // target size; the refiner's original size, crop top-left, aesthetic score.
-  std::vector<float> time_ids(const spec::GenerationSettings& s, int batch) const;
-  // VAE decode of a latent already divided by the scaling factor: [1, 3, 8h, 8w],
-  // in tiles of `tile` pixels when > 0 (else options.vae_tile_above_latent_pixels' rule).
-  Result<std::vector<float>> run_vae(const std::vector<float>& z, int64_t lh, int64_t lw, int64_t tile = 0);
-  // The VAE decoder in `dtype` (a memory plan's vae_dtype): kept when it is
-  // loaded so, else the one held goes back before the new one loads, so the
-  // device never holds both. On failure none is held and the next generate()
-  // loads the models afresh.
-  Status use_vae_dtype(DType dtype);
-  // The dtype the init image is encoded in: diffusers' SDXL img2img encodes
-  // in fp32 when the VAE config has force_upcast, SD 1.x/2.x in the precision.
-  DType encoder_dtype() const;
-  Status load_vae_encoder();
-  // img2img's starting latent (engine/img2img.h): the preprocessed image
-  // encoded, sampled from its distribution with `generator`, scaled, then
-  // noised at the schedule's step t_start with the generator's next draw.
-  Result<std::vector<float>> init_latent(const spec::RgbImage& image, const Schedule& full, int t_start,
-                                         TorchGenerator& generator, DType latent_dtype);
-};
 
 DType Pipeline::Impl::encoder_dtype() const { return vae_encoder_dtype_for(family, shapes.vae, loaded_dtype); }
 
@@ -678,33 +566,22 @@ const LoraSwitchSplit& Pipeline::last_lora_switch() const { return impl_->lora_s
 
 int64_t Pipeline::lora_base_bits_on_device() const { return impl_->shapes.lora_base_bits; }
 
-namespace {
-
-// One model's share of the denoising loop: the UNet of `im` over `schedule`
-// on the job's latents (on the device) and generator. Steps are appended to
-// out.steps (and tagged in out.step_models when `model` is set); progress
-// counts from `step_offset` of `total_steps`.
-struct LoopRun {
-  const spec::GenerationSettings* settings = nullptr;
-  const ProgressFn* progress = nullptr;
-  const std::atomic<bool>* cancel = nullptr;
-  std::string model;  // "" (a job of one model) | "base" | "refiner"
-  int step_offset = 0;
-  int total_steps = 0;
-};
+namespace pipeline_detail {
 
 Status denoise_loop(Pipeline::Impl& im, const kernels::Tensor& hidden, const kernels::Tensor* pooled,
                     const std::vector<float>& time_ids, int batch, const Schedule& schedule,
                     const SchedulerConfig& scheduler_cfg, kernels::Tensor& latents, const StepNoiseSource& noise,
-                    const LoopRun& run, GenerationOutput& out) {
+                    LoopRun& run) {
   kernels::Backend& be = *im.backend;
-  const spec::GenerationSettings& s = *run.settings;
-  auto cancelled = [&] { return run.cancel != nullptr && run.cancel->load(); };
-  const bool cfg = batch == 2;
+  const int64_t jobs = latents.dim(0);
+  if (jobs != static_cast<int64_t>(run.jobs.size()) || (batch != jobs && batch != 2 * jobs))
+    return Status::Internal("denoise loop: " + std::to_string(jobs) + " latents, " +
+                            std::to_string(run.jobs.size()) + " jobs, UNet batch " + std::to_string(batch));
+  const bool cfg = batch == 2 * jobs;
   const int64_t lc = latents.dim(1), lh = latents.dim(2), lw = latents.dim(3);
-  const float guidance = s.guidance;
   // diffusers applies guidance_rescale only with classifier-free guidance.
-  const bool rescale = cfg && s.guidance_rescale > 0.0f;
+  bool rescale = false;
+  for (const LoopJob& j : run.jobs) rescale = rescale || (cfg && j.settings->guidance_rescale > 0.0f);
   DeviceTensor rescale_tmp;
   if (rescale) {
     HIPQ_ASSIGN_OR_RETURN(rescale_tmp, DeviceTensor::make(be, DType::kF32, {1, lc, lh, lw}));
@@ -721,10 +598,11 @@ Status denoise_loop(Pipeline::Impl& im, const kernels::Tensor& hidden, const ker
   // Progress and cancellation follow the device without draining it: after
   // step i is enqueued, the host waits on the event that closed step i - 1
   // (Backend::elapsed_ms synchronises on its end event only), so one step
-  // stays queued while progress is reported and the cancel flag is read.
+  // stays queued while progress is reported and the cancel flags are read.
   // A step's timing is the same interval on both clocks: from the end of the
   // step before (or the loop's start) to the end of its guidance combine, on
-  // the device's events (gpu_ms) and as the host sees those ends (host_ms).
+  // the device's events (gpu_ms) and as the host sees those ends (host_ms);
+  // the jobs of a batch share it.
   std::vector<int> step_done;  // an event after each enqueued step
   HIPQ_ASSIGN_OR_RETURN(int loop_start, be.record_event());
   auto last_seen = std::chrono::steady_clock::now();
@@ -733,36 +611,58 @@ Status denoise_loop(Pipeline::Impl& im, const kernels::Tensor& hidden, const ker
     const int from = finished == 0 ? loop_start : step_done[static_cast<size_t>(finished) - 1];
     HIPQ_ASSIGN_OR_RETURN(double gpu_ms, be.elapsed_ms(from, step_done[static_cast<size_t>(finished)]));
     const auto now = std::chrono::steady_clock::now();
-    out.steps.push_back(
-        {std::string(spec::kPhaseStep), std::chrono::duration<double, std::milli>(now - last_seen).count(), gpu_ms});
-    if (!run.model.empty()) out.step_models.push_back(run.model);
+    const PhaseTiming row{std::string(spec::kPhaseStep),
+                          std::chrono::duration<double, std::milli>(now - last_seen).count(), gpu_ms};
     last_seen = now;
-    if (*run.progress) (*run.progress)(run.step_offset + finished + 1, total);
+    for (LoopJob& j : run.jobs) {
+      if (j.stopped) continue;
+      j.out->steps.push_back(row);
+      if (!run.model.empty()) j.out->step_models.push_back(run.model);
+      if (j.progress != nullptr && *j.progress) (*j.progress)(run.step_offset + finished + 1, total);
+    }
     return Status::Ok();
   };
   const int offset = run.step_offset;
+  // A job whose flag turned true stops on its own: its rows are still
+  // computed (the batch keeps its shape, so the others' results do not
+  // change), its steps and progress are no longer reported; the loop ends
+  // Cancelled when every job of the batch has stopped.
+  auto check_cancels = [&](int step_index) -> Status {
+    bool any_live = false;
+    for (LoopJob& j : run.jobs) {
+      if (!j.stopped && j.cancel != nullptr && j.cancel->load()) {
+        j.stopped = true;
+        j.stopped_at = offset + step_index + 1;
+      }
+      any_live = any_live || !j.stopped;
+    }
+    if (any_live) return Status::Ok();
+    return Status::Cancelled("generation cancelled at step " + std::to_string(offset + step_index + 1) + " of " +
+                             std::to_string(total));
+  };
   Denoiser denoise = [&](const kernels::Tensor& model_input, const DenoiseStep& step,
                          kernels::Tensor& model_output) -> Status {
-    if (cancelled())
-      return Status::Cancelled("generation cancelled at step " + std::to_string(offset + step.index + 1) + " of " +
-                               std::to_string(total));
+    HIPQ_RETURN_IF_ERROR(check_cancels(step.index));
     HIPQ_ASSIGN_OR_RETURN(const kernels::Tensor* pred, unet_step->run(model_input, step.index));
-    const kernels::Tensor uncond = pred->slice(0, 0, 1);
-    if (cfg) {
-      const kernels::Tensor text_pred = pred->slice(0, 1, 1);
-      HIPQ_RETURN_IF_ERROR(combine_guidance(be, uncond, text_pred, guidance, model_output));
-      if (rescale) HIPQ_RETURN_IF_ERROR(rescale_guidance(be, text_pred, s.guidance_rescale, model_output, rescale_tmp.t));
-    } else {
-      HIPQ_RETURN_IF_ERROR(be.copy(uncond, model_output));
+    // Job j's rows: 2j (unconditional), 2j + 1 (conditional) with guidance; j without.
+    for (int64_t j = 0; j < jobs; ++j) {
+      const spec::GenerationSettings& s = *run.jobs[static_cast<size_t>(j)].settings;
+      kernels::Tensor out_j = model_output.slice(0, j, 1);
+      if (cfg) {
+        const kernels::Tensor uncond = pred->slice(0, 2 * j, 1);
+        const kernels::Tensor text_pred = pred->slice(0, 2 * j + 1, 1);
+        HIPQ_RETURN_IF_ERROR(combine_guidance(be, uncond, text_pred, s.guidance, out_j));
+        if (s.guidance_rescale > 0.0f)
+          HIPQ_RETURN_IF_ERROR(rescale_guidance(be, text_pred, s.guidance_rescale, out_j, rescale_tmp.t));
+      } else {
+        HIPQ_RETURN_IF_ERROR(be.copy(pred->slice(0, j, 1), out_j));
+      }
     }
     HIPQ_ASSIGN_OR_RETURN(int done, be.record_event());
     step_done.push_back(done);
     if (step.index > 0) HIPQ_RETURN_IF_ERROR(report_finished(step.index - 1));
     // A cancel seen now drops this step, queued but not waited for.
-    if (cancelled())
-      return Status::Cancelled("generation cancelled at step " + std::to_string(offset + step.index + 1) + " of " +
-                               std::to_string(total));
-    return Status::Ok();
+    return check_cancels(step.index);
   };
   last_seen = std::chrono::steady_clock::now();
   Status sampled = sample(be, schedule, scheduler_cfg, latents, denoise, noise);
@@ -844,7 +744,45 @@ Status load_decoder_in_plan_dtype(Pipeline::Impl& decoder, bool refiner, kernels
   return Status::Ok();
 }
 
-}  // namespace
+Status decode_latent(Pipeline::Impl& decoder, kernels::Backend& be, const spec::GenerationSettings& s,
+                     PhasePeaks& peaks, GenerationOutput& out) {
+  const int64_t lh = s.height / 8, lw = s.width / 8;
+  peaks.begin();
+  const VaeConfig& vc = decoder.vae->config();
+  std::vector<float> scaled(out.latent.size());
+  // diffusers divides by the scaling factor (latents / scaling_factor):
+  // the same float division, not a multiplication by the reciprocal.
+  const float sf = static_cast<float>(vc.scaling_factor);
+  for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
+  Result<std::vector<float>> decoded = decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile);
+  if (!decoded.ok() && decoded.status().code() == StatusCode::kResourceExhausted)
+    decoded = decode_in_smaller_tiles(decoder, be, scaled, lh, lw, decoded.status(), out);
+  if (!decoded.ok()) return decoded.status();
+  const std::vector<float>& pixels = *decoded;
+  peaks.end(std::string(spec::kPhaseDecode));
+  // Nor does the next job need the decode's full-size blocks, or a 16-bit
+  // VAE's kept conv weight forms (0.09 GiB at SDXL in bf16): kept, they sat
+  // through the next job's text encode and denoise, whose plan moments do
+  // not count them (the H200's 8 GiB run: text encode 61 MB over its
+  // moment). The next decode makes them again.
+  be.drop_constant_forms();
+  HIPQ_RETURN_IF_ERROR(be.trim_cache());
+  spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
+  out.rgb = std::move(rgb.rgb);
+  out.width = s.width;
+  out.height = s.height;
+  return Status::Ok();
+}
+
+}  // namespace pipeline_detail
+
+using pipeline_detail::decode_in_smaller_tiles;
+using pipeline_detail::decode_latent;
+using pipeline_detail::denoise_loop;
+using pipeline_detail::job_scheduler;
+using pipeline_detail::load_decoder_in_plan_dtype;
+using pipeline_detail::LoopJob;
+using pipeline_detail::LoopRun;
 
 Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, const ProgressFn& progress,
                                             const std::atomic<bool>* cancel, Pipeline* refiner_pipeline) {
@@ -1045,9 +983,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   out.model_calls = static_cast<int>(schedule.timesteps.size() + refiner_schedule.timesteps.size());
   const StepNoiseSource noise{&generator, noise_dtype};
   LoopRun run;
-  run.settings = &s;
-  run.progress = &progress;
-  run.cancel = cancel;
+  run.jobs.push_back(LoopJob{&s, &progress, cancel, &out});
   run.total_steps = out.model_calls;
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));
@@ -1057,7 +993,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     HIPQ_RETURN_IF_ERROR(model_timer.begin(std::string(spec::kPhaseDenoise)));
   }
   HIPQ_RETURN_IF_ERROR(denoise_loop(im, text.hidden.t, im.family == "sdxl" ? &text.pooled.t : nullptr,
-                                    im.time_ids(s, batch), batch, schedule, scheduler_cfg, latents.t, noise, run, out));
+                                    im.time_ids(s, batch), batch, schedule, scheduler_cfg, latents.t, noise, run));
   if (rf) {
     HIPQ_RETURN_IF_ERROR(model_timer.end());
     // The base's conv weight forms are not needed by the refiner's steps.
@@ -1069,7 +1005,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
     run.step_offset = static_cast<int>(schedule.timesteps.size());
     HIPQ_RETURN_IF_ERROR(denoise_loop(*rf, refiner_text->hidden.t, &refiner_text->pooled.t,
                                       rf->time_ids(s, refiner_text->batch), refiner_text->batch, refiner_schedule,
-                                      refiner_cfg, latents.t, noise, run, out));
+                                      refiner_cfg, latents.t, noise, run));
     HIPQ_RETURN_IF_ERROR(model_timer.end());
   }
   HIPQ_RETURN_IF_ERROR(timer.end());
@@ -1085,32 +1021,7 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   if (cancelled()) return Status::Cancelled("generation cancelled before decoding");
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDecode)));
-  peaks.begin();
-  {
-    const VaeConfig& vc = decoder.vae->config();
-    std::vector<float> scaled(out.latent.size());
-    // diffusers divides by the scaling factor (latents / scaling_factor):
-    // the same float division, not a multiplication by the reciprocal.
-    const float sf = static_cast<float>(vc.scaling_factor);
-    for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = out.latent[i] / sf;
-    Result<std::vector<float>> decoded = decoder.run_vae(scaled, lh, lw, out.memory_plan.vae_tile);
-    if (!decoded.ok() && decoded.status().code() == StatusCode::kResourceExhausted)
-      decoded = decode_in_smaller_tiles(decoder, be, scaled, lh, lw, decoded.status(), out);
-    if (!decoded.ok()) return decoded.status();
-    const std::vector<float>& pixels = *decoded;
-    peaks.end(std::string(spec::kPhaseDecode));
-    // Nor does the next job need the decode's full-size blocks, or a 16-bit
-    // VAE's kept conv weight forms (0.09 GiB at SDXL in bf16): kept, they sat
-    // through the next job's text encode and denoise, whose plan moments do
-    // not count them (the H200's 8 GiB run: text encode 61 MB over its
-    // moment). The next decode makes them again.
-    be.drop_constant_forms();
-    HIPQ_RETURN_IF_ERROR(be.trim_cache());
-    spec::RgbImage rgb = rgb8_from_decoded(pixels.data(), s.width, s.height);
-    out.rgb = std::move(rgb.rgb);
-    out.width = s.width;
-    out.height = s.height;
-  }
+  HIPQ_RETURN_IF_ERROR(decode_latent(decoder, be, s, peaks, out));
   HIPQ_RETURN_IF_ERROR(timer.end());
 
   HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
@@ -1236,8 +1147,10 @@ nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationS
   j["warm"] = out.warm;
   j["denoise"] = {{"unet_batch", out.unet_batch},
                   {"model_calls", out.model_calls},
-                  {"guidance", out.unet_batch == 1 ? "off" : "classifier-free"}};
+                  {"batch_jobs", out.batch_jobs},
+                  {"guidance", out.unet_batch == out.batch_jobs ? "off" : "classifier-free"}};
   j["memory_plan"] = {{"placement", std::string(placement_name(out.memory_plan.placement))},
+                      {"jobs", out.memory_plan.jobs},
                       {"vae_tile", out.memory_plan.vae_tile},
                       {"vae_dtype", std::string(kernels::dtype_name(out.memory_plan.vae_dtype))},
                       {"peak_bytes", out.memory_plan.peak()},

@@ -136,7 +136,16 @@ struct GenerationOutput {
   // more for samplers that evaluate the model twice a step).
   int unet_batch = 0;
   int model_calls = 0;
+  // Jobs whose rows ran in that UNet batch (Pipeline::generate_batch): 1 =
+  // it ran alone; else unet_batch counts every job's rows and the step rows
+  // above are the shared steps'.
+  int batch_jobs = 1;
 };
+
+// What must match for two jobs to share a batch (Pipeline::generate_batch):
+// every setting but the prompt, the negative prompt and the seed, as one
+// string; "" for a job that never shares one (img2img, base + refiner).
+std::string batch_key(const spec::GenerationSettings& settings);
 
 // Called after each denoise step with (steps done, total steps).
 using ProgressFn = std::function<void(int step, int steps)>;
@@ -171,6 +180,33 @@ class Pipeline {
   // own runs img2img only (InvalidArgument for text-to-image).
   Result<GenerationOutput> generate(const spec::GenerationSettings& settings, const ProgressFn& progress = {},
                                     const std::atomic<bool>* cancel = nullptr, Pipeline* refiner = nullptr);
+
+  // ---- batches across jobs (docs/batching.md) ------------------------------
+  // Runs `jobs` (settings with one non-empty batch_key(): the same size,
+  // steps, sampler, guidance, precision, LoRAs; prompts and seeds free) as
+  // one batch: each job's prompts encoded alone, its noise drawn from its own
+  // generator, the UNet run on all their rows at once every step (2 a job
+  // with guidance), each latent decoded alone. Each job's latent and pixels
+  // equal generate() of it alone, byte for byte, on a backend whose kernels
+  // give a row the same result whatever the batch (docs/batching.md says
+  // which do; tests/engine/pipeline_batch_test.cpp checks). The step rows of
+  // each output are the shared steps'; GenerationOutput::batch_jobs says how
+  // many shared them. progress and cancel: empty, or one entry per job (null
+  // or empty = none): a job whose flag turns true ends Cancelled alone while
+  // the others run on. One outcome per job, in order; the Result's own
+  // status is an error of the whole batch: InvalidArgument (settings invalid,
+  // keys differ, or a job batch_key() never batches: img2img, refiner),
+  // FailedPrecondition (no plan fits, as generate()), ResourceExhausted and
+  // the backend's errors. A batch of one is generate().
+  Result<std::vector<Result<GenerationOutput>>> generate_batch(
+      const std::vector<spec::GenerationSettings>& jobs, const std::vector<ProgressFn>& progress = {},
+      const std::vector<const std::atomic<bool>*>& cancel = {});
+  // How many jobs of `settings` one batch may hold on this backend now: the
+  // largest n <= limit whose plan (plan_memory's jobs = n) fits in the
+  // placement a job alone gets; 1 when that placement is low (a batch never
+  // moves a job to the low placement: batching is for throughput). Errors as
+  // choose_placement.
+  Result<int> batch_capacity(const spec::GenerationSettings& settings, int limit);
 
   // Switches the LoRA set (empty: none). The files are read and checked
   // against the model before any device work (errors as LoadOptions::loras;

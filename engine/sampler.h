@@ -25,6 +25,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/rng.h"
@@ -52,6 +53,15 @@ using Denoiser = std::function<Status(const kernels::Tensor& model_input, const 
 struct StepNoiseSource {
   TorchGenerator* generator = nullptr;
   kernels::DType model_dtype = kernels::DType::kF32;
+  // A batch of jobs (Pipeline::generate_batch): one generator per latent of
+  // x (its first dimension), in order, each drawing its own latent's share
+  // of every step's noise, the values it draws alone. Empty: `generator`
+  // draws for the whole of x.
+  std::vector<TorchGenerator*> per_latent;
+  // The generators a step's draw takes from, in order of x's values.
+  std::vector<TorchGenerator*> generators() const {
+    return per_latent.empty() ? std::vector<TorchGenerator*>{generator} : per_latent;
+  }
 };
 
 // Each takes the initial noise (unit variance, e.g. torch_randn_cpu) in `x`,

@@ -70,15 +70,21 @@ Status UNetStep::forward_into_out() {
 
 Result<const kernels::Tensor*> UNetStep::run(const kernels::Tensor& latents, int step) {
   const int64_t all = input_f32_.t.numel(), one = all / batch_;
-  if (latents.dtype != DType::kF32 || !latents.is_contiguous() || (latents.numel() != all && latents.numel() != one))
-    return Status::InvalidArgument("unet step: latents " + latents.describe() + " must be contiguous f32 of " +
-                                   std::to_string(all) + " or " + std::to_string(one) + " values");
+  const int64_t given = latents.numel() / one;  // latents given; each fills batch_ / given entries in a row
+  if (latents.dtype != DType::kF32 || !latents.is_contiguous() || latents.numel() % one != 0 || given == 0 ||
+      batch_ % given != 0)
+    return Status::InvalidArgument("unet step: latents " + latents.describe() + " must be contiguous f32 of k * " +
+                                   std::to_string(one) + " values, k dividing the batch of " +
+                                   std::to_string(batch_));
   if (step < 0 || step >= steps_)
     return Status::InvalidArgument("unet step: step " + std::to_string(step) + " outside the " +
                                    std::to_string(steps_) + " timesteps of this generation");
-  const size_t bytes = latents.nbytes();
-  for (int64_t at = 0; at < all; at += latents.numel())
-    HIPQ_RETURN_IF_ERROR(be_->copy_device(latents.data, static_cast<float*>(input_f32_.t.data) + at, bytes));
+  const int64_t repeat = batch_ / given;
+  const size_t bytes = static_cast<size_t>(one) * sizeof(float);
+  for (int64_t i = 0; i < given; ++i)
+    for (int64_t r = 0; r < repeat; ++r)
+      HIPQ_RETURN_IF_ERROR(be_->copy_device(static_cast<const float*>(latents.data) + i * one,
+                                            static_cast<float*>(input_f32_.t.data) + (i * repeat + r) * one, bytes));
   HIPQ_RETURN_IF_ERROR(be_->copy_device(static_cast<const float*>(timestep_table_.t.data) + int64_t{step} * batch_,
                                         timesteps_.t.data, timesteps_.t.nbytes()));
   const int call = calls_++;

@@ -44,10 +44,12 @@ class UNetStep {
 
   // The raw UNet output, fp32 [batch, lc, lh, lw] on the device (valid until
   // the next call), for `latents` at timesteps[step]. latents: a contiguous
-  // fp32 device tensor of batch * lc * lh * lw values (the batch's latents one
-  // after another) or of lc * lh * lw (the same latents for every entry, as
-  // classifier-free guidance runs them). InvalidArgument for other sizes or a
-  // step outside the table.
+  // fp32 device tensor of k latents of lc * lh * lw values, k dividing the
+  // batch, each the input of batch / k entries in a row: k = batch (one
+  // latent an entry), k = 1 (the same latents for every entry, as
+  // classifier-free guidance runs one job), or k jobs of a batch with
+  // guidance (job j in entries 2j and 2j + 1). InvalidArgument for other
+  // sizes or a step outside the table.
   Result<const kernels::Tensor*> run(const kernels::Tensor& latents, int step);
 
   // How many calls were replays of the captured graph.

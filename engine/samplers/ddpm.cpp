@@ -56,7 +56,7 @@ Status sample_ddpm(Backend& be, const Schedule& schedule, const SchedulerConfig&
   }
   HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 4, divisors, 1));
   HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise step_noise,
-                        samplers::StepNoise::make(be, noise.generator, noise.model_dtype, x, draws));
+                        samplers::StepNoise::make(be, noise.generators(), noise.model_dtype, x, draws));
   Tensor &out = ops.tmp(0), &x0_buf = ops.tmp(1), &t1 = ops.tmp(2), &t2 = ops.tmp(3);
   HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));
   for (int i = 0; i < n; ++i) {

@@ -53,7 +53,7 @@ Status sample_dpm2(Backend& be, const Schedule& schedule, const SchedulerConfig&
   if (ancestral) {
     // randn_tensor(model_output.shape, dtype=model_output.dtype, generator=g) on
     // each second-order call.
-    HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise made, samplers::StepNoise::make(be, noise->generator, noise->model_dtype,
+    HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise made, samplers::StepNoise::make(be, noise->generators(), noise->model_dtype,
                                                                                x, calls / 2));
     step_noise.emplace(std::move(made));
   }

@@ -32,7 +32,7 @@ Status sample_dpmpp_2m(Backend& be, const Schedule& schedule, const SchedulerCon
   if (sde) {
     // sde-dpmsolver++ draws randn_tensor(..., dtype=torch.float32) every step,
     // the last one included.
-    HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise made, samplers::StepNoise::make(be, noise->generator,
+    HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise made, samplers::StepNoise::make(be, noise->generators(),
                                                                                kernels::DType::kF32, x, n));
     step_noise.emplace(std::move(made));
   }

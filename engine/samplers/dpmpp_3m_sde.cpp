@@ -35,7 +35,7 @@ Status sample_dpmpp_3m_sde(Backend& be, const Schedule& schedule, const Schedule
   for (int i = 0; i < n; ++i) divisors.push_back(sig(i).alpha);
   HIPQ_ASSIGN_OR_RETURN(StepOps ops, StepOps::make(be, x, 8, divisors, 1));
   HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise step_noise,
-                        samplers::StepNoise::make(be, noise.generator, kernels::DType::kF32, x, n));
+                        samplers::StepNoise::make(be, noise.generators(), kernels::DType::kF32, x, n));
   Tensor &out = ops.tmp(0), &t1 = ops.tmp(1), &t2 = ops.tmp(2), &d1_0 = ops.tmp(3), &d1_1 = ops.tmp(4);
   auto m = [&](int step) -> Tensor& { return ops.tmp(5 + step % 3); };  // x0 of this step and the two before
   HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));

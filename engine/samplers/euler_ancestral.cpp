@@ -32,7 +32,7 @@ Status sample_euler_ancestral(Backend& be, const Schedule& schedule, const Sched
   // randn_tensor(model_output.shape, dtype=model_output.dtype, generator=g): the
   // pipeline's precision.
   HIPQ_ASSIGN_OR_RETURN(samplers::StepNoise step_noise,
-                        samplers::StepNoise::make(be, noise.generator, noise.model_dtype, x, n));
+                        samplers::StepNoise::make(be, noise.generators(), noise.model_dtype, x, n));
   Tensor &input = ops.tmp(0), &out = ops.tmp(1), &pred = ops.tmp(2), &t = ops.tmp(3);
   HIPQ_RETURN_IF_ERROR(ops.scale(x, schedule.init_noise_sigma, x));
   for (int i = 0; i < n; ++i) {

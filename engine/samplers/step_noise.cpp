@@ -2,19 +2,24 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace hipq::engine::samplers {
 
 using kernels::DType;
 using kernels::Tensor;
 
-Result<StepNoise> StepNoise::make(kernels::Backend& be, TorchGenerator* generator, DType dtype, const Tensor& like,
-                                  int steps, int64_t chunk_bytes) {
-  if (generator == nullptr)
+Result<StepNoise> StepNoise::make(kernels::Backend& be, const std::vector<TorchGenerator*>& generators, DType dtype,
+                                  const Tensor& like, int steps, int64_t chunk_bytes) {
+  if (generators.empty() || std::find(generators.begin(), generators.end(), nullptr) != generators.end())
     return Status::InvalidArgument("this sampler draws noise every step and needs the job's generator");
+  const int64_t count = static_cast<int64_t>(generators.size());
+  if (count > 1 && (like.ndim == 0 || like.dim(0) % count != 0))
+    return Status::InvalidArgument("step noise: " + std::to_string(count) + " generators for latents " +
+                                   like.describe() + " (one per latent of the batch)");
   StepNoise n;
   n.be_ = &be;
-  n.gen_ = generator;
+  n.gens_ = generators;
   n.dtype_ = dtype;
   n.shape_ = like.shape_vec();
   n.numel_ = like.numel();
@@ -29,9 +34,12 @@ Status StepNoise::fill() {
   if (count <= 0) return Status::Internal("StepNoise: more steps asked for than the sampler announced");
   std::vector<float> host;
   host.reserve(static_cast<size_t>(count * numel_));
+  const int64_t share = numel_ / static_cast<int64_t>(gens_.size());
   for (int i = 0; i < count; ++i) {
-    const std::vector<float> draw = gen_->randn(numel_, dtype_);
-    host.insert(host.end(), draw.begin(), draw.end());
+    for (TorchGenerator* g : gens_) {
+      const std::vector<float> draw = g->randn(share, dtype_);
+      host.insert(host.end(), draw.begin(), draw.end());
+    }
   }
   std::vector<int64_t> shape = {count};
   shape.insert(shape.end(), shape_.begin(), shape_.end());

@@ -25,12 +25,17 @@ class StepNoise {
  public:
   static constexpr int64_t kChunkBytes = 64 << 20;
 
-  // `like`: the latents (shape of each draw); `dtype`: the dtype diffusers
-  // draws in (the values are widened to f32 on the device); `steps`: how many
-  // draws the loop will make; `chunk_bytes`: how much noise goes up at once.
-  // InvalidArgument without a generator.
-  static Result<StepNoise> make(kernels::Backend& be, TorchGenerator* generator, kernels::DType dtype,
-                                const kernels::Tensor& like, int steps, int64_t chunk_bytes = kChunkBytes);
+  // `generators`: who draws each step's noise, in order of the latents'
+  // values: one for the whole of `like`, or one per latent of a batch (like's
+  // first dimension a multiple of their count: each draws its equal share,
+  // the draw its job makes alone). `like`: the latents (shape of each
+  // draw); `dtype`: the dtype diffusers draws in (the values are widened to
+  // f32 on the device); `steps`: how many draws the loop will make;
+  // `chunk_bytes`: how much noise goes up at once. InvalidArgument without a
+  // generator (or with a null one) or with a count that does not divide the latents.
+  static Result<StepNoise> make(kernels::Backend& be, const std::vector<TorchGenerator*>& generators,
+                                kernels::DType dtype, const kernels::Tensor& like, int steps,
+                                int64_t chunk_bytes = kChunkBytes);
 
   // The noise of the next step, an f32 tensor shaped like the latents, valid
   // until the next call.
@@ -40,7 +45,7 @@ class StepNoise {
   Status fill();
 
   kernels::Backend* be_ = nullptr;
-  TorchGenerator* gen_ = nullptr;
+  std::vector<TorchGenerator*> gens_;
   kernels::DType dtype_ = kernels::DType::kF32;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;

@@ -428,7 +428,7 @@ TEST(Sampler, StepNoiseRefillsChunksInOrder) {
   auto like = DeviceTensor::from_host(cpu(), like_v.data(), {numel}, kernels::DType::kF32);
   ASSERT_TRUE(like.ok());
   TorchGenerator gen(RngKind::kTorchCpu, 5), ref(RngKind::kTorchCpu, 5);
-  auto sn = samplers::StepNoise::make(cpu(), &gen, kernels::DType::kF32, like->t, 3, chunk_bytes);
+  auto sn = samplers::StepNoise::make(cpu(), {&gen}, kernels::DType::kF32, like->t, 3, chunk_bytes);
   ASSERT_TRUE(sn.ok());
   for (int step = 0; step < 3; ++step) {
     auto t = sn->next();

@@ -1,0 +1,240 @@
+// Pipeline::generate_batch: each job of a batch gives the latent and pixels
+// it gives alone, byte for byte, on every backend at hand (cpu always; hip
+// when a device is visible), over deterministic and noise-drawing samplers,
+// with and without guidance; a cancelled job ends alone; what may not share
+// a batch is refused.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/memory_plan.h"
+#include "engine/pipeline.h"
+#include "kernels/backend.h"
+#include "spec/generation_settings.h"
+
+namespace hipq::engine {
+namespace {
+
+using spec::GenerationSettings;
+
+std::vector<std::string> backends_at_hand() {
+  std::vector<std::string> out = {"cpu"};
+  if (kernels::gpu_device_count() > 0 && kernels::make_backend("hip").ok()) out.push_back("hip");
+  return out;
+}
+
+GenerationSettings job(const std::string& prompt, const std::string& negative, uint64_t seed) {
+  GenerationSettings s;
+  s.prompt = prompt;
+  s.negative_prompt = negative;
+  s.seed = seed;
+  s.width = 64;
+  s.height = 64;
+  s.steps = 4;
+  s.guidance = 5.0f;
+  return s;
+}
+
+std::vector<GenerationSettings> three_jobs(const std::string& sampler, float guidance) {
+  std::vector<GenerationSettings> jobs = {job("a red fox sleeping in the snow", "", 11),
+                                          job("a lighthouse on a cliff at dusk", "blurry, low quality", 12),
+                                          job("a bowl of ramen, studio light", "", 11)};
+  for (auto& s : jobs) {
+    s.sampler = sampler;
+    s.guidance = guidance;
+  }
+  return jobs;
+}
+
+bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct Case {
+  std::string backend;
+  std::string sampler;
+  float guidance;
+  std::string precision;
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.backend << " " << c.sampler << " guidance " << c.guidance << " " << c.precision;
+}
+
+class PipelineBatchTest : public ::testing::TestWithParam<Case> {
+ public:
+  static Pipeline& pipeline(const std::string& backend) {
+    auto it = pipelines_.find(backend);
+    if (it == pipelines_.end()) {
+      auto b = kernels::make_backend(backend);
+      HIPQ_CHECK(b.ok());
+      backends_[backend] = std::move(*b);
+      auto p = Pipeline::load("synthetic:tiny-sdxl", *backends_[backend]);
+      HIPQ_CHECK(p.ok() || (std::fprintf(stderr, "%s\n", p.status().ToString().c_str()), false));
+      it = pipelines_.emplace(backend, std::move(p).value()).first;
+    }
+    return *it->second;
+  }
+  static void TearDownTestSuite() {
+    pipelines_.clear();
+    backends_.clear();
+  }
+  static std::map<std::string, std::unique_ptr<kernels::Backend>> backends_;
+  static std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+};
+std::map<std::string, std::unique_ptr<kernels::Backend>> PipelineBatchTest::backends_;
+std::map<std::string, std::unique_ptr<Pipeline>> PipelineBatchTest::pipelines_;
+
+TEST_P(PipelineBatchTest, EachJobOfABatchEqualsItsRunAlone) {
+  const Case& c = GetParam();
+  Pipeline& p = pipeline(c.backend);
+  std::vector<GenerationSettings> jobs = three_jobs(c.sampler, c.guidance);
+  for (auto& s : jobs) s.precision = c.precision;
+  std::vector<GenerationOutput> alone;
+  for (const auto& s : jobs) {
+    auto out = p.generate(s);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    alone.push_back(std::move(*out));
+  }
+  std::vector<int> steps_seen(jobs.size(), 0);
+  std::vector<ProgressFn> progress;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    progress.push_back([&steps_seen, i](int step, int) { steps_seen[i] = step; });
+  auto batch = p.generate_batch(jobs, progress);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->size(), jobs.size());
+  const int rows = c.guidance > 1.0f ? 2 : 1;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE("job " + std::to_string(i + 1));
+    const Result<GenerationOutput>& b = (*batch)[i];
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_TRUE(same_bytes(b->latent, alone[i].latent))
+        << "the batched latent differs from the job's run alone";
+    EXPECT_EQ(b->rgb, alone[i].rgb);
+    EXPECT_EQ(b->batch_jobs, 3);
+    EXPECT_EQ(b->unet_batch, 3 * rows);
+    EXPECT_EQ(alone[i].batch_jobs, 1);
+    EXPECT_EQ(b->steps.size(), alone[i].steps.size());
+    EXPECT_EQ(b->memory_plan.jobs, 3);
+    EXPECT_EQ(steps_seen[i], alone[i].model_calls);
+  }
+  // Jobs 1 and 3 share a seed but not a prompt: a batch must not mix rows.
+  EXPECT_FALSE(same_bytes((*batch)[0]->latent, (*batch)[2]->latent));
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const std::string& b : backends_at_hand()) {
+    out.push_back({b, "euler", 5.0f, "fp32"});
+    out.push_back({b, "euler_ancestral", 5.0f, "fp32"});
+    out.push_back({b, "dpmpp_2m_sde", 5.0f, "fp32"});
+    out.push_back({b, "heun", 5.0f, "fp32"});
+    out.push_back({b, "euler", 1.0f, "fp32"});
+    if (b != "cpu") {
+      out.push_back({b, "euler_ancestral", 5.0f, "fp16"});
+      out.push_back({b, "euler", 5.0f, "bf16"});
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PipelineBatchTest, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           std::string g = i.param.guidance > 1.0f ? "cfg" : "nocfg";
+                           return i.param.backend + "_" + i.param.sampler + "_" + g + "_" + i.param.precision;
+                         });
+
+class PipelineBatchCpuTest : public PipelineBatchTest {};
+
+TEST_F(PipelineBatchCpuTest, ACancelledJobEndsAloneAndTheOthersEqualTheirRunsAlone) {
+  Pipeline& p = pipeline("cpu");
+  std::vector<GenerationSettings> jobs = three_jobs("euler_ancestral", 5.0f);
+  std::atomic<bool> c0{false}, c1{false}, c2{false};
+  std::vector<ProgressFn> progress = {{},
+                                      [&c1](int step, int) {
+                                        if (step == 2) c1.store(true);
+                                      },
+                                      {}};
+  auto batch = p.generate_batch(jobs, progress, {&c0, &c1, &c2});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_FALSE((*batch)[1].ok());
+  EXPECT_EQ((*batch)[1].status().code(), StatusCode::kCancelled) << (*batch)[1].status().ToString();
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    auto out = p.generate(jobs[i]);
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE((*batch)[i].ok()) << (*batch)[i].status().ToString();
+    EXPECT_TRUE(same_bytes((*batch)[i]->latent, out->latent)) << "job " << i + 1;
+  }
+  // Every job cancelled: the batch stops.
+  c0.store(true);
+  c1.store(true);
+  c2.store(true);
+  auto stopped = p.generate_batch(jobs, {}, {&c0, &c1, &c2});
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), StatusCode::kCancelled);
+}
+
+TEST_F(PipelineBatchCpuTest, RefusesJobsThatMayNotShareABatch) {
+  Pipeline& p = pipeline("cpu");
+  std::vector<GenerationSettings> jobs = three_jobs("euler", 5.0f);
+  jobs[2].steps = 5;
+  auto differ = p.generate_batch(jobs);
+  ASSERT_FALSE(differ.ok());
+  EXPECT_EQ(differ.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(differ.status().message().find("job 3"), std::string::npos) << differ.status().message();
+
+  jobs = three_jobs("euler", 5.0f);
+  jobs[0].width = 60;  // invalid: not a multiple of 8
+  auto invalid = p.generate_batch(jobs);
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find("job 1"), std::string::npos) << invalid.status().message();
+
+  jobs = three_jobs("euler", 5.0f);
+  auto short_cancel = p.generate_batch(jobs, {}, {nullptr});
+  EXPECT_EQ(short_cancel.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BatchKeyTest, PromptsAndSeedAreFreeEverythingElseMatches) {
+  GenerationSettings a = job("one", "", 1), b = job("two", "neg", 2);
+  EXPECT_FALSE(batch_key(a).empty());
+  EXPECT_EQ(batch_key(a), batch_key(b));
+  for (auto change : std::vector<void (*)(GenerationSettings&)>{
+           [](GenerationSettings& s) { s.steps = 5; }, [](GenerationSettings& s) { s.guidance = 6.0f; },
+           [](GenerationSettings& s) { s.sampler = "ddim"; },
+           [](GenerationSettings& s) { s.precision = "fp16"; }, [](GenerationSettings& s) { s.width = 72; },
+           [](GenerationSettings& s) { s.guidance_rescale = 0.5f; },
+           [](GenerationSettings& s) {
+             s.loras.push_back({"style.safetensors", 0.8f});
+           }}) {
+    GenerationSettings c = a;
+    change(c);
+    EXPECT_NE(batch_key(c), batch_key(a));
+  }
+  GenerationSettings i2i = a;
+  i2i.init_image = "in.png";
+  EXPECT_EQ(batch_key(i2i), "");
+  GenerationSettings refined = a;
+  refined.refiner = "synthetic:tiny-sdxl-refiner";
+  EXPECT_EQ(batch_key(refined), "");
+}
+
+TEST_F(PipelineBatchCpuTest, CapacityFollowsTheMemoryPlan) {
+  Pipeline& p = pipeline("cpu");
+  GenerationSettings s = job("x", "", 1);
+  // A cpu backend without a cap knows no memory size: every plan fits.
+  auto n = p.batch_capacity(s, 8);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 8);
+  s.init_image = "in.png";
+  auto alone = p.batch_capacity(s, 8);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(*alone, 1);
+}
+
+}  // namespace
+}  // namespace hipq::engine
