@@ -100,6 +100,7 @@ Status write_timings(const GenerationJob& job, const GenerationRun& r, const Out
   timed.memory_plan = r.output.memory_plan;
   timed.unet_batch = r.output.unet_batch;
   timed.model_calls = r.output.model_calls;
+  timed.batch_jobs = r.output.batch_jobs;
   nlohmann::json timings = timings_json(timed, job.settings, info);
   if (r.parity) {
     timings["parity"] = r.parity->to_json();

@@ -7,13 +7,12 @@
 #include <chrono>
 
 #include "base/fs.h"
-#include "kernels/backend.h"
-
 #include "engine/job.h"
 #include "engine/parity.h"
 #include "engine/pipeline.h"
-#include "proto/parity_gate_codec.h"
+#include "kernels/backend.h"
 #include "proto/input_digests_codec.h"
+#include "proto/parity_gate_codec.h"
 #include "proto/settings_codec.h"
 #include "spec/generation_settings.h"
 #include "spec/input_digests.h"
@@ -24,7 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -38,13 +39,20 @@ std::string image_file_name(const JobAssignment& job) {
                      });
   std::string out = plain ? name : std::string("b").append(std::to_string(job.batch_id()));
   const uint64_t seed = job.settings().seed();
-  out.append("-j").append(std::to_string(job.job_id())).append("-s").append(std::to_string(seed)).append(".png");
+  out.append("-j")
+      .append(std::to_string(job.job_id()))
+      .append("-s")
+      .append(std::to_string(seed))
+      .append(".png");
   return out;
 }
 
-EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,
-                                 engine::Placement placement)
-    : backend_(std::move(backend)), backend_name_(std::move(backend_name)), device_(device), placement_(placement) {}
+EngineJobRunner::EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name,
+                                 int device, engine::Placement placement)
+    : backend_(std::move(backend)),
+      backend_name_(std::move(backend_name)),
+      device_(device),
+      placement_(placement) {}
 
 EngineJobRunner::~EngineJobRunner() {
   // Pipelines hold buffers of the backend: release them first.
@@ -78,7 +86,6 @@ std::vector<std::string> EngineJobRunner::loaded_models() const {
   return out;
 }
 
-
 std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
   std::vector<proto::HeldModel> out;
   for (const auto& [spec, p] : pipelines_) {
@@ -95,9 +102,10 @@ std::vector<proto::HeldModel> EngineJobRunner::held_models() const {
   return out;
 }
 
-Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model, const std::string& precision,
-                                                        const std::vector<spec::LoraSpec>& loras, bool* loaded_now,
-                                                        const std::string& keep) {
+Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model,
+                                                        const std::string& precision,
+                                                        const std::vector<spec::LoraSpec>& loras,
+                                                        bool* loaded_now, const std::string& keep) {
   *loaded_now = false;
   if (auto it = pipelines_.find(model); it != pipelines_.end()) return it->second.get();
   // Loaded at the job's precision: an fp16 job never needs the fp32 weights on the device.
@@ -112,7 +120,8 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
       pipelines_.size() > pipelines_.count(keep)) {
     spdlog::warn("out of device memory loading {}; releasing {} other model(s) and retrying", model,
                  pipelines_.size() - pipelines_.count(keep));
-    for (auto it = pipelines_.begin(); it != pipelines_.end();) it = it->first == keep ? std::next(it) : pipelines_.erase(it);
+    for (auto it = pipelines_.begin(); it != pipelines_.end();)
+      it = it->first == keep ? std::next(it) : pipelines_.erase(it);
     loaded = engine::Pipeline::load(model, *backend_, options);
   }
   if (!loaded.ok()) return loaded.status().WithContext("loading model " + model);
@@ -125,7 +134,8 @@ Result<engine::Pipeline*> EngineJobRunner::pipeline_for(const std::string& model
 
 namespace {
 
-void add_timing(google::protobuf::RepeatedPtrField<proto::Timing>* out, const engine::PhaseTiming& t, int step) {
+void add_timing(google::protobuf::RepeatedPtrField<proto::Timing>* out, const engine::PhaseTiming& t,
+                int step) {
   auto* p = out->Add();
   p->set_phase(t.phase);
   p->set_step(step);
@@ -146,9 +156,9 @@ Status job_error(const engine::GenerationRun& r, const std::string& model) {
 
 }  // namespace
 
-Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
-                                              const std::atomic<bool>& cancel) {
-  auto start = Clock::now();
+Result<engine::GenerationJob> EngineJobRunner::generation_job(const JobAssignment& job,
+                                                              ProgressSink& progress,
+                                                              const std::atomic<bool>& cancel) {
   engine::GenerationJob generation_job;
   generation_job.settings = proto::from_proto(job.settings());
   HIPQ_RETURN_IF_ERROR(generation_job.settings.validate());
@@ -172,14 +182,17 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   generation_job.golden.dir = job.golden_dir();
   generation_job.golden.key = job.golden_key();
   generation_job.golden.allow_unpinned = job.allow_unpinned_golden();
-  generation_job.progress = [&](int step, int steps) { progress.progress(step, steps, spec::kPhaseDenoise); };
+  generation_job.progress = [&progress](int step, int steps) {
+    progress.progress(step, steps, spec::kPhaseDenoise);
+  };
   generation_job.cancel = &cancel;
-  generation_job.release_memory = [&] {
+  const std::string model = job.model(), refiner = generation_job.settings.refiner,
+                    precision = generation_job.settings.precision;
+  generation_job.release_memory = [this, model, refiner] {
     // Free the other models (not the job's base or refiner) and try once more before giving up.
-    auto in_use = [&](const std::string& m) { return m == job.model() || m == generation_job.settings.refiner; };
     bool freed = false;
     for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-      if (in_use(it->first)) {
+      if (it->first == model || it->first == refiner) {
         ++it;
       } else {
         it = pipelines_.erase(it);
@@ -189,18 +202,18 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
     return freed;
   };
   // Base + refiner: the refiner's pipeline from the same cache, loaded beside the base.
-  if (!generation_job.settings.refiner.empty()) {
-    generation_job.load_refiner = [&](bool* loaded_now) {
-      return pipeline_for(generation_job.settings.refiner, generation_job.settings.precision, {}, loaded_now,
-                          job.model());
+  if (!refiner.empty()) {
+    generation_job.load_refiner = [this, model, refiner, precision](bool* loaded_now) {
+      return pipeline_for(refiner, precision, {}, loaded_now, model);
     };
   }
+  return generation_job;
+}
 
-  engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
-    return pipeline_for(job.model(), generation_job.settings.precision, generation_job.settings.loras, loaded_now);
-  });
+Result<proto::JobResult> EngineJobRunner::job_result(const JobAssignment& job, const engine::GenerationRun& r,
+                                                     Clock::time_point start) const {
   if (!r.status.ok()) return job_error(r, job.model());
-
+  const std::filesystem::path root = job.output_root();
   proto::JobResult outcome;
   outcome.set_job_id(job.job_id());
   outcome.set_attempt(job.attempt());
@@ -235,12 +248,90 @@ Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, Progress
   }
   outcome.set_peak_memory_bytes(r.output.peak_memory_bytes);
   if (r.output.decode_fallback)
-    spdlog::warn("the planned decode ran out of device memory ({}); decoded again in {} px tiles (timings.json "
-                 "decode_fallback)",
-                 r.output.decode_fallback->reason, r.output.decode_fallback->vae_tile);
+    spdlog::warn(
+        "the planned decode ran out of device memory ({}); decoded again in {} px tiles (timings.json "
+        "decode_fallback)",
+        r.output.decode_fallback->reason, r.output.decode_fallback->vae_tile);
   outcome.set_warm(r.output.warm && !r.loaded_now);
+  outcome.set_batch_size(r.output.batch_jobs);
   outcome.set_wall_ms(ms_since(start));
   return outcome;
+}
+
+Result<proto::JobResult> EngineJobRunner::run(const JobAssignment& job, ProgressSink& progress,
+                                              const std::atomic<bool>& cancel) {
+  const auto start = Clock::now();
+  HIPQ_ASSIGN_OR_RETURN(engine::GenerationJob generation_job, generation_job(job, progress, cancel));
+  engine::GenerationRun r = engine::run_job(generation_job, [&](bool* loaded_now) {
+    return pipeline_for(job.model(), generation_job.settings.precision, generation_job.settings.loras,
+                        loaded_now);
+  });
+  return job_result(job, r, start);
+}
+
+std::string EngineJobRunner::batch_key(const JobAssignment& job) const {
+  const spec::GenerationSettings settings = proto::from_proto(job.settings());
+  std::string key = engine::batch_key(settings);
+  if (key.empty() || !settings.validate().ok()) return {};
+  // The same LoRA paths with other contents are other weights.
+  if (job.has_inputs())
+    for (const std::string& digest : proto::from_proto(job.inputs()).loras) key += "\n" + digest;
+  return job.model() + "\n" + key;
+}
+
+int EngineJobRunner::max_batch() const { return kMaxBatch; }
+
+std::vector<Result<proto::JobResult>> EngineJobRunner::run_batch(
+    const std::vector<JobAssignment>& jobs, const std::vector<ProgressSink*>& progress,
+    const std::vector<const std::atomic<bool>*>& cancel) {
+  const auto start = Clock::now();
+  const size_t n = jobs.size();
+  std::vector<Result<proto::JobResult>> out(n, Result<proto::JobResult>(Status::Internal("job not run")));
+  std::vector<engine::GenerationJob> prepared;
+  std::vector<size_t> index;  // prepared[k] is jobs[index[k]]
+  for (size_t i = 0; i < n; ++i) {
+    auto g = generation_job(jobs[i], *progress[i], *cancel[i]);
+    if (!g.ok()) {
+      out[i] = g.status();
+      continue;
+    }
+    if (!prepared.empty() && batch_key(jobs[i]) != batch_key(jobs[index.front()])) {
+      // Not of the first job's batch (the caller groups by key): it runs alone.
+      out[i] = run(jobs[i], *progress[i], *cancel[i]);
+      continue;
+    }
+    prepared.push_back(std::move(*g));
+    index.push_back(i);
+  }
+  if (prepared.empty()) return out;
+  const JobAssignment& first = jobs[index.front()];
+  const spec::GenerationSettings& settings = prepared.front().settings;
+  auto load = [&](bool* loaded_now) {
+    return pipeline_for(first.model(), settings.precision, settings.loras, loaded_now);
+  };
+  // As many at once as the memory plan allows (Pipeline::batch_capacity);
+  // the rest in further batches of that size.
+  size_t chunk = prepared.size();
+  {
+    bool loaded_now = false;
+    auto p = load(&loaded_now);
+    if (p.ok()) {
+      auto cap = (*p)->batch_capacity(settings, static_cast<int>(prepared.size()));
+      if (cap.ok()) chunk = static_cast<size_t>(std::max(1, *cap));
+    }
+  }
+  for (size_t from = 0; from < prepared.size(); from += chunk) {
+    const size_t to = std::min(prepared.size(), from + chunk);
+    std::vector<engine::GenerationJob> part(
+        std::make_move_iterator(prepared.begin() + static_cast<std::ptrdiff_t>(from)),
+        std::make_move_iterator(prepared.begin() + static_cast<std::ptrdiff_t>(to)));
+    std::vector<engine::GenerationRun> runs = engine::run_job_batch(part, load);
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const size_t i = index[from + k];
+      out[i] = job_result(jobs[i], runs[k], start);
+    }
+  }
+  return out;
 }
 
 }  // namespace hipq::worker

@@ -10,8 +10,8 @@
 // Per job: runs the job sequence of engine/job.h (output directory proven
 // writable BEFORE any GPU work, load, the job's LoRA set switched in when the
 // pipeline holds another, the files checked against the assignment's
-// digests, golden lookup, generate, write, parity, timings.json) and translates its engine::GenerationRun into a proto::JobResult.
-// Outputs, as the batch asks: latent.safetensors, the image (image_file_name:
+// digests, golden lookup, generate, write, parity, timings.json) and translates its engine::GenerationRun
+// into a proto::JobResult. Outputs, as the batch asks: latent.safetensors, the image (image_file_name:
 // BATCH-jJOB-sSEED.png, with the settings as "parameters" text,
 // engine/image_parameters.h) and timings.json under output_root/output_dir,
 // reported relative to output_root with sha256 and size. The golden is found
@@ -23,14 +23,15 @@
 // Thread safety: run() on one thread (the worker's job thread).
 #pragma once
 
-#include "engine/memory_plan.h"
-
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/job.h"
+#include "engine/memory_plan.h"
 #include "spec/lora_spec.h"
 #include "worker/job_runner.h"
 
@@ -52,8 +53,8 @@ class EngineJobRunner final : public JobRunner {
  public:
   // NotFound for a backend not built in; Unavailable for a missing device.
   // `placement`: every pipeline's (engine::LoadOptions::placement).
-  static Result<std::unique_ptr<EngineJobRunner>> create(const std::string& backend, int device,
-                                                         engine::Placement placement = engine::Placement::kAuto);
+  static Result<std::unique_ptr<EngineJobRunner>> create(
+      const std::string& backend, int device, engine::Placement placement = engine::Placement::kAuto);
   ~EngineJobRunner() override;
 
   void describe(proto::WorkerHello& hello) const override;
@@ -61,6 +62,17 @@ class EngineJobRunner final : public JobRunner {
   std::vector<proto::HeldModel> held_models() const override;
   Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                const std::atomic<bool>& cancel) override;
+  // Batches (docs/batching.md): the model, engine::batch_key of the settings
+  // and the LoRA files' digests; "" for jobs that run alone (img2img, base +
+  // refiner, invalid settings). run_batch runs as many at once as the memory
+  // plan allows (Pipeline::batch_capacity), the rest in further batches.
+  std::string batch_key(const JobAssignment& job) const override;
+  int max_batch() const override;
+  std::vector<Result<proto::JobResult>> run_batch(
+      const std::vector<JobAssignment>& jobs, const std::vector<ProgressSink*>& progress,
+      const std::vector<const std::atomic<bool>*>& cancel) override;
+  // The most jobs one run_batch() takes.
+  static constexpr int kMaxBatch = 16;
 
  private:
   EngineJobRunner(std::unique_ptr<kernels::Backend> backend, std::string backend_name, int device,
@@ -72,6 +84,13 @@ class EngineJobRunner final : public JobRunner {
   Result<engine::Pipeline*> pipeline_for(const std::string& model, const std::string& precision,
                                          const std::vector<spec::LoraSpec>& loras, bool* loaded_now,
                                          const std::string& keep = "");
+
+  // The job as engine/job.h runs it (settings, inputs and gate checked).
+  Result<engine::GenerationJob> generation_job(const JobAssignment& job, ProgressSink& progress,
+                                               const std::atomic<bool>& cancel);
+  // The finished run as the worker reports it (or the failed step's Status).
+  Result<proto::JobResult> job_result(const JobAssignment& job, const engine::GenerationRun& r,
+                                      std::chrono::steady_clock::time_point start) const;
 
   std::unique_ptr<kernels::Backend> backend_;
   std::string backend_name_;
