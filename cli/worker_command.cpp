@@ -36,6 +36,7 @@ struct WorkerArgs {
   std::string id;
   int64_t max_jobs = 0;
   int credit = proto::kDefaultCredit;
+  int batch = 1;
   bool all_devices = false;
   std::string health_file;
   MemoryOptions memory;
@@ -111,6 +112,7 @@ int run_worker(const WorkerArgs& a, const std::vector<std::string>& raw_args) {
   o.worker_id = a.id;
   o.max_jobs = a.max_jobs;
   o.credit = a.credit;
+  o.batch = a.batch;
   o.health_file = a.health_file;
   zmq::context_t context;
   worker::Worker w(context, o, **runner);
@@ -148,6 +150,12 @@ void add_worker_command(CLI::App& app, int& exit_code) {
                   "jobs held at once: 1 = ask for the next job after reporting the last; 2 = also hold the next "
                   "one while running one, so the hand-off hides behind work (docs/protocol.md)")
       ->check(CLI::Range(1, proto::kMaxCredit))
+      ->capture_default_str();
+  cmd->add_option("--batch", args.batch,
+                  "jobs run at once as one batch when they share model and settings (at most what the engine "
+                  "can batch); above 1 the worker asks for that many jobs when idle instead of --credit "
+                  "(docs/protocol.md, \"Batching\")")
+      ->check(CLI::Range(1, proto::kMaxBatch))
       ->capture_default_str();
   cmd->add_option("--health-file", args.health_file,
                   "rewrite FILE on every heartbeat and remove it on exit, for liveness probes (with --all-devices: "

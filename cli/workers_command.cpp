@@ -21,6 +21,13 @@ namespace {
 
 // "70.1/139.8 GiB" (free as the worker saw it at its hello / total), "cap 8 GiB"
 // appended when it runs under --device-memory-limit; "-" when unknown.
+// Every job the worker runs (a batch runs several; protocol 7).
+std::vector<int64_t> running_ids(const proto::WorkerStatus& w) {
+  std::vector<int64_t> ids;
+  for (const auto& r : w.running()) ids.push_back(r.job_id());
+  return ids;
+}
+
 std::string worker_memory(const proto::WorkerHello& h) {
   if (h.memory_bytes() <= 0 && h.memory_limit_bytes() <= 0) return "-";
   char buf[64];
@@ -92,6 +99,8 @@ void add_workers_command(CLI::App& app, int& exit_code) {
                      {"placement", w.info().placement()},
                      {"state", w.state()},
                      {"running_job_id", w.running_job_id()},
+                     {"running_job_ids", running_ids(w)},
+                     {"max_batch", w.max_batch()},
                      {"progress_step", w.progress_step()},
                      {"progress_steps", w.progress_steps()},
                      {"jobs_done", w.jobs_done()},
@@ -110,10 +119,13 @@ void add_workers_command(CLI::App& app, int& exit_code) {
       std::string step = w.running_job_id()
                              ? std::to_string(w.progress_step()) + "/" + std::to_string(w.progress_steps())
                              : "-";
-      snprintf(buf, sizeof buf, "%-40.40s %-8s %-24.24s %-28.28s %-9.9s %-9s %8lld %8s %6lld %6lld\n",
+      // A batch runs several jobs: the first, and how many more.
+      std::string job = std::to_string(w.running_job_id());
+      if (w.running_size() > 1) job += "+" + std::to_string(w.running_size() - 1);
+      snprintf(buf, sizeof buf, "%-40.40s %-8s %-24.24s %-28.28s %-9.9s %-9s %8s %8s %6lld %6lld\n",
                w.info().worker_id().c_str(), w.info().backend().c_str(), w.info().device_name().c_str(),
                worker_memory(w.info()).c_str(), w.info().placement().empty() ? "-" : w.info().placement().c_str(),
-               w.state().c_str(), static_cast<long long>(w.running_job_id()), step.c_str(),
+               w.state().c_str(), job.c_str(), step.c_str(),
                static_cast<long long>(w.jobs_done()), static_cast<long long>(w.jobs_failed()));
       std::cout << buf;
     }

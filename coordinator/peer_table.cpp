@@ -45,7 +45,20 @@ std::vector<std::string> PeerTable::silent_since(SteadyTime deadline) const {
   return out;
 }
 
-int held_jobs(const Peer& p) { return (p.running_job_id != 0 ? 1 : 0) + (p.next ? 1 : 0); }
+int held_jobs(const Peer& p) { return static_cast<int>(p.running.size()) + (p.next ? 1 : 0); }
+
+int credit_cap(const Peer& p) { return std::max(kMaxCredit, p.info.max_batch()); }
+
+bool batching(const Peer& p) { return p.info.max_batch() > 1; }
+
+PeerJob* running_job(Peer& p, int64_t job_id, int attempt) {
+  for (auto& j : p.running) {
+    if (j.job_id == job_id && (attempt == 0 || j.attempt == attempt)) return &j;
+  }
+  return nullptr;
+}
+
+int64_t first_running_job_id(const Peer& p) { return p.running.empty() ? 0 : p.running.front().job_id; }
 
 bool end_job(Peer& p, int64_t job_id, SteadyTime now) {
   if (job_id == 0) return false;
@@ -53,33 +66,25 @@ bool end_job(Peer& p, int64_t job_id, SteadyTime now) {
     p.next.reset();
     return true;
   }
-  if (p.running_job_id != job_id) return false;
-  p.progress_step = 0;
-  p.progress_steps = 0;
-  if (!p.next) {
-    p.running_job_id = 0;
-    p.running_attempt = 0;
-    p.running_holding = {};
-    return true;
+  auto it = std::find_if(p.running.begin(), p.running.end(), [&](const PeerJob& j) { return j.job_id == job_id; });
+  if (it == p.running.end()) return false;
+  p.running.erase(it);
+  if (p.running.empty() && p.next) {
+    PeerJob n = std::move(*p.next);
+    p.next.reset();
+    n.last_progress = now;
+    n.progress_step = 0;
+    n.progress_steps = n.steps;
+    p.running.push_back(std::move(n));
   }
-  PrefetchedJob n = std::move(*p.next);
-  p.next.reset();
-  p.running_job_id = n.job_id;
-  p.running_attempt = n.attempt;
-  p.running_holding = std::move(n.holding);
-  p.progress_steps = n.steps;
-  p.last_progress = now;
-  p.assigned_job_id = n.job_id;
-  p.assigned_batch_id = n.batch_id;
-  p.assigned_seed = n.seed;
-  p.assigned_prompt = std::move(n.prompt);
   return true;
 }
 
 namespace {
-// A worker holds at most kMaxCredit jobs (the running one and the next);
-// one holding that many is offered nothing, whatever credit it claims.
-bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining && held_jobs(p) < kMaxCredit; }
+// A worker holds at most credit_cap jobs (the running one and the next, or
+// a batch); one holding that many is offered nothing, whatever credit it
+// claims.
+bool wants_work(const Peer& p) { return p.credit > 0 && !p.draining && held_jobs(p) < credit_cap(p); }
 }  // namespace
 
 bool PeerTable::any_wanting_work() const {

@@ -28,16 +28,19 @@ namespace hipq::coordinator {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// A job leased to a worker that it has not started yet: the next one, held
-// while it runs another (credit 2, docs/protocol.md "Credit and prefetch").
-struct PrefetchedJob {
+// A job leased to a worker: one it runs, or the next one it holds while it
+// runs another (credit 2, docs/protocol.md "Credit and prefetch").
+struct PeerJob {
   int64_t job_id = 0;
   int attempt = 0;
   int steps = 0;
-  int64_t batch_id = 0;
+  int64_t batch_id = 0;              // 0 when not known (claimed by a hello)
   uint64_t seed = 0;
   std::string prompt;
   db::ModelHolding holding;          // its model and LoRA set (affinity of the job after it)
+  SteadyTime last_progress{};        // start or last Progress (stall detection)
+  int progress_step = 0;
+  int progress_steps = 0;
 };
 
 struct Peer {
@@ -45,43 +48,46 @@ struct Peer {
   std::string worker_id;
   std::string user_id;               // "" when the coordinator runs without CURVE
   proto::WorkerHello info;
-  int credit = 0;                    // jobs it asked for and has not been given (held + credit <= kMaxCredit)
+  int credit = 0;                    // jobs it asked for and has not been given (held + credit <= credit_cap)
   bool draining = false;
   bool resyncing = false;            // a commit failed; waiting for its fresh hello
-  int64_t running_job_id = 0;        // 0 = idle
-  int running_attempt = 0;
-  db::ModelHolding running_holding;  // the running job's model and LoRA set, when dispatch leased it
-  // Leased to it, to start when the running job ends (never set while
-  // running_job_id is 0: the worker starts a job it receives idle at once).
-  std::optional<PrefetchedJob> next;
-  int progress_step = 0;
-  int progress_steps = 0;
+  // The jobs it runs, in the order they were leased or claimed: one, or
+  // the jobs of a batch (protocol 7, docs/protocol.md "Batching"). A
+  // batching peer's leases all count here (it starts the jobs of a turn
+  // together); empty = idle.
+  std::vector<PeerJob> running;
+  // Leased to a peer that runs one job at a time, to start when the running
+  // job ends (never set while `running` is empty: the worker starts a job it
+  // receives idle at once).
+  std::optional<PeerJob> next;
   std::vector<std::string> loaded_models;
   std::vector<db::ModelHolding> held_models;  // each loaded model's LoRA set (protocol 5)
   SteadyTime last_seen{};
   SteadyTime asked_at{};              // when it last sent Ready
   SteadyTime connected_at{};
-  SteadyTime last_progress{};         // assignment or last Progress of the running job
   int64_t jobs_done = 0;
   int64_t jobs_failed = 0;
-  // The job last handed to it by dispatch, for the status page: valid while
-  // running_job_id equals assigned_job_id.
-  int64_t assigned_job_id = 0;
-  int64_t assigned_batch_id = 0;
-  uint64_t assigned_seed = 0;
-  std::string assigned_prompt;
 };
 
 // One worker process drives one device and runs one job at a time; it holds
 // at most one more, prefetched. A Ready claiming more is capped.
 inline constexpr int kMaxCredit = proto::kMaxCredit;
 
-// Jobs leased to the peer: the running one and the prefetched one.
+// Jobs leased to the peer: those it runs and the prefetched one.
 int held_jobs(const Peer& p);
+// The most jobs the peer may hold: max(kMaxCredit, its hello's max_batch),
+// so it takes several leases at once only while batching (protocol 7).
+int credit_cap(const Peer& p);
+// Whether the peer runs batches (its hello's max_batch above 1).
+bool batching(const Peer& p);
+// The job `job_id` it runs (attempt `attempt`, or any when 0), or null.
+PeerJob* running_job(Peer& p, int64_t job_id, int attempt = 0);
+// The first running job's id, 0 when idle (status pages and logs).
+int64_t first_running_job_id(const Peer& p);
 // Job `job_id` ended on the peer (reported, given back, expired, taken
-// back): the running one is replaced by the prefetched one, which starts
-// now (its stall clock from `now`); a prefetched one is forgotten. False
-// when the peer holds no such job.
+// back): it leaves the running jobs, and when none is left the prefetched
+// one starts now (its stall clock from `now`); a prefetched one is
+// forgotten. False when the peer holds no such job.
 bool end_job(Peer& p, int64_t job_id, SteadyTime now);
 
 class PeerTable {
@@ -96,7 +102,7 @@ class PeerTable {
   // Routing ids of peers silent since before `deadline`.
   std::vector<std::string> silent_since(SteadyTime deadline) const;
   // Routing ids of peers with credit that are not draining and hold fewer
-  // than kMaxCredit jobs: those holding fewer first (an idle worker is
+  // than credit_cap jobs: those holding fewer first (an idle worker is
   // served before another's prefetch), then the oldest ask.
   std::vector<std::string> wanting_work() const;
   // Whether any peer would be offered a job now (wanting_work() not empty).

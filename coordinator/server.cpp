@@ -323,16 +323,22 @@ void Server::publish_snapshot() {
     w.memory_total_bytes = p.info.memory_bytes();
     w.memory_free_bytes = p.info.memory_free_bytes();
     w.memory_limit_bytes = p.info.memory_limit_bytes();
-    w.state = p.draining ? "draining" : (p.running_job_id ? "busy" : "idle");
-    w.running_job_id = p.running_job_id;
-    if (p.running_job_id != 0 && p.running_job_id == p.assigned_job_id) {
-      w.job_known = true;
-      w.running_batch_id = p.assigned_batch_id;
-      w.running_seed = p.assigned_seed;
-      w.running_prompt = p.assigned_prompt;
+    w.state = p.draining ? "draining" : (!p.running.empty() ? "busy" : "idle");
+    w.running_job_id = first_running_job_id(p);
+    for (const auto& j : p.running) w.running_job_ids.push_back(j.job_id);
+    if (!p.running.empty()) {
+      const PeerJob& first = p.running.front();
+      // A job claimed by a hello (not leased by this coordinator) has no
+      // details in memory.
+      if (first.batch_id != 0) {
+        w.job_known = true;
+        w.running_batch_id = first.batch_id;
+        w.running_seed = first.seed;
+        w.running_prompt = first.prompt;
+      }
+      w.progress_step = first.progress_step;
+      w.progress_steps = first.progress_steps;
     }
-    w.progress_step = p.progress_step;
-    w.progress_steps = p.progress_steps;
     w.jobs_done = p.jobs_done;
     w.jobs_failed = p.jobs_failed;
     w.connected_s = std::chrono::duration<double>(now - p.connected_at).count();
@@ -352,11 +358,8 @@ void Server::forget_peer_state() {
   for (const auto& [rid, peer] : peers_.peers()) {
     Peer* p = peers_.find(rid);
     p->credit = 0;
-    p->running_job_id = 0;
-    p->running_attempt = 0;
-    p->running_holding = {};
+    p->running.clear();
     p->next.reset();
-    p->progress_step = p->progress_steps = 0;
     p->resyncing = true;
   }
   resync_pending_ = true;
@@ -530,16 +533,15 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
     peer.credit = 0;
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
     peer.held_models = to_held_models(m.held_models());
-    peer.running_job_id = 0;
-    peer.running_attempt = 0;
-    peer.running_holding = {};
+    peer.running.clear();
     peer.next.reset();  // a reconnecting worker gives its prefetched job back
   }
+  const std::vector<proto::RunningJob> claimed = proto::running_jobs(m);
   // A repeated hello on one connection (it sent several while reconnecting)
   // changes nothing it holds: a job handed to it in between is still its job,
   // and it is not offered a second one.
   double wall = db::wall_clock_seconds();
-  const bool busy = m.running_job_id() > 0 || peer.running_job_id > 0;
+  const bool busy = !claimed.empty() || !peer.running.empty();
   db::WorkerRecord record = to_worker_record(m, busy ? "busy" : "idle");
   record.curve_key = key;
   Status s = store_->upsert_worker(record, wall);
@@ -557,21 +559,31 @@ void Server::on_hello(const std::string& routing_id, const std::string& user_id,
     peer.resyncing = false;
     give_back_unclaimed_leases(peer, m);
   }
-  if (m.running_job_id() > 0 &&
-      (m.running_job_id() != peer.running_job_id || m.running_attempt() != peer.running_attempt)) {
-    Status ext = store_->extend_lease(m.running_job_id(), m.running_attempt(), m.worker_id(), wall,
-                                      options_.lease_seconds);
+  // Every job it runs keeps its lease, each on its own: a lease of this
+  // worker (the connection's, never one the message names) that is still
+  // open. At most kMaxBatch of them (proto::validate).
+  for (const proto::RunningJob& r : claimed) {
+    if (running_job(peer, r.job_id(), r.attempt()) != nullptr) continue;  // known: a repeated hello
+    Status ext = store_->extend_lease(r.job_id(), r.attempt(), m.worker_id(), wall, options_.lease_seconds);
     if (ext.ok()) {
-      peer.running_job_id = m.running_job_id();
-      peer.running_attempt = m.running_attempt();
-      peer.last_progress = now;
+      PeerJob job;
+      if (peer.next && peer.next->job_id == r.job_id() && peer.next->attempt == r.attempt()) {
+        job = std::move(*peer.next);  // it started the prefetched job meanwhile
+        peer.next.reset();
+      } else {
+        job.job_id = r.job_id();
+        job.attempt = r.attempt();
+      }
+      job.last_progress = now;
+      peer.running.push_back(std::move(job));
     } else {
-      // Its lease is gone (expired, cancelled): the work would be dropped.
+      // Its lease is gone (expired, cancelled, another worker's): the work
+      // would be dropped.
       spdlog::info("worker {} runs job {} attempt {} whose lease ended ({}); telling it to stop", m.worker_id(),
-                   m.running_job_id(), m.running_attempt(), ext.message());
+                   r.job_id(), r.attempt(), ext.message());
       proto::Envelope c;
-      c.mutable_cancel()->set_job_id(m.running_job_id());
-      c.mutable_cancel()->set_attempt(m.running_attempt());
+      c.mutable_cancel()->set_job_id(r.job_id());
+      c.mutable_cancel()->set_attempt(r.attempt());
       send(routing_id, std::move(c));
     }
   }
@@ -596,9 +608,14 @@ void Server::give_back_unclaimed_leases(const Peer& peer, const proto::WorkerHel
     spdlog::warn("worker {}: cannot list its leases: {}", peer.worker_id, leases.status().ToString());
     return;
   }
+  const std::vector<proto::RunningJob> claimed = proto::running_jobs(m);
   for (const auto& l : *leases) {
     if (l.worker_id != peer.worker_id) continue;
-    if (l.job_id == m.running_job_id() && l.attempt == m.running_attempt()) continue;
+    if (std::any_of(claimed.begin(), claimed.end(), [&](const proto::RunningJob& r) {
+          return r.job_id() == l.job_id && r.attempt() == l.attempt;
+        })) {
+      continue;
+    }
     Status s = store_->return_lease(l.job_id, l.attempt, l.worker_id, db::wall_clock_seconds());
     if (s.ok()) {
       ++counters_.leases_returned;
@@ -615,8 +632,9 @@ void Server::on_ready(Peer& peer, const proto::Ready& m) {
   // rides in its report and is handled after it, or a Ready follows the
   // report on the same connection: a job it reported is no longer counted).
   // Replaced, not added to, and capped so it never holds more than
-  // kMaxCredit: a repeated or re-sent ask cannot grant a job twice.
-  peer.credit = std::clamp(m.credit(), 0, kMaxCredit - held_jobs(peer));
+  // credit_cap (kMaxCredit, or the batch it runs): a repeated or re-sent ask
+  // cannot grant a job twice.
+  peer.credit = std::clamp(m.credit(), 0, std::max(0, credit_cap(peer) - held_jobs(peer)));
   peer.asked_at = Clock::now();
   if (m.loaded_models_size() > 0 || peer.loaded_models.empty()) {
     peer.loaded_models.assign(m.loaded_models().begin(), m.loaded_models().end());
@@ -625,16 +643,20 @@ void Server::on_ready(Peer& peer, const proto::Ready& m) {
 }
 
 void Server::on_heartbeat(Peer& peer, const proto::Heartbeat& m) {
-  if (m.running_job_id() == 0 && held_jobs(peer) == 0) return;
+  // Extends the leases of the connection's worker only: the jobs a
+  // heartbeat names are never looked up, so a forged list extends nothing of
+  // anyone else's.
+  if (m.running_job_id() == 0 && m.running().empty() && held_jobs(peer) == 0) return;
   auto n = store_->extend_worker_leases(peer.worker_id, db::wall_clock_seconds(), options_.lease_seconds);
   if (!n.ok()) spdlog::warn("worker {}: cannot extend its lease: {}", peer.worker_id, n.status().ToString());
 }
 
 void Server::on_progress(Peer& peer, const proto::Progress& m) {
-  if (m.job_id() != peer.running_job_id) return;
-  peer.last_progress = Clock::now();
-  peer.progress_step = m.step();
-  peer.progress_steps = m.steps();
+  PeerJob* job = running_job(peer, m.job_id(), m.attempt());
+  if (job == nullptr) return;
+  job->last_progress = Clock::now();
+  job->progress_step = m.step();
+  job->progress_steps = m.steps();
 }
 
 void Server::on_result(Peer& peer, const proto::JobResult& m) {
@@ -696,7 +718,7 @@ void Server::fail_batch_of(int64_t job_id, const std::string& error) {
   // instead of running into the same error; their workers drop them.
   for (const auto& [rid, p] : peers_.peers()) {
     if (!p.next || p.next->batch_id != job->batch_id) continue;
-    const PrefetchedJob next = *p.next;
+    const PeerJob next = *p.next;
     Status s = store_->return_lease(next.job_id, next.attempt, p.worker_id, db::wall_clock_seconds());
     if (!s.ok()) continue;  // its lease ended already
     proto::Envelope c;
@@ -758,7 +780,7 @@ void Server::on_returned(Peer& peer, const proto::JobError& m) {
     spdlog::error("cannot give back job {} attempt {}: {}", m.job_id(), m.attempt(), s.ToString());
     return;  // no ack: the worker re-sends it
   }
-  const bool held = (peer.running_job_id == m.job_id() && peer.running_attempt == m.attempt()) ||
+  const bool held = running_job(peer, m.job_id(), m.attempt()) != nullptr ||
                     (peer.next && peer.next->job_id == m.job_id() && peer.next->attempt == m.attempt());
   if (held) end_job(peer, m.job_id(), Clock::now());
   queue_ack(peer.routing_id, m.job_id(), m.attempt());
@@ -797,17 +819,19 @@ void Server::dispatch() {
     gave = false;
     for (const std::string& rid : peers_.wanting_work()) {
       Peer* peer = peers_.find(rid);
-      if (!peer || peer->credit <= 0 || held_jobs(*peer) >= kMaxCredit) continue;
+      if (!peer || peer->credit <= 0 || held_jobs(*peer) >= credit_cap(*peer)) continue;
       // A prefetched job runs after the running one, whose model the worker
-      // then holds: it is preferred as much as the models held now.
+      // then holds: it is preferred as much as the models held now. A job
+      // of a batch's model and LoRA set is likelier to share its batch.
       std::vector<std::string> models = peer->loaded_models;
       std::vector<db::ModelHolding> holdings = peer->held_models;
-      if (peer->running_job_id != 0 && !peer->running_holding.model.empty()) {
-        if (std::find(models.begin(), models.end(), peer->running_holding.model) == models.end()) {
-          models.push_back(peer->running_holding.model);
+      for (const PeerJob& r : peer->running) {
+        if (r.holding.model.empty()) continue;
+        if (std::find(models.begin(), models.end(), r.holding.model) == models.end()) {
+          models.push_back(r.holding.model);
         }
-        if (std::find(holdings.begin(), holdings.end(), peer->running_holding) == holdings.end()) {
-          holdings.push_back(peer->running_holding);
+        if (std::find(holdings.begin(), holdings.end(), r.holding) == holdings.end()) {
+          holdings.push_back(r.holding);
         }
       }
       auto leased = store_->lease_next(peer->worker_id, models, db::wall_clock_seconds(), options_.lease_seconds,
@@ -834,21 +858,24 @@ void Server::dispatch() {
       --peer->credit;
       gave = true;
       ++counters_.assignments;
-      if (peer->running_job_id != 0) {
-        peer->next = PrefetchedJob{job.job.id, job.attempt, job.job.steps, job.job.batch_id, job.job.seed,
-                                   job.job.prompt, std::move(holding)};
-        continue;
+      PeerJob leased_job;
+      leased_job.job_id = job.job.id;
+      leased_job.attempt = job.attempt;
+      leased_job.steps = job.job.steps;
+      leased_job.batch_id = job.job.batch_id;
+      leased_job.seed = job.job.seed;
+      leased_job.prompt = job.job.prompt;
+      leased_job.holding = std::move(holding);
+      leased_job.last_progress = Clock::now();
+      leased_job.progress_steps = job.job.steps;
+      // A worker running one job at a time holds the job leased while it
+      // runs one; a batching worker starts the jobs of a turn together, so
+      // each of its leases counts as running (docs/protocol.md, "Batching").
+      if (!peer->running.empty() && !batching(*peer)) {
+        peer->next = std::move(leased_job);
+      } else {
+        peer->running.push_back(std::move(leased_job));
       }
-      peer->running_job_id = job.job.id;
-      peer->running_attempt = job.attempt;
-      peer->running_holding = std::move(holding);
-      peer->last_progress = Clock::now();
-      peer->progress_step = 0;
-      peer->progress_steps = job.job.steps;
-      peer->assigned_job_id = job.job.id;
-      peer->assigned_batch_id = job.job.batch_id;
-      peer->assigned_seed = job.job.seed;
-      peer->assigned_prompt = job.job.prompt;
     }
   }
 }
@@ -891,28 +918,32 @@ void Server::reclaim_stalled_leases() {
   if (options_.stall_seconds <= 0) return;
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.stall_seconds));
   const auto now = Clock::now();
-  std::vector<std::string> stalled;
+  // Each running job on its own clock: one stalled job of a batch is taken
+  // back and cancelled alone.
+  std::vector<std::pair<std::string, PeerJob>> stalled;
   for (const auto& [rid, p] : peers_.peers()) {
-    if (p.running_job_id != 0 && now - p.last_progress > limit) stalled.push_back(rid);
+    for (const PeerJob& j : p.running) {
+      if (now - j.last_progress > limit) stalled.emplace_back(rid, j);
+    }
   }
-  for (const std::string& rid : stalled) {
+  for (const auto& [rid, job] : stalled) {
     Peer* p = peers_.find(rid);
-    Status s = store_->return_lease(p->running_job_id, p->running_attempt, p->worker_id, db::wall_clock_seconds());
+    Status s = store_->return_lease(job.job_id, job.attempt, p->worker_id, db::wall_clock_seconds());
     if (!s.ok() && s.code() != StatusCode::kFailedPrecondition && s.code() != StatusCode::kNotFound) {
-      spdlog::error("cannot take back stalled job {}: {}", p->running_job_id, s.ToString());
+      spdlog::error("cannot take back stalled job {}: {}", job.job_id, s.ToString());
       continue;
     }
     if (s.ok()) {
       ++counters_.leases_returned;
       maybe_queued_ = true;
       spdlog::warn("worker {}: job {} attempt {} made no progress in {:.0f} s; taken back (not counted as an attempt)",
-                   p->worker_id, p->running_job_id, p->running_attempt, options_.stall_seconds);
+                   p->worker_id, job.job_id, job.attempt, options_.stall_seconds);
     }
     proto::Envelope c;
-    c.mutable_cancel()->set_job_id(p->running_job_id);
-    c.mutable_cancel()->set_attempt(p->running_attempt);
+    c.mutable_cancel()->set_job_id(job.job_id);
+    c.mutable_cancel()->set_attempt(job.attempt);
     send(rid, std::move(c));
-    end_job(*p, p->running_job_id, now);  // its prefetched job starts now
+    end_job(*p, job.job_id, now);  // its prefetched job starts now
   }
 }
 
@@ -1025,10 +1056,18 @@ proto::Envelope Server::on_workers(const proto::WorkersRequest&) {
     *w->mutable_info() = p.info;
     w->mutable_info()->clear_loaded_models();
     for (const auto& m : p.loaded_models) w->mutable_info()->add_loaded_models(m);
-    w->set_state(p.draining ? "draining" : (p.running_job_id ? "busy" : "idle"));
-    w->set_running_job_id(p.running_job_id);
-    w->set_progress_step(p.progress_step);
-    w->set_progress_steps(p.progress_steps);
+    w->set_state(p.draining ? "draining" : (!p.running.empty() ? "busy" : "idle"));
+    w->set_running_job_id(first_running_job_id(p));
+    if (!p.running.empty()) {
+      w->set_progress_step(p.running.front().progress_step);
+      w->set_progress_steps(p.running.front().progress_steps);
+    }
+    for (const PeerJob& j : p.running) {
+      auto* r = w->add_running();
+      r->set_job_id(j.job_id);
+      r->set_attempt(j.attempt);
+    }
+    w->set_max_batch(std::max(1, p.info.max_batch()));
     w->set_last_seen_age_s(std::chrono::duration<double>(now - p.last_seen).count());
     w->set_jobs_done(p.jobs_done);
     w->set_jobs_failed(p.jobs_failed);

@@ -29,14 +29,49 @@ Status check_len(std::string_view message, std::string_view field, const std::st
   return Status::Ok();
 }
 
+// The jobs a hello or heartbeat says its worker runs (protocol 7): at most
+// kMaxBatch (the cost of checking one stays bounded), each a lease (id > 0,
+// attempt >= 1) named once, the first the single running_job_id field's
+// when that is set. A list longer than kMaxBatch is refused before any entry
+// is read.
+Status validate_running(std::string_view message, int64_t running_job_id, int32_t running_attempt,
+                        const google::protobuf::RepeatedPtrField<RunningJob>& running) {
+  if (running_job_id < 0) return field_error(message, "running_job_id", "must be >= 0");
+  if (running_job_id > 0) HIPQ_RETURN_IF_ERROR(check_attempt(message, running_attempt));
+  if (running.size() > kMaxBatch) {
+    return field_error(message, "running",
+                       "names " + std::to_string(running.size()) + " jobs, at most " + std::to_string(kMaxBatch));
+  }
+  for (int i = 0; i < running.size(); ++i) {
+    const RunningJob& r = running[i];
+    HIPQ_RETURN_IF_ERROR(check_id(message, "running.job_id", r.job_id()));
+    if (r.attempt() <= 0) {
+      return field_error(message, "running.attempt", "must be >= 1, got " + std::to_string(r.attempt()));
+    }
+    for (int j = 0; j < i; ++j) {
+      if (running[j].job_id() == r.job_id()) {
+        return field_error(message, "running", "names job " + std::to_string(r.job_id()) + " twice");
+      }
+    }
+  }
+  if (running_job_id > 0 && !running.empty() &&
+      (running[0].job_id() != running_job_id || running[0].attempt() != running_attempt)) {
+    return field_error(message, "running_job_id", "must name the first of `running`");
+  }
+  return Status::Ok();
+}
+
 Status validate_hello(const WorkerHello& h) {
   if (h.worker_id().empty()) return field_error("hello", "worker_id", "must not be empty");
   HIPQ_RETURN_IF_ERROR(check_len("hello", "worker_id", h.worker_id(), kMaxIdBytes));
   HIPQ_RETURN_IF_ERROR(check_len("hello", "host", h.host(), kMaxIdBytes));
   if (h.device_index() < 0) return field_error("hello", "device_index", "must be >= 0");
   if (h.backend().empty()) return field_error("hello", "backend", "must not be empty");
-  if (h.running_job_id() < 0) return field_error("hello", "running_job_id", "must be >= 0");
-  if (h.running_job_id() > 0) HIPQ_RETURN_IF_ERROR(check_attempt("hello", h.running_attempt()));
+  HIPQ_RETURN_IF_ERROR(validate_running("hello", h.running_job_id(), h.running_attempt(), h.running()));
+  if (h.max_batch() < 0 || h.max_batch() > kMaxBatch) {
+    return field_error("hello", "max_batch", "must be 0.." + std::to_string(kMaxBatch) + ", got " +
+                                                 std::to_string(h.max_batch()));
+  }
   return Status::Ok();
 }
 
@@ -131,9 +166,8 @@ Status validate(const Envelope& e) {
       }
       return check_len("assignment", "output_dir", e.assignment().output_dir(), kMaxPathBytes);
     case Envelope::kHeartbeat:
-      if (e.heartbeat().running_job_id() < 0) return field_error("heartbeat", "running_job_id", "must be >= 0");
-      if (e.heartbeat().running_job_id() > 0) return check_attempt("heartbeat", e.heartbeat().running_attempt());
-      return Status::Ok();
+      return validate_running("heartbeat", e.heartbeat().running_job_id(), e.heartbeat().running_attempt(),
+                              e.heartbeat().running());
     case Envelope::kProgress:
       HIPQ_RETURN_IF_ERROR(check_id("progress", "job_id", e.progress().job_id()));
       HIPQ_RETURN_IF_ERROR(check_attempt("progress", e.progress().attempt()));
@@ -175,6 +209,30 @@ Status validate(const Envelope& e) {
       return Status::Ok();
   }
 }
+
+namespace {
+template <typename M>
+std::vector<RunningJob> running_of(const M& m) {
+  if (!m.running().empty()) return {m.running().begin(), m.running().end()};
+  if (m.running_job_id() <= 0) return {};
+  RunningJob r;
+  r.set_job_id(m.running_job_id());
+  r.set_attempt(m.running_attempt());
+  return {r};
+}
+template <typename M>
+void set_running_of(M& m, const std::vector<RunningJob>& jobs) {
+  m.clear_running();
+  for (const auto& r : jobs) *m.add_running() = r;
+  m.set_running_job_id(jobs.empty() ? 0 : jobs.front().job_id());
+  m.set_running_attempt(jobs.empty() ? 0 : jobs.front().attempt());
+}
+}  // namespace
+
+std::vector<RunningJob> running_jobs(const WorkerHello& hello) { return running_of(hello); }
+std::vector<RunningJob> running_jobs(const Heartbeat& heartbeat) { return running_of(heartbeat); }
+void set_running_jobs(WorkerHello& hello, const std::vector<RunningJob>& jobs) { set_running_of(hello, jobs); }
+void set_running_jobs(Heartbeat& heartbeat, const std::vector<RunningJob>& jobs) { set_running_of(heartbeat, jobs); }
 
 std::string_view body_name(const Envelope& e) {
   switch (e.body_case()) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "base/status.h"
@@ -33,6 +34,16 @@ std::optional<std::string> version_refusal(std::string_view bytes);
 // Field-level checks per body type (ids positive, counts sane, strings
 // bounded). InvalidArgument naming the message and the field.
 Status validate(const Envelope& envelope);
+
+// The jobs a validated hello or heartbeat says its worker runs: `running`,
+// or the single running_job_id/running_attempt when `running` is empty (a
+// peer that names one job the old way); empty when it runs none.
+std::vector<RunningJob> running_jobs(const WorkerHello& hello);
+std::vector<RunningJob> running_jobs(const Heartbeat& heartbeat);
+// Fills `running` and the single fields (the first job) of a hello or
+// heartbeat from `jobs`.
+void set_running_jobs(WorkerHello& hello, const std::vector<RunningJob>& jobs);
+void set_running_jobs(Heartbeat& heartbeat, const std::vector<RunningJob>& jobs);
 
 // "hello", "ready", "submit", ... for logs and counters ("none" when empty).
 std::string_view body_name(const Envelope& envelope);

@@ -22,7 +22,12 @@ namespace hipq::proto {
 // (JobAssignment.acks: no ReportAck beside it). A version-5 coordinator
 // would ignore the ask and never serve the worker again, a version-5 worker
 // the acks and re-send every report.
-inline constexpr uint32_t kProtocolVersion = 6;
+// 7: batching across jobs: WorkerHello and Heartbeat name every job the
+// worker runs (`running`), WorkerHello says the batch it can run
+// (`max_batch`) and the coordinator lets it hold that many leases; a
+// version-6 coordinator would see one running job of a batch, give back or
+// expire the others' leases and run them twice.
+inline constexpr uint32_t kProtocolVersion = 7;
 
 // Jobs a worker holds at once: the one it runs and, with a credit of 2, the
 // next one, leased to it while the first runs so the hand-off round trip
@@ -30,6 +35,12 @@ inline constexpr uint32_t kProtocolVersion = 6;
 // default (`hipq worker --credit`) and the most the coordinator grants.
 inline constexpr int kMaxCredit = 2;
 inline constexpr int kDefaultCredit = 2;
+
+// Jobs a worker runs at once as one batch at most (WorkerHello.max_batch,
+// `hipq worker --batch`; docs/protocol.md, "Batching"). It bounds what a
+// hello or heartbeat may list (`running`), so checking one costs little, and
+// the leases one worker may hold: max(kMaxCredit, its max_batch).
+inline constexpr int kMaxBatch = 16;
 
 // Heartbeats every interval in both directions; a peer that sent nothing for
 // kHeartbeatLiveness intervals is dead (Paranoid Pirate).

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "base/check.h"
+
 namespace hipq::worker {
 
 Result<std::unique_ptr<JobHandoff>> JobHandoff::create() {
@@ -17,12 +19,20 @@ Result<std::unique_ptr<JobHandoff>> JobHandoff::create() {
 
 JobHandoff::~JobHandoff() { ::close(fd_); }
 
-void JobHandoff::give(proto::JobAssignment job) {
+void JobHandoff::give(JobBatch batch) {
+  HIPQ_CHECK(!batch.jobs.empty() && batch.jobs.size() == batch.cancel.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = std::move(job);
+    job_ = std::move(batch);
   }
   cv_.notify_one();
+}
+
+void JobHandoff::give(proto::JobAssignment job) {
+  JobBatch batch;
+  batch.jobs.push_back(std::move(job));
+  batch.cancel.push_back(std::make_shared<std::atomic<bool>>(false));
+  give(std::move(batch));
 }
 
 void JobHandoff::quit() {
@@ -45,11 +55,11 @@ std::vector<proto::Envelope> JobHandoff::take() {
   return out;
 }
 
-std::optional<proto::JobAssignment> JobHandoff::wait_for_job() {
+std::optional<JobBatch> JobHandoff::wait_for_job() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return quit_ || job_.has_value(); });
   if (quit_) return std::nullopt;
-  std::optional<proto::JobAssignment> job = std::move(job_);
+  std::optional<JobBatch> job = std::move(job_);
   job_.reset();
   return job;
 }

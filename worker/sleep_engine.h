@@ -11,7 +11,18 @@
 // (retryable), and one containing "[config]" with FailedPrecondition (a
 // configuration error), so tests can drive the failure paths through real
 // processes.
-// Thread safety: run() on one thread; the rest is immutable.
+//
+// Batching (docs/protocol.md "Batching"): batch_key() is the model and the
+// settings a real engine must share to run UNet steps together (width,
+// height, steps, sampler, precision, timestep spacing, guidance, guidance
+// rescale, LoRAs, init image and strength, refiner), so jobs of one manifest
+// entry batch and jobs of another model or size never do. max_batch() is
+// proto::kMaxBatch. run_batch() sleeps `duration` ONCE for the whole batch
+// (in slices of the longest job's steps, each job's cancel flag read between
+// slices: a cancelled job ends Cancelled alone, the others sleep on) and sets
+// batch_size on each result to the jobs given; a job whose prompt carries a
+// failure marker fails alone, before the sleep, as run() fails it.
+// Thread safety: run() and run_batch() on one thread; the rest is immutable.
 #pragma once
 
 #include <chrono>
@@ -34,6 +45,14 @@ class SleepEngine final : public JobRunner {
   std::vector<std::string> loaded_models() const override;
   Result<proto::JobResult> run(const JobAssignment& job, ProgressSink& progress,
                                const std::atomic<bool>& cancel) override;
+  std::string batch_key(const JobAssignment& job) const override;
+  int max_batch() const override;
+  // InvalidArgument for every job when `jobs` is empty of more than
+  // max_batch(), the vectors differ in length or the jobs' keys differ (a
+  // caller bug, said so rather than run).
+  std::vector<Result<proto::JobResult>> run_batch(const std::vector<JobAssignment>& jobs,
+                                                  const std::vector<ProgressSink*>& progress,
+                                                  const std::vector<const std::atomic<bool>*>& cancel) override;
 
  private:
   std::chrono::microseconds duration_;

@@ -57,7 +57,7 @@ Worker::Worker(zmq::context_t& context, WorkerOptions options, JobRunner& runner
 
 Worker::~Worker() {
   if (job_thread_ && job_thread_->joinable()) {
-    cancel_.store(true);
+    cancel_running();
     handoff_->quit();
     job_thread_->join();
   }
@@ -126,8 +126,10 @@ void Worker::send_hello() {
     for (const auto& m : runner_.loaded_models()) h->add_loaded_models(m);
     for (const auto& m : runner_.held_models()) *h->add_held_models() = m;
   }
-  h->set_running_job_id(running_job_id_);
-  h->set_running_attempt(running_attempt_);
+  // Every running job: the coordinator keeps their leases and gives back
+  // those it holds for this worker that the hello does not name.
+  proto::set_running_jobs(*h, running_list());
+  h->set_max_batch(batch_);
   send(e);
   hello_sent_ = Clock::now();
   hello_wanted_ = false;
@@ -140,7 +142,10 @@ void Worker::send_hello_if_wanted(Clock::time_point now) {
 std::optional<proto::Ready> Worker::take_ask() {
   if (!welcomed_ || draining_) return std::nullopt;
   if (Clock::now() < ready_not_before_) return std::nullopt;  // backing off; the loop asks again later
-  int64_t want = options_.credit - held();
+  // A batching worker asks only between batches: jobs leased while a batch
+  // runs could not join it, and would only wait.
+  if (batch_ > 1 && !idle()) return std::nullopt;
+  int64_t want = credit_cap() - held();
   if (options_.max_jobs > 0) {
     want = std::min(want, options_.max_jobs - counters_.jobs_done - counters_.jobs_failed - held());
   }
@@ -179,60 +184,155 @@ void Worker::give_back(const proto::JobAssignment& a, const std::string& why) {
   send_report(err, a.job_id(), a.attempt());
 }
 
-void Worker::give_back_next(const std::string& why) {
-  if (!next_) return;
-  spdlog::info("worker {}: prefetched job {} attempt {} given back unstarted: {}", options_.worker_id,
-                next_->job_id(), next_->attempt(), why);
-  proto::JobAssignment a = std::move(*next_);
-  next_.reset();
-  give_back(a, why);
+void Worker::give_back_held(const std::string& why) {
+  while (!held_.empty()) {
+    proto::JobAssignment a = std::move(held_.front().assignment);
+    held_.pop_front();
+    spdlog::info("worker {}: prefetched job {} attempt {} given back unstarted: {}", options_.worker_id, a.job_id(),
+                 a.attempt(), why);
+    give_back(a, why);
+  }
 }
 
 void Worker::set_draining() {
   draining_ = true;
-  give_back_next("worker is draining");
+  give_back_held("worker is draining");
+}
+
+void Worker::cancel_running() {
+  for (auto& r : running_) r.cancel->store(true);
+}
+
+std::vector<proto::RunningJob> Worker::running_list() const {
+  std::vector<proto::RunningJob> out;
+  out.reserve(running_.size());
+  for (const auto& r : running_) {
+    proto::RunningJob j;
+    j.set_job_id(r.job_id);
+    j.set_attempt(r.attempt);
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 void Worker::job_thread_main() {
-  while (std::optional<JobAssignment> next = handoff_->wait_for_job()) {
-    const JobAssignment& job = *next;
-    HandoffProgress progress(*handoff_, job);
-    auto start = Clock::now();
-    Result<proto::JobResult> outcome = [&]() -> Result<proto::JobResult> {
-      try {
-        return runner_.run(job, progress, cancel_);
-      } catch (const std::exception& e) {
-        // A runner bug must not take the worker down with the GPU's work.
-        return Status::Internal(std::string("job runner threw: ") + e.what());
-      }
-    }();
-    proto::Envelope report;
-    if (outcome.ok()) {
-      *report.mutable_result() = std::move(*outcome);
-      report.mutable_result()->set_job_id(job.job_id());
-      report.mutable_result()->set_attempt(job.attempt());
-      if (report.result().wall_ms() == 0) {
-        report.mutable_result()->set_wall_ms(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      }
-    } else {
-      auto* err = report.mutable_error();
-      err->set_job_id(job.job_id());
-      err->set_attempt(job.attempt());
-      err->set_code(std::string(status_code_name(outcome.status().code())));
-      err->set_message(outcome.status().message());
-      err->set_retryable(is_retryable(outcome.status()));
-      err->set_configuration(is_configuration_error(outcome.status()));
+  while (std::optional<JobBatch> batch = handoff_->wait_for_job()) {
+    const std::vector<JobAssignment>& jobs = batch->jobs;
+    std::vector<std::unique_ptr<HandoffProgress>> sinks;
+    std::vector<ProgressSink*> progress;
+    std::vector<const std::atomic<bool>*> cancel;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      sinks.push_back(std::make_unique<HandoffProgress>(*handoff_, jobs[i]));
+      progress.push_back(sinks.back().get());
+      cancel.push_back(batch->cancel[i].get());
     }
-    handoff_->post(std::move(report));
+    auto start = Clock::now();
+    std::vector<Result<proto::JobResult>> outcomes;
+    try {
+      // One job takes run(), as it always did; a batch the runner's run_batch().
+      if (jobs.size() == 1) {
+        outcomes.push_back(runner_.run(jobs[0], *progress[0], *cancel[0]));
+      } else {
+        outcomes = runner_.run_batch(jobs, progress, cancel);
+      }
+    } catch (const std::exception& e) {
+      // A runner bug must not take the worker down with the GPU's work.
+      outcomes.clear();
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        outcomes.emplace_back(Status::Internal(std::string("job runner threw: ") + e.what()));
+      }
+    }
+    if (outcomes.size() != jobs.size()) {
+      // A runner bug: no outcome can be matched to its job with certainty.
+      const std::string why = "job runner returned " + std::to_string(outcomes.size()) + " outcome(s) for a batch of " +
+                              std::to_string(jobs.size()) + " job(s)";
+      outcomes.clear();
+      for (size_t i = 0; i < jobs.size(); ++i) outcomes.emplace_back(Status::Internal(why));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const JobAssignment& job = jobs[i];
+      Result<proto::JobResult>& outcome = outcomes[i];
+      proto::Envelope report;
+      if (outcome.ok()) {
+        *report.mutable_result() = std::move(*outcome);
+        report.mutable_result()->set_job_id(job.job_id());
+        report.mutable_result()->set_attempt(job.attempt());
+        if (report.result().wall_ms() == 0) {
+          report.mutable_result()->set_wall_ms(
+              std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        }
+      } else {
+        auto* err = report.mutable_error();
+        err->set_job_id(job.job_id());
+        err->set_attempt(job.attempt());
+        err->set_code(std::string(status_code_name(outcome.status().code())));
+        err->set_message(outcome.status().message());
+        err->set_retryable(is_retryable(outcome.status()));
+        err->set_configuration(is_configuration_error(outcome.status()));
+      }
+      handoff_->post(std::move(report));
+    }
   }
 }
 
-void Worker::start_job(proto::JobAssignment a) {
-  running_job_id_ = a.job_id();
-  running_attempt_ = a.attempt();
-  cancel_.store(false);
-  spdlog::debug("worker {}: job {} attempt {} started", options_.worker_id, a.job_id(), a.attempt());
-  handoff_->give(std::move(a));
+bool Worker::gathering(Clock::time_point now) const {
+  return batch_ > 1 && asked_ > 0 && static_cast<int>(held_.size()) < batch_ &&
+         now - held_since_ < options_.batch_gather;
+}
+
+void Worker::start_held() {
+  if (!idle() || held_.empty()) return;
+  // A worker that has not heard the coordinator for most of the liveness
+  // window may have been expired (turn() checks that its own loop did not
+  // stand still): it hands the jobs back rather than risk running them
+  // beside another worker.
+  const auto now = Clock::now();
+  if (stood_still_) {
+    give_back_held(stood_still_why_);
+    return;
+  }
+  if (now < ready_not_before_) {
+    give_back_held("worker is backing off after a failure");
+    return;
+  }
+  if (now - last_heard_ > out_of_touch_window()) {
+    give_back_held("the coordinator has been silent; its lease may have been taken back");
+    return;
+  }
+  JobBatch batch;
+  batch.jobs.push_back(std::move(held_.front().assignment));
+  held_.pop_front();
+  // Batching: the held jobs of the first one's key join it, in the order
+  // they arrived; a job of another key waits for the next batch.
+  const std::string key = batch_ > 1 ? runner_.batch_key(batch.jobs.front()) : std::string();
+  if (!key.empty()) {
+    for (auto it = held_.begin(); it != held_.end() && static_cast<int>(batch.jobs.size()) < batch_;) {
+      if (runner_.batch_key(it->assignment) == key) {
+        batch.jobs.push_back(std::move(it->assignment));
+        it = held_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& a : batch.jobs) {
+    auto flag = std::make_shared<std::atomic<bool>>(false);
+    running_.push_back(ActiveJob{a.job_id(), a.attempt(), flag});
+    batch.cancel.push_back(std::move(flag));
+    spdlog::debug("worker {}: job {} attempt {} started", options_.worker_id, a.job_id(), a.attempt());
+  }
+  if (batch.jobs.size() > 1) {
+    ++counters_.batches;
+    spdlog::debug("worker {}: {} jobs started as one batch", options_.worker_id, batch.jobs.size());
+  }
+  // Those left held now wait for the running ones: prefetched.
+  for (auto& h : held_) {
+    if (!h.counted) {
+      h.counted = true;
+      ++counters_.prefetched;
+    }
+  }
+  handoff_->give(std::move(batch));
 }
 
 void Worker::on_coordinator(const proto::Envelope& e) {
@@ -251,8 +351,8 @@ void Worker::on_coordinator(const proto::Envelope& e) {
     case proto::Envelope::kReconnect:
       // The coordinator lost track of this connection (restart, expiry, a
       // failed commit): it gives back leases the hello does not claim, and
-      // the hello claims only the running job.
-      give_back_next("the coordinator asked for a hello");
+      // the hello claims only the running jobs.
+      give_back_held("the coordinator asked for a hello");
       welcomed_ = false;
       hello_wanted_ = true;
       send_hello_if_wanted(Clock::now());
@@ -264,7 +364,7 @@ void Worker::on_coordinator(const proto::Envelope& e) {
       // Reports the coordinator recorded in the turn that leased this job.
       for (const auto& ack : a.acks()) unacked_.erase({ack.job_id(), ack.attempt()});
       asked_ = std::max(0, asked_ - 1);
-      if (draining_ || held() >= options_.credit || Clock::now() < ready_not_before_) {
+      if (draining_ || held() >= credit_cap() || Clock::now() < ready_not_before_) {
         // Never hold more than its credit, nor work while backing off: hand
         // it straight back for another worker.
         give_back(a, draining_                              ? "worker is draining"
@@ -272,33 +372,39 @@ void Worker::on_coordinator(const proto::Envelope& e) {
                                                          : "worker is busy with another job");
         return;
       }
-      if (idle()) {
-        start_job(a);
-      } else {
-        next_ = a;
-        ++counters_.prefetched;
+      // Started at the end of the turn (start_held), so that every
+      // assignment of one coordinator turn joins one batch.
+      if (idle() && held_.empty()) held_since_ = Clock::now();
+      held_.push_back(HeldJob{a, !idle()});
+      if (!idle()) ++counters_.prefetched;
+      return;
+    }
+    case proto::Envelope::kCancel: {
+      const int64_t id = e.cancel().job_id();
+      // Only that job's flag: the others of its batch run on.
+      for (auto& r : running_) {
+        if (r.job_id != id) continue;
+        spdlog::info("worker {}: job {} cancelled by the coordinator", options_.worker_id, id);
+        r.cancel->store(true);
+        return;
+      }
+      for (auto it = held_.begin(); it != held_.end(); ++it) {
+        if (it->assignment.job_id() != id) continue;
+        // Never started: reported as the runner reports a cancelled job.
+        spdlog::info("worker {}: prefetched job {} cancelled by the coordinator", options_.worker_id, id);
+        proto::Envelope err;
+        err.mutable_error()->set_job_id(id);
+        err.mutable_error()->set_attempt(it->assignment.attempt());
+        err.mutable_error()->set_code(std::string(status_code_name(StatusCode::kCancelled)));
+        err.mutable_error()->set_message("job " + std::to_string(id) + " cancelled before it started");
+        err.mutable_error()->set_retryable(false);
+        const int attempt = it->assignment.attempt();
+        held_.erase(it);
+        send_report(err, id, attempt);
+        return;
       }
       return;
     }
-    case proto::Envelope::kCancel:
-      if (e.cancel().job_id() == running_job_id_) {
-        spdlog::info("worker {}: job {} cancelled by the coordinator", options_.worker_id, running_job_id_);
-        cancel_.store(true);
-      } else if (next_ && e.cancel().job_id() == next_->job_id()) {
-        // Never started: reported as the runner reports a cancelled job.
-        spdlog::info("worker {}: prefetched job {} cancelled by the coordinator", options_.worker_id, next_->job_id());
-        proto::Envelope err;
-        err.mutable_error()->set_job_id(next_->job_id());
-        err.mutable_error()->set_attempt(next_->attempt());
-        err.mutable_error()->set_code(std::string(status_code_name(StatusCode::kCancelled)));
-        err.mutable_error()->set_message("job " + std::to_string(next_->job_id()) + " cancelled before it started");
-        err.mutable_error()->set_retryable(false);
-        const int64_t job = next_->job_id();
-        const int attempt = next_->attempt();
-        next_.reset();
-        send_report(err, job, attempt);
-      }
-      return;
     case proto::Envelope::kDrain:
       spdlog::info("worker {}: draining ({})", options_.worker_id, e.drain().reason());
       set_draining();
@@ -354,25 +460,17 @@ void Worker::on_job_thread(proto::Envelope& message) {
   } else {
     return;
   }
-  running_job_id_ = 0;
-  running_attempt_ = 0;
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [&](const ActiveJob& r) { return r.job_id == job && r.attempt == attempt; }),
+                 running_.end());
   if (options_.max_jobs > 0 && counters_.jobs_done + counters_.jobs_failed >= options_.max_jobs) set_draining();
-  if (next_) {
-    // A worker that has not heard the coordinator for most of the liveness
-    // window may have been expired (turn() checks that its own loop did not
-    // stand still): it hands the job back rather than risk running it beside
-    // another worker.
-    const auto now = Clock::now();
-    if (now < ready_not_before_) {
-      give_back_next("worker is backing off after a failure");
-    } else if (now - last_heard_ > out_of_touch_window()) {
-      give_back_next("the coordinator has been silent; its lease may have been taken back");
-    } else {
-      proto::JobAssignment a = std::move(*next_);
-      next_.reset();
-      start_job(std::move(a));
-    }
+  if (!idle()) {
+    // More reports of this batch follow (posted together): the ask rides on
+    // the last one, when the worker is idle and can take a whole batch.
+    send_report(*env, job, attempt);
+    return;
   }
+  start_held();
   // The report carries the ask for the next job (protocol 6): one message,
   // answered in one turn of the coordinator (its ack rides on the assignment).
   // Sent after the held job started and after any give-back above, so the
@@ -382,6 +480,20 @@ void Worker::on_job_thread(proto::Envelope& message) {
 }
 
 Status Worker::run() {
+  if (options_.batch < 1 || options_.batch > proto::kMaxBatch) {
+    return Status::InvalidArgument("worker batch " + std::to_string(options_.batch) + " is outside 1.." +
+                                   std::to_string(proto::kMaxBatch) + " (--batch)");
+  }
+  if (options_.credit < 1 || options_.credit > proto::kMaxCredit) {
+    return Status::InvalidArgument("worker credit " + std::to_string(options_.credit) + " is outside 1.." +
+                                   std::to_string(proto::kMaxCredit) + " (--credit)");
+  }
+  // Read once, while the runner is idle (worker/job_runner.h).
+  batch_ = std::max(1, std::min(options_.batch, runner_.max_batch()));
+  if (batch_ < options_.batch) {
+    spdlog::info("worker {}: batch {} asked for; this runner runs at most {} job(s) at once", options_.worker_id,
+                 options_.batch, batch_);
+  }
   HIPQ_RETURN_IF_ERROR(start());
   while (!done_running()) {
     zmq::pollitem_t items[] = {{static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0},
@@ -411,7 +523,7 @@ Status Worker::start() {
 
 bool Worker::done_running() {
   if (stop_requested_.load()) {
-    cancel_.store(true);
+    cancel_running();
     return true;
   }
   if (drain_requested_.load() && !draining_) set_draining();
@@ -424,7 +536,9 @@ bool Worker::done_running() {
 }
 
 std::chrono::milliseconds Worker::next_timeout() const {
-  auto timeout = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - Clock::now());
+  auto until = next_heartbeat_;
+  if (idle() && !held_.empty()) until = std::min(until, held_since_ + options_.batch_gather);
+  auto timeout = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
   return std::clamp(timeout, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
 }
 
@@ -439,15 +553,29 @@ Status Worker::turn(bool coordinator_readable, bool job_thread_readable) {
   // machine; it sends a heartbeat every interval otherwise) cannot know its
   // prefetched job is still its own, whatever old heartbeats it now reads:
   // it gives the job back before anything else.
+  // An assignment read in this turn was sent before the stall too (it
+  // waited in the socket): it goes back the same way (stood_still_).
   const auto turn_start = Clock::now();
-  if (next_ && turn_start - last_sent_ > out_of_touch_window()) {
-    give_back_next("this worker sent nothing for " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(turn_start - last_sent_).count()) +
-                   " ms; its lease may have been taken back");
+  stood_still_ = turn_start - last_sent_ > out_of_touch_window();
+  if (stood_still_) {
+    stood_still_why_ =
+        "this worker sent nothing for " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(turn_start - last_sent_).count()) +
+        " ms; its lease may have been taken back";
+    give_back_held(stood_still_why_);
   }
   if (coordinator_readable) receive_from_coordinator();
   if (job_thread_readable) receive_from_job_thread();
   const auto now = Clock::now();
+  if (stood_still_) give_back_held(stood_still_why_);
+  stood_still_ = false;
+  // Assignments of this turn start together (one batch when batching).
+  if (idle() && !held_.empty() && !gathering(now)) {
+    start_held();
+    // Nothing was reported: a batching worker that took fewer jobs than it
+    // asked for has nothing left to ask for until the batch ends, and one
+    // that gave its jobs back asks again when its backoff ends.
+  }
   send_hello_if_wanted(now);
   if (idle() && ready_not_before_ != Clock::time_point{} && now >= ready_not_before_) {
     ready_not_before_ = Clock::time_point{};
@@ -482,8 +610,7 @@ void Worker::receive_from_job_thread() {
 
 void Worker::on_heartbeat_due(Clock::time_point now) {
   proto::Envelope hb;
-  hb.mutable_heartbeat()->set_running_job_id(running_job_id_);
-  hb.mutable_heartbeat()->set_running_attempt(running_attempt_);
+  proto::set_running_jobs(*hb.mutable_heartbeat(), running_list());
   send(hb);
   next_heartbeat_ = now + options_.heartbeat;
   write_health(draining_ ? "draining" : now < ready_not_before_ ? "backing-off" : "connected");
@@ -493,9 +620,9 @@ void Worker::on_heartbeat_due(Clock::time_point now) {
 Status Worker::on_coordinator_silent() {
   ++counters_.reconnects;
   // A silent coordinator may have expired this worker and leased its jobs
-  // elsewhere: the prefetched one is not started; it goes back after the
-  // welcome (a report kept until acknowledged).
-  give_back_next("the coordinator was silent");
+  // elsewhere: the held ones are not started; they go back after the
+  // welcome (reports kept until acknowledged).
+  give_back_held("the coordinator was silent");
   spdlog::warn("worker {}: coordinator at {} silent for {} heartbeats; reconnecting in {} ms",
                options_.worker_id, options_.endpoint, options_.liveness, backoff_.count());
   socket_.reset();
@@ -524,7 +651,7 @@ void Worker::leave() {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("worker {}: leaving ({} done, {} failed, {} reconnects)", options_.worker_id, counters_.jobs_done,
                counters_.jobs_failed, counters_.reconnects);
-  cancel_.store(true);
+  cancel_running();
   handoff_->quit();
   if (job_thread_->joinable()) job_thread_->join();
   job_thread_.reset();
@@ -537,8 +664,9 @@ void Worker::write_health(const char* state) {
   HealthSnapshot snap;
   snap.worker_id = options_.worker_id;
   snap.state = state;
-  snap.job_id = running_job_id_;
-  snap.attempt = running_attempt_;
+  // The first running job (a batch runs several; the hello names them all).
+  snap.job_id = running_.empty() ? 0 : running_.front().job_id;
+  snap.attempt = running_.empty() ? 0 : running_.front().attempt;
   snap.coordinator_silent_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_heard_).count();
   snap.updated_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -11,8 +11,17 @@
 // on a second thread that owns the JobRunner; the two talk through a
 // JobHandoff (worker/job_handoff.h), so the GPU never blocks heartbeats.
 //
-// The prefetched job is only held, never started, until the running one
-// ends; it is given back unstarted (JobError.not_started: no attempt counted)
+// Batching (protocol 7; docs/protocol.md "Batching"): with an effective
+// batch above 1 (WorkerOptions::batch, at most the runner's max_batch()) the
+// worker asks, when idle, for as many jobs as the batch holds, and at the end
+// of the turn in which assignments arrived starts those sharing the first
+// held job's batch_key (up to the batch) as one run_batch() on the job
+// thread, each job with its own progress sink and cancel flag; each is still
+// reported, acknowledged and re-sent on its own, and the ask rides on the
+// batch's last report. Hello and heartbeats name every running job.
+//
+// A job held but not started (the prefetched one, or those left out of a
+// batch) is only held until the running ones end; it is given back unstarted (JobError.not_started: no attempt counted)
 // when the worker drains, backs off after a retryable failure, is asked to
 // reconnect or finds the coordinator silent, so it never waits on a worker
 // that will not run it and never runs while another worker might.
@@ -34,6 +43,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -67,6 +77,17 @@ struct WorkerOptions {
   // after reporting the last; 2 = also hold the next one while running one
   // (`hipq worker --credit`; docs/protocol.md, "Credit and prefetch").
   int credit = proto::kDefaultCredit;
+  // Jobs run at once as one batch, 1..proto::kMaxBatch (`hipq worker
+  // --batch`); the effective batch is min(batch, runner.max_batch()), read
+  // once when run() starts. Above 1 the worker asks for that many jobs when
+  // idle (credit is then ignored: no prefetch on top) and runs those of one
+  // batch key together. run() fails with InvalidArgument outside the range.
+  int batch = 1;
+  // A batching worker that received part of what it asked for waits at most
+  // this long (from the first assignment) for the rest before it starts:
+  // the coordinator sends one turn's assignments back to back, but they may
+  // reach this socket a moment apart.
+  std::chrono::milliseconds batch_gather{5};
   // After a retryable failure (device error, out of memory, I/O) the worker
   // waits before asking for more work: failure_backoff_initial, doubling per
   // failure in a row, at most failure_backoff_max; reset by a success. A GPU
@@ -93,6 +114,7 @@ struct WorkerCounters {
   int64_t hellos_refused = 0;  // ErrorReply answers to its hello (logged the first time and every 60th)
   int64_t prefetched = 0;      // jobs received while running another, held until it ended
   int64_t given_back = 0;      // jobs handed back unstarted (busy, draining, backing off, reconnecting)
+  int64_t batches = 0;         // batches of more than one job started (each job counts in jobs_done/failed)
 };
 
 class Worker {
@@ -141,17 +163,28 @@ class Worker {
   void send(const proto::Envelope& e);
   void on_coordinator(const proto::Envelope& e);
   void on_job_thread(proto::Envelope& message);
-  void start_job(proto::JobAssignment a);
+  // Idle with held jobs: starts the first held job and, batching, the held
+  // jobs of its batch key (up to the batch) with it; or gives every held job
+  // back when the worker backs off or may have lost its leases.
+  void start_held();
+  // Whether start_held() should wait for more of the credit it asked for
+  // (batch_gather).
+  bool gathering(std::chrono::steady_clock::time_point now) const;
   // Hands `a` back unstarted (JobError.not_started), saying `why`.
   void give_back(const proto::JobAssignment& a, const std::string& why);
-  // Gives back the prefetched job, if any.
-  void give_back_next(const std::string& why);
+  // Gives back every held (unstarted) job.
+  void give_back_held(const std::string& why);
   void set_draining();
-  // Jobs held: the running one and the prefetched one.
-  int held() const { return (running_job_id_ != 0 ? 1 : 0) + (next_ ? 1 : 0); }
-  // Runs the jobs handoff_ gives it until quit.
+  // Sets the cancel flag of every running job (stop, shutdown).
+  void cancel_running();
+  // Jobs held: the running ones and those not started yet.
+  int held() const { return static_cast<int>(running_.size() + held_.size()); }
+  // The most jobs held at once: the batch when batching, else the credit.
+  int credit_cap() const { return batch_ > 1 ? batch_ : options_.credit; }
+  std::vector<proto::RunningJob> running_list() const;
+  // Runs the batches handoff_ gives it until quit.
   void job_thread_main();
-  bool idle() const { return running_job_id_ == 0; }
+  bool idle() const { return running_.empty(); }
   void write_health(const char* state);
 
   zmq::context_t& context_;
@@ -160,7 +193,6 @@ class Worker {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<JobHandoff> handoff_;  // made by start(), before the job thread
   std::unique_ptr<std::thread> job_thread_;
-  std::atomic<bool> cancel_{false};
   std::atomic<bool> drain_requested_{false};
   std::atomic<bool> stop_requested_{false};
   bool draining_ = false;
@@ -172,9 +204,23 @@ class Worker {
   bool hello_wanted_ = false;
   std::chrono::steady_clock::time_point hello_sent_{};
   void send_hello_if_wanted(std::chrono::steady_clock::time_point now);
-  int64_t running_job_id_ = 0;
-  int running_attempt_ = 0;
-  std::optional<proto::JobAssignment> next_;  // prefetched: starts when the running job ends
+  int batch_ = 1;                  // effective batch (run() sets it)
+  struct ActiveJob {
+    int64_t job_id = 0;
+    int attempt = 0;
+    std::shared_ptr<std::atomic<bool>> cancel;  // shared with the job thread
+  };
+  std::vector<ActiveJob> running_;  // given to the job thread, not yet reported
+  struct HeldJob {
+    proto::JobAssignment assignment;
+    bool counted = false;           // counted in counters_.prefetched
+  };
+  std::deque<HeldJob> held_;        // leased, not started: start when the running ones end
+  std::chrono::steady_clock::time_point held_since_{};  // first held job of an idle worker arrived
+  // This turn began after the worker sent nothing for out_of_touch_window
+  // (its loop stood still): nothing held, nor received in the turn, starts.
+  bool stood_still_ = false;
+  std::string stood_still_why_;
   int asked_ = 0;                  // credit asked for and not yet used by assignments
   int failures_in_a_row_ = 0;      // retryable failures since the last success
   std::chrono::steady_clock::time_point ready_not_before_{};  // failure backoff
@@ -193,7 +239,7 @@ class Worker {
   std::chrono::steady_clock::time_point next_heartbeat_{};
   std::chrono::steady_clock::time_point last_sent_{};  // when it last sent the coordinator anything
   // How long without hearing the coordinator, or without sending it
-  // anything, before the prefetched job is given back: liveness - 1
+  // anything, before held jobs are given back: liveness - 1
   // heartbeats (the coordinator expires it after liveness).
   std::chrono::milliseconds out_of_touch_window() const;
   std::chrono::steady_clock::time_point drain_started_{};  // draining with no job: since when

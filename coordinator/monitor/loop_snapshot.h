@@ -29,7 +29,8 @@ struct WorkerView {
   int64_t memory_free_bytes = 0;     // WorkerHello.memory_free_bytes (at hello)
   int64_t memory_limit_bytes = 0;    // WorkerHello.memory_limit_bytes (0 = no cap)
   std::string state;                 // "idle" | "busy" | "draining"
-  int64_t running_job_id = 0;
+  int64_t running_job_id = 0;                 // the first of running_job_ids (0 = idle)
+  std::vector<int64_t> running_job_ids;       // every job it runs (a batch runs several)
   // Its batch, seed and prompt when the loop handed it the job (false for a
   // job it resumed after a coordinator restart: the database says then).
   bool job_known = false;

@@ -165,6 +165,7 @@ json status_json(const LoopSnapshot& snap, const DbFigures* fig, const Metrics::
                               {"memory_free_bytes", w.memory_free_bytes},
                               {"memory_limit_bytes", w.memory_limit_bytes},
                               {"job", job},
+                              {"jobs", w.running_job_ids},
                               {"step", w.progress_step},
                               {"steps", w.progress_steps},
                               {"jobs_done", w.jobs_done},

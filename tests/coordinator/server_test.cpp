@@ -317,14 +317,15 @@ TEST_F(ServerTest, AReportWithoutAnAskIsAckedAloneAndALateReportsAskIsServed) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM results"), 1);
 }
 
-// A version-5 worker (a Ready after each report, acks only alone) is told
-// why in its own version and gets no welcome: nothing is recorded for it.
-TEST_F(ServerTest, AVersionFiveWorkerIsRefusedInItsVersionAndGetsNoWelcome) {
+// A version-6 worker (one running job in its hello and heartbeats, however
+// many it runs) is told why in its own version and gets no welcome: nothing
+// is recorded for it.
+TEST_F(ServerTest, AVersionSixWorkerIsRefusedInItsVersionAndGetsNoWelcome) {
   submit(1, 1);
   auto w = dealer();
   proto::Envelope old = hello("old");
-  old.set_version(5);
-  std::string bytes = old.SerializeAsString();  // not through encode(): keeps version 5
+  old.set_version(6);
+  std::string bytes = old.SerializeAsString();  // not through encode(): keeps version 6
   w.send(zmq::buffer(bytes), zmq::send_flags::none);
   std::optional<proto::Envelope> refusal;
   bool welcomed = false;
@@ -339,11 +340,11 @@ TEST_F(ServerTest, AVersionFiveWorkerIsRefusedInItsVersionAndGetsNoWelcome) {
     if (e.has_error_reply()) refusal = e;
     if (e.has_welcome()) welcomed = true;
   }
-  ASSERT_TRUE(refusal.has_value()) << "no answer to a version-5 hello";
+  ASSERT_TRUE(refusal.has_value()) << "no answer to a version-6 hello";
   EXPECT_FALSE(welcomed);
-  EXPECT_EQ(refusal->version(), 5u);
+  EXPECT_EQ(refusal->version(), 6u);
   EXPECT_EQ(refusal->error_reply().code(), "FailedPrecondition");
-  EXPECT_NE(refusal->error_reply().message().find("protocol version 5, the coordinator speaks version 6"),
+  EXPECT_NE(refusal->error_reply().message().find("protocol version 6, the coordinator speaks version 7"),
             std::string::npos)
       << refusal->error_reply().message();
   EXPECT_EQ(count("SELECT COUNT(*) FROM workers"), 0);

@@ -112,12 +112,13 @@ TEST(Validate, AnAskInAReportAndAcksOnAnAssignmentAreCheckedAsAlone) {
   EXPECT_NE(validate(a).message().find("assignment.acks.job_id"), std::string::npos);
 }
 
-// A version-5 worker would send a Ready after each report and ignore acks on
-// assignments: its hello is refused, in its own version, as any other's.
-TEST(Codec, AVersionFiveHelloIsAnsweredWithARefusalItCanRead) {
-  EXPECT_EQ(kProtocolVersion, 6u);
+// A version-6 worker would name one running job of a batch and a version-6
+// coordinator would expire the others: its hello is refused, in its own
+// version, as any other's.
+TEST(Codec, AVersionSixHelloIsAnsweredWithARefusalItCanRead) {
+  EXPECT_EQ(kProtocolVersion, 7u);
   Envelope old;
-  old.set_version(5);
+  old.set_version(6);
   old.mutable_hello()->set_worker_id("w");
   old.mutable_hello()->set_backend("cpu");
   EXPECT_EQ(decode(old.SerializeAsString()).status().code(), StatusCode::kCorruption);
@@ -125,14 +126,14 @@ TEST(Codec, AVersionFiveHelloIsAnsweredWithARefusalItCanRead) {
   ASSERT_TRUE(refusal.has_value());
   Envelope back;
   ASSERT_TRUE(back.ParseFromString(*refusal));
-  EXPECT_EQ(back.version(), 5u);
+  EXPECT_EQ(back.version(), 6u);
   ASSERT_TRUE(back.has_error_reply());
   EXPECT_EQ(back.error_reply().code(), "FailedPrecondition");
-  EXPECT_NE(back.error_reply().message().find("protocol version 5, the coordinator speaks version 6"), std::string::npos)
+  EXPECT_NE(back.error_reply().message().find("protocol version 6, the coordinator speaks version 7"), std::string::npos)
       << back.error_reply().message();
   // Its reports and asks get no answer: dropped, as before.
   Envelope report;
-  report.set_version(5);
+  report.set_version(6);
   report.mutable_ready()->set_credit(1);
   EXPECT_FALSE(version_refusal(report.SerializeAsString()).has_value());
 }

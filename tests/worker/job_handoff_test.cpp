@@ -28,7 +28,7 @@ TEST(JobHandoff, AGivenJobReachesTheJobThreadAndItsPostsComeBackInOrderWithAWake
   EXPECT_FALSE(readable(handoff.wake_fd(), 0)) << "nothing posted yet";
   std::thread job_thread([&] {
     while (auto job = handoff.wait_for_job()) {
-      for (int step = 1; step <= 3; ++step) handoff.post(progress(static_cast<int>(job->job_id()) * 10 + step));
+      for (int step = 1; step <= 3; ++step) handoff.post(progress(static_cast<int>(job->jobs.at(0).job_id()) * 10 + step));
     }
   });
   proto::JobAssignment a;

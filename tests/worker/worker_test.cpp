@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -30,7 +33,9 @@ class ScriptedCoordinator {
 
   // Next message of `type` from the worker within `timeout`; heartbeats the
   // worker meanwhile so it never thinks the coordinator is gone.
-  std::optional<proto::Envelope> expect(proto::Envelope::BodyCase type, std::chrono::milliseconds timeout) {
+  // (or of `or_type`, when given)
+  std::optional<proto::Envelope> expect(proto::Envelope::BodyCase type, std::chrono::milliseconds timeout,
+                                        proto::Envelope::BodyCase or_type = proto::Envelope::BODY_NOT_SET) {
     const auto end = Clock::now() + timeout;
     while (Clock::now() < end) {
       if (!worker_.empty() && Clock::now() >= next_heartbeat_) {
@@ -47,7 +52,9 @@ class ScriptedCoordinator {
       auto e = proto::decode((*m)->bytes);
       if (!e.ok()) continue;
       seen_.push_back(e->body_case());
-      if (e->body_case() == type) return *e;
+      if (e->body_case() == type || (or_type != proto::Envelope::BODY_NOT_SET && e->body_case() == or_type)) {
+        return *e;
+      }
     }
     return std::nullopt;
   }
@@ -319,6 +326,169 @@ TEST(Worker, AReportCarriesTheAskAndAnAckOnTheNextAssignmentEndsItsResends) {
   t.join();
   EXPECT_EQ(w.counters().jobs_done, 2);
   EXPECT_EQ(w.counters().reports_resent, 1);
+}
+
+// ---- batching (protocol 7; docs/protocol.md, "Batching") -------------------
+
+proto::Envelope assignment_of(int64_t job, const std::string& model, int steps) {
+  proto::Envelope e = assignment_of(job);
+  e.mutable_assignment()->set_model(model);
+  e.mutable_assignment()->mutable_settings()->set_steps(steps);
+  return e;
+}
+
+// Results and errors until `n` reports came (or the time ran out), by job.
+std::map<int64_t, proto::Envelope> reports(ScriptedCoordinator& coord, size_t n, std::chrono::milliseconds timeout) {
+  std::map<int64_t, proto::Envelope> out;
+  const auto end = Clock::now() + timeout;
+  while (out.size() < n && Clock::now() < end) {
+    auto e = coord.expect(proto::Envelope::kResult, 50ms, proto::Envelope::kError);
+    if (!e) continue;
+    out[e->has_result() ? e->result().job_id() : e->error().job_id()] = *e;
+  }
+  return out;
+}
+
+struct BatchingWorker {
+  explicit BatchingWorker(std::chrono::milliseconds sleep, int batch = 4)
+      : coord(ctx), engine(sleep) {
+    o.endpoint = coord.endpoint();
+    o.worker_id = "test/sleep0";
+    o.heartbeat = 100ms;
+    o.liveness = 30;
+    o.batch = batch;
+    w = std::make_unique<Worker>(ctx, o, engine);
+    t = std::thread([this] { EXPECT_TRUE(w->run().ok()); });
+  }
+  ~BatchingWorker() {
+    w->request_stop();
+    (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+    t.join();
+  }
+  zmq::context_t ctx;
+  ScriptedCoordinator coord;
+  SleepEngine engine;
+  WorkerOptions o;
+  std::unique_ptr<Worker> w;
+  std::thread t;
+};
+
+// A worker with batch 4 says so in its hello, asks for four jobs, runs the
+// four it gets as one batch (every heartbeat names all four), reports each
+// on its own with batch_size 4, and asks again only on the batch's last
+// report.
+TEST(Worker, WithBatchFourItAsksForFourJobsAndRunsThemAsOneBatch) {
+  BatchingWorker b(400ms);
+  auto hello = b.coord.expect(proto::Envelope::kHello, 3000ms);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->hello().max_batch(), 4);
+  b.coord.send(scripted_welcome());
+  auto ready = b.coord.expect(proto::Envelope::kReady, 3000ms);
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->ready().credit(), 4) << "a batching worker asks for the batch";
+  for (int64_t job = 1; job <= 4; ++job) b.coord.send(assignment_of(job));
+  std::optional<proto::Envelope> hb;
+  const auto end = Clock::now() + 3000ms;
+  while (Clock::now() < end) {
+    hb = b.coord.expect(proto::Envelope::kHeartbeat, 500ms);
+    if (hb && hb->heartbeat().running_size() > 0) break;
+  }
+  ASSERT_TRUE(hb.has_value());
+  ASSERT_EQ(hb->heartbeat().running_size(), 4) << "the heartbeat names every job of the batch";
+  EXPECT_EQ(hb->heartbeat().running_job_id(), hb->heartbeat().running(0).job_id());
+  auto got = reports(b.coord, 4, 5000ms);
+  ASSERT_EQ(got.size(), 4u);
+  int asks = 0;
+  for (const auto& [job, e] : got) {
+    EXPECT_EQ(e.result().batch_size(), 4) << "job " << job;
+    asks += e.result().has_next();
+  }
+  EXPECT_EQ(asks, 1) << "the ask rides on the batch's last report only";
+  EXPECT_EQ(b.w->counters().batches, 1);
+  EXPECT_EQ(b.w->counters().jobs_done, 4);
+  EXPECT_EQ(b.w->counters().given_back, 0);
+}
+
+// Only jobs of one batch key run together: the first job's key picks the
+// batch, a job of another model waits, held, for the next one.
+TEST(Worker, JobsOfAnotherBatchKeyWaitForTheNextBatch) {
+  BatchingWorker b(200ms);
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  b.coord.send(scripted_welcome());
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  b.coord.send(assignment_of(1));
+  b.coord.send(assignment_of(2, "synthetic:tiny-sd15", 2));
+  b.coord.send(assignment_of(3));
+  auto got = reports(b.coord, 3, 5000ms);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].result().batch_size(), 2);
+  EXPECT_EQ(got[3].result().batch_size(), 2);
+  EXPECT_LE(got[2].result().batch_size(), 1) << "a job of another model ran in the batch";
+  EXPECT_EQ(b.w->counters().batches, 1);
+}
+
+// A cancel for one job of a running batch sets that job's flag only: it
+// ends Cancelled, the other three finish.
+TEST(Worker, ACancelForOneJobOfARunningBatchCancelsItAlone) {
+  BatchingWorker b(1500ms);
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  b.coord.send(scripted_welcome());
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  for (int64_t job = 1; job <= 4; ++job) b.coord.send(assignment_of(job, "synthetic:tiny-sdxl", 30));
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kProgress, 3000ms).has_value());
+  proto::Envelope cancel;
+  cancel.mutable_cancel()->set_job_id(2);
+  cancel.mutable_cancel()->set_attempt(1);
+  b.coord.send(cancel);
+  auto got = reports(b.coord, 4, 5000ms);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_TRUE(got[2].has_error());
+  EXPECT_EQ(got[2].error().code(), "Cancelled");
+  for (int64_t job : {1, 3, 4}) {
+    ASSERT_TRUE(got[job].has_result()) << "job " << job << " did not finish";
+    EXPECT_EQ(got[job].result().batch_size(), 4);
+  }
+  EXPECT_EQ(b.w->counters().jobs_done, 3);
+  EXPECT_EQ(b.w->counters().jobs_failed, 1);
+}
+
+// A Reconnect mid-batch: the hello claims every running job of the batch,
+// and the batch goes on to report all four.
+TEST(Worker, AHelloAfterAReconnectMidBatchClaimsEveryRunningJob) {
+  BatchingWorker b(800ms);
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kHello, 3000ms).has_value());
+  b.coord.send(scripted_welcome());
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kReady, 3000ms).has_value());
+  for (int64_t job = 1; job <= 4; ++job) b.coord.send(assignment_of(job));
+  ASSERT_TRUE(b.coord.expect(proto::Envelope::kProgress, 3000ms).has_value());
+  proto::Envelope reconnect;
+  reconnect.mutable_reconnect()->set_reason("unknown peer; send hello");
+  b.coord.send(reconnect);
+  auto hello = b.coord.expect(proto::Envelope::kHello, 3000ms);
+  ASSERT_TRUE(hello.has_value());
+  ASSERT_EQ(hello->hello().running_size(), 4);
+  std::set<int64_t> claimed;
+  for (const auto& r : hello->hello().running()) claimed.insert(r.job_id());
+  EXPECT_EQ(claimed, (std::set<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(hello->hello().running_job_id(), hello->hello().running(0).job_id());
+  b.coord.send(scripted_welcome());
+  EXPECT_EQ(reports(b.coord, 4, 5000ms).size(), 4u);
+  EXPECT_EQ(b.w->counters().given_back, 0);
+}
+
+// A batch outside 1..kMaxBatch is refused before anything connects.
+TEST(Worker, ABatchOutsideItsRangeIsRefused) {
+  zmq::context_t ctx;
+  SleepEngine engine(10ms);
+  for (int batch : {0, proto::kMaxBatch + 1}) {
+    WorkerOptions o;
+    o.endpoint = "tcp://127.0.0.1:1";
+    o.batch = batch;
+    Worker w(ctx, o, engine);
+    Status s = w.run();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << batch;
+    EXPECT_NE(s.message().find("--batch"), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace
