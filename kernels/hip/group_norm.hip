@@ -268,10 +268,10 @@ Status hip_group_norm(HipContext& ctx, const Tensor& x_in, const Tensor& gamma, 
     if (!done.ok()) return done.status();
     if (*done) return Status::Ok();
   }
-  const int64_t want_blocks = 4LL * ctx.multiprocessors;
-  int64_t splits = std::max<int64_t>(1, (want_blocks + groups_total - 1) / groups_total);
-  splits = std::min<int64_t>(splits, std::max<int64_t>(1, group_len / 2048));
-  splits = std::min<int64_t>(splits, 65535);
+  // Chunks a group is reduced in: from the group's length alone, never from
+  // the batch (N) or the device, so a sample's statistics come out of the
+  // same partial sums whatever batch it runs in (docs/batching.md).
+  const int64_t splits = std::clamp<int64_t>(group_len / 8192, 1, 16);
   const int64_t chunk = (group_len + splits - 1) / splits;
 
   HIPQ_ASSIGN_OR_RETURN(Buffer scratch,
