@@ -28,7 +28,7 @@ void print_runs(const json& runs, const std::string& format, bool print_header =
     std::vector<std::string> header{"job", "batch", "state", "verdict", "model", "prompt", "tags", "seed", "repeat",
                                     "width", "height", "steps", "guidance", "sampler", "precision", "attempts",
                                     "worker", "host", "gpu", "arch", "build", "backend", "warm", "cosine", "max_abs",
-                                    "rel_l2", "psnr", "peak_memory_bytes", "time", "total_ms"};
+                                    "rel_l2", "psnr", "peak_memory_bytes", "batch_size", "time", "total_ms"};
     for (const std::string& p : spec::job_phases()) {
       header.push_back(p + "_host_ms");
       header.push_back(p + "_gpu_ms");
@@ -47,7 +47,8 @@ void print_runs(const json& runs, const std::string& format, bool print_header =
                                  fmt_text(r["gpu"]),     fmt_text(r["arch"]),    fmt_text(r["build"]),
                                  fmt_text(r["backend"]), fmt_text(r["warm"]),    fmt_text(r["cosine"]),
                                  fmt_text(r["max_abs"]), fmt_text(r["rel_l2"]),  fmt_text(r["psnr"]),
-                                 fmt_text(r["peak_memory_bytes"]), fmt_time(r["time"]), fmt_text(r["total_ms"])};
+                                 fmt_text(r["peak_memory_bytes"]), fmt_text(r["batch_size"]), fmt_time(r["time"]),
+                                 fmt_text(r["total_ms"])};
       for (const std::string& p : spec::job_phases()) {
         const json ph = r["phases"].contains(p) ? r["phases"][p] : json::object();
         f.push_back(ph.contains("host_ms") ? fmt_text(ph["host_ms"]) : "");
@@ -73,14 +74,15 @@ void print_runs(const json& runs, const std::string& format, bool print_header =
                     fmt_text(r["precision"]), short_text(fmt_text(r["gpu"]), 22), fmt_text(r["host"]),
                     short_text(fmt_text(r["build"]), 10),
                     r["warm"].is_boolean() ? (r["warm"].get<bool>() ? "warm" : "cold") : "-",
-                    fmt_fixed(r["cosine"], 5), fmt_gib(r["peak_memory_bytes"]), fmt_fixed(r["total_ms"], 1),
-                    fmt_time(r["time"])});
+                    fmt_fixed(r["cosine"], 5), fmt_gib(r["peak_memory_bytes"]), fmt_text(r["batch_size"]),
+                    fmt_fixed(r["total_ms"], 1), fmt_time(r["time"])});
   }
   std::cout << format_table({"job", "batch", "state", "reason", "verdict", "model", "prompt", "seed", "rep", "size", "steps",
-                             "prec", "gpu", "host", "build", "warmth", "cosine", "peak GiB", "total ms", "time (UTC)"},
+                             "prec", "gpu", "host", "build", "warmth", "cosine", "peak GiB", "shared", "total ms",
+                             "time (UTC)"},
                             rows,
                             {true, true, false, false, false, false, false, true, true, false, true, false, false, false,
-                             false, false, true, true, true, false});
+                             false, false, true, true, true, true, false});
   std::cout << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << "\n";
 }
 

@@ -53,6 +53,8 @@ db::NewResult to_db_result(const proto::JobResult& r, const std::string& worker_
   for (const auto& o : r.outputs()) out.outputs.push_back({o.kind(), o.path(), o.sha256(), o.bytes()});
   if (r.peak_memory_bytes() > 0) out.peak_memory_bytes = r.peak_memory_bytes();
   out.warm = r.warm();
+  // 0 (unset: a runner that does not batch) and 1 both mean alone.
+  out.batch_size = std::max(1, r.batch_size());
   for (const auto& t : r.phases()) {
     db::PhaseTimingRecord rec{t.phase(), t.host_ms(), std::nullopt};
     if (t.gpu_ms() > 0) rec.gpu_ms = t.gpu_ms();

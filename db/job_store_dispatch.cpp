@@ -156,6 +156,10 @@ Status JobStore::record_result(const NewResult& result, double now) {
   if (result.verdict.empty()) {
     return Status::InvalidArgument("result for job " + std::to_string(result.job_id) + " has no verdict");
   }
+  if (result.batch_size < 1) {
+    return Status::InvalidArgument("result for job " + std::to_string(result.job_id) + ": batch_size " +
+                                   std::to_string(result.batch_size) + " (want 1 or more)");
+  }
   std::set<std::string> phases;
   for (const auto& p : result.phases) {
     if (!phases.insert(p.phase).second) {
@@ -194,7 +198,8 @@ Status JobStore::record_result(const NewResult& result, double now) {
   {
     static constexpr char kInsertResult[] =
         "INSERT INTO results (job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, golden_key, "
-        "parity_reason, outputs, peak_memory_bytes, warm, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "parity_reason, outputs, peak_memory_bytes, warm, recorded_at, batch_size) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     Statement s = db_.prepare_cached(kInsertResult);
     s.bind_int64(0, result.job_id);
     s.bind_int64(1, attempt_id);
@@ -210,6 +215,7 @@ Status JobStore::record_result(const NewResult& result, double now) {
     s.bind_optional_int64(11, result.peak_memory_bytes);
     s.bind_bool(12, result.warm);
     s.bind_double(13, now);
+    s.bind_int(14, result.batch_size);
     HIPQ_RETURN_IF_ERROR(s.run());
   }
   {

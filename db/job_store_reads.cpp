@@ -111,7 +111,7 @@ Result<std::vector<AttemptRecord>> JobStore::list_attempts(int64_t job_id) {
 Result<ResultRecord> JobStore::get_result(int64_t job_id) {
   static constexpr char kSelectResult[] =
       "SELECT id, job_id, attempt_id, worker_id, verdict, cosine, max_abs, rel_l2, psnr, outputs, "
-      "peak_memory_bytes, warm, golden_key, parity_reason, recorded_at FROM results WHERE job_id = ?";
+      "peak_memory_bytes, warm, golden_key, parity_reason, recorded_at, batch_size FROM results WHERE job_id = ?";
   Statement s = db_.prepare_cached(kSelectResult);
   s.bind_int64(0, job_id);
   HIPQ_ASSIGN_OR_RETURN(bool row, s.step());
@@ -132,6 +132,7 @@ Result<ResultRecord> JobStore::get_result(int64_t job_id) {
   r.golden_key = s.column_optional_text(12);
   r.parity_reason = s.column_optional_text(13);
   r.recorded_at = s.column_double(14);
+  r.batch_size = static_cast<int>(s.column_int64(15));
   return r;
 }
 

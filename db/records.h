@@ -237,6 +237,7 @@ struct ResultRecord {
   bool warm = false;
   std::optional<std::string> golden_key;
   std::optional<std::string> parity_reason;
+  int batch_size = 1;                     // jobs that shared its UNet batch (1 = alone)
   double recorded_at = 0;
 };
 
@@ -257,6 +258,10 @@ struct NewResult {
   bool warm = false;
   std::vector<PhaseTimingRecord> phases;
   std::vector<StepTimingRecord> steps;
+  // Jobs that shared this job's UNet batch (JobResult.batch_size, protocol
+  // 7; the wire bounds it by proto::kMaxBatch): 1 = it ran alone.
+  // record_result refuses one below 1.
+  int batch_size = 1;
 };
 
 struct WorkerRecord {

@@ -19,7 +19,7 @@ SELECT j.id, j.batch_id, b.name, m.sha256, m.path, j.ordinal, j.model, j.prompt,
        j.verdict, j.attempts, b.output_root, j.output_dir, j.created_at,
        a.id, a.attempt, a.worker_id, a.started_at, a.finished_at, a.error,
        w.host, w.device_name, w.arch, w.build_sha, w.backend, w.runtime_version, w.driver_version,
-       r.id, r.warm, r.cosine, r.max_abs, r.rel_l2, r.psnr, r.peak_memory_bytes, r.outputs,
+       r.id, r.warm, r.cosine, r.max_abs, r.rel_l2, r.psnr, r.peak_memory_bytes, r.outputs, r.batch_size,
        COALESCE(r.recorded_at, a.started_at, j.created_at)
 FROM jobs j
 JOIN batches b ON b.id = j.batch_id
@@ -173,6 +173,7 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
     r.psnr = s.column_optional_double(c++);
     r.peak_memory_bytes = s.column_optional_int64(c++);
     r.outputs_json = s.column_optional_text(c++).value_or("[]");
+    r.batch_size = s.column_optional_int64(c++);
     r.time = s.column_double(c++);
     if (r.attempt_id) {
       HIPQ_ASSIGN_OR_RETURN(r.phases, query_phase_timings(db, *r.attempt_id));

@@ -105,6 +105,7 @@ struct RunRow {
   std::optional<double> cosine, max_abs, rel_l2, psnr;
   std::optional<int64_t> peak_memory_bytes;
   std::string outputs_json = "[]";
+  std::optional<int64_t> batch_size;  // jobs that shared its UNet batch (1 = alone); none without a result
   double time = 0;  // the run time filters compare (see header)
   std::vector<PhaseTimingRecord> phases;  // of the attempt shown, in the one phase order (spec/phases.h)
 };

@@ -213,6 +213,13 @@ DROP INDEX IF EXISTS results_by_worker;
 DROP INDEX IF EXISTS attempts_by_worker;
 )sql";
 
+// Version 8: how many jobs shared the UNet batch a result came from
+// (protocol 7, JobResult.batch_size; 1 = it ran alone), so the run history
+// shows which jobs ran together. Results written before ran alone.
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE results ADD COLUMN batch_size INTEGER NOT NULL DEFAULT 1;
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -227,6 +234,7 @@ constexpr Migration kMigrations[] = {
     {5, "jobs.timestep_spacing and jobs.guidance_rescale", kSchemaV5},
     {6, "jobs: loras, lora_key, init_image, strength and refiner settings", kSchemaV6},
     {7, "drop indexes no query reads: results_by_time, results_by_worker, attempts_by_worker", kSchemaV7},
+    {8, "results.batch_size", kSchemaV8},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

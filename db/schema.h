@@ -22,6 +22,8 @@
 //       strength, refiner, refiner_switch_at, the aesthetic scores.
 //   7 — indexes no query reads dropped (results_by_time, results_by_worker,
 //       attempts_by_worker): each cost every job a b-tree entry.
+//   8 — results.batch_size: the jobs that shared the result's UNet batch
+//       (protocol 7; 1 = it ran alone).
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -37,7 +39,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 7;
+inline constexpr int kLatestSchemaVersion = 8;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

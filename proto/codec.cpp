@@ -95,6 +95,10 @@ Status validate_result(const JobResult& r) {
   if (v != "PASS" && v != "FAIL" && v != "NO_GOLDEN" && v != "NON_FINITE") {
     return field_error("result", "parity.verdict", "unknown verdict \"" + v.substr(0, 32) + "\"");
   }
+  if (r.batch_size() < 0 || r.batch_size() > kMaxBatch) {
+    return field_error("result", "batch_size",
+                       "must be 0.." + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size()));
+  }
   if (r.has_next()) return validate_ready("result.next", r.next());
   return Status::Ok();
 }

@@ -278,6 +278,7 @@ json run_to_json(const db::RunRow& r) {
               {"rel_l2", opt(r.rel_l2)},
               {"psnr", opt(r.psnr)},
               {"peak_memory_bytes", opt(r.peak_memory_bytes)},
+              {"batch_size", opt(r.batch_size)},
               {"started_at", opt(r.started_at)},
               {"finished_at", opt(r.finished_at)},
               {"time", r.time},

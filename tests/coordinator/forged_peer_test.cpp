@@ -340,5 +340,71 @@ TEST_F(ForgedPeerTest, ALeaseWithoutProgressIsTakenBackWithoutCountingAnAttempt)
   EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts"), 0);
 }
 
+// Protocol 7: a hello or heartbeat names the jobs its worker runs. One
+// naming more than kMaxBatch, one twice, or a zero id is refused at the
+// boundary (no welcome); a well-formed one naming another worker's job
+// claims nothing (its worker is told to stop it) and extends nothing: the
+// owner's lease runs out on its own clock.
+TEST_F(ForgedPeerTest, ARunningListTooLongOrNamingAnotherWorkersJobIsRefusedAndExtendsNoLease) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  submit(ep, 1, 1);
+  auto with_running = [](proto::Envelope e, const std::vector<std::pair<int64_t, int>>& jobs) {
+    auto* list = e.has_hello() ? e.mutable_hello()->mutable_running() : e.mutable_heartbeat()->mutable_running();
+    for (const auto& [id, at] : jobs) {
+      proto::RunningJob r;
+      r.set_job_id(id);
+      r.set_attempt(at);
+      *list->Add() = r;
+    }
+    return e;
+  };
+  std::vector<std::pair<int64_t, int>> too_many;
+  for (int i = 1; i <= proto::kMaxBatch + 1; ++i) too_many.emplace_back(i, 1);
+  const std::vector<std::vector<std::pair<int64_t, int>>> refused = {
+      too_many, {{5, 1}, {5, 1}}, {{0, 1}}, {{5, 0}}};
+  for (const auto& list : refused) {
+    RawPeer bad(ep);
+    bad.send(with_running(hello(numbered("bad", static_cast<int>(list.size()))), list));
+    EXPECT_FALSE(bad.recv(700ms, proto::Envelope::kWelcome).has_value()) << list.size() << " job(s) listed";
+  }
+  proto::Envelope over = hello("over");
+  over.mutable_hello()->set_max_batch(proto::kMaxBatch + 1);
+  RawPeer over_peer(ep);
+  over_peer.send(over);
+  EXPECT_FALSE(over_peer.recv(700ms, proto::Envelope::kWelcome).has_value()) << "max_batch past kMaxBatch";
+
+  // A well-formed hello claiming the victim's job, then heartbeats naming it
+  // while the victim is silent (less than its lease).
+  RawPeer victim(ep);
+  victim.send(hello("victim"));
+  ASSERT_TRUE(victim.recv(3s, proto::Envelope::kWelcome));
+  victim.send(ready(1));
+  auto a = victim.recv(3s, proto::Envelope::kAssignment);
+  ASSERT_TRUE(a.has_value()) << coord->err();
+  const int64_t job = a->assignment().job_id();
+  const int attempt = a->assignment().attempt();
+  const auto deadline = [&] {
+    auto d = db::Database::open(db());
+    db::Statement s = (*d)->prepare("SELECT lease_deadline FROM jobs WHERE id = " + std::to_string(job));
+    EXPECT_TRUE(s.step().ok());
+    return s.column_double(0);
+  };
+  const double before = deadline();
+  RawPeer forger(ep);
+  forger.send(with_running(hello("forger"), {{job, attempt}}));
+  ASSERT_TRUE(forger.recv(3s, proto::Envelope::kWelcome).has_value());
+  auto cancel = forger.recv(2s, proto::Envelope::kCancel);
+  ASSERT_TRUE(cancel.has_value()) << "a claim of another worker's job was not refused";
+  EXPECT_EQ(cancel->cancel().job_id(), job);
+  for (int i = 0; i < 8; ++i) {
+    forger.send(with_running(heartbeat(), {{job, attempt}}));
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(deadline(), before) << "a forged heartbeat extended the victim's lease";
+  EXPECT_EQ(leased_to("victim"), 1);
+  EXPECT_EQ(leased_to("forger"), 0);
+}
+
 }  // namespace
 }  // namespace hipq::testing

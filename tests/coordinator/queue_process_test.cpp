@@ -141,6 +141,91 @@ TEST_F(QueueProcessTest, CoordinatorKilledAndRestartedMidBatchLosesAndDoublesNot
   EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE error LIKE '%busy%'"), 0);
 }
 
+// ---- batching across jobs (protocol 7; docs/protocol.md, "Batching") ---------
+
+// A worker with --batch 4 takes four leases at once and runs the four jobs
+// as one batch: each is recorded once, with batch_size 4.
+TEST_F(QueueProcessTest, ABatchFourWorkerTakesFourLeasesAtOnceAndRunsThemAsOneBatch) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "four", 4, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto w = start_worker(tmp.path(), "b4", ep, "sleep:2s", {"--batch", "4"});
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 4; }, std::chrono::seconds(10))) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND lease_worker = 'b4'"), 4);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 4; }, std::chrono::seconds(15))) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT job_id) FROM results"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE batch_size = 4"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts"), 4);
+  // The run history says which jobs shared a batch.
+  std::string out;
+  ASSERT_EQ(run_hipq(tmp.path(), "runs", {"runs", "--db", db().string(), "--format", "json"}, &out), 0) << out;
+  EXPECT_NE(out.find("\"batch_size\": 4"), std::string::npos) << out;
+}
+
+// `hipq cancel job:N` for one job of a running batch stops that job alone:
+// the worker is told to cancel it, and the other three finish.
+TEST_F(QueueProcessTest, CancellingOneJobOfARunningBatchCancelsItAloneAndTheOthersFinish) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "four", 4, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto w = start_worker(tmp.path(), "b4", ep, "sleep:4s", {"--batch", "4"});
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 4; }, std::chrono::seconds(10))) << coord->err();
+  std::string out;
+  ASSERT_EQ(run_hipq(tmp.path(), "cancel", {"cancel", "job:2", "--connect", ep}, &out), 0) << out;
+  EXPECT_NE(out.find("1 running job(s) told to stop"), std::string::npos) << out;
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 3; }, std::chrono::seconds(15))) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT state = 'cancelled' FROM jobs WHERE id = 2"), 1);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE job_id = 2"), 0);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE batch_size = 4"), 3);
+  EXPECT_NE(w->err().find("job 2 cancelled by the coordinator"), std::string::npos) << w->err();
+}
+
+// A batching worker SIGKILLed mid-batch: all four leases expire and another
+// worker runs the four jobs; none is lost, none recorded twice.
+TEST_F(QueueProcessTest, AWorkerKilledMidBatchLosesNoJobAndDoublesNone) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "kill", 4, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto slow = start_worker(tmp.path(), "slow", ep, "sleep:30s", {"--batch", "4"});
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 4; }, std::chrono::seconds(10))) << coord->err();
+  slow->signal(SIGKILL);
+  EXPECT_EQ(slow->wait(), 128 + SIGKILL);
+  auto fast = start_worker(tmp.path(), "fast", ep, "sleep:10ms", {"--batch", "4"});
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 4; }, std::chrono::seconds(15))) << coord->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE attempt = 1 AND state = 'expired' AND "
+                            "worker_id = 'slow'"),
+            4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE worker_id = 'fast'"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(DISTINCT job_id) FROM results"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results"), 4);
+}
+
+// The coordinator killed and restarted mid-batch: the worker's hello claims
+// every running job of its batch, so the four keep their leases (no second
+// attempt) and are recorded once each, from the batch.
+TEST_F(QueueProcessTest, ACoordinatorRestartMidBatchKeepsEveryRunningJobClaimed) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord1", &ep);
+  fs::path manifest = write_sleep_manifest(tmp.path(), "restart", 4, 1);
+  ASSERT_EQ(run_hipq(tmp.path(), "submit", {"submit", manifest.string(), "--connect", ep}), 0);
+  auto w = start_worker(tmp.path(), "b4", ep, "sleep:6s", {"--batch", "4"});
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "leased") == 4; }, std::chrono::seconds(10))) << coord->err();
+  coord->signal(SIGKILL);
+  coord->wait();
+  std::string ep2;
+  auto coord2 = start_coordinator(tmp.path(), "coord2", &ep2, ep);
+  ASSERT_EQ(ep2, ep);
+  ASSERT_TRUE(wait_until([&] { return jobs_in(db(), "done") == 4; }, std::chrono::seconds(20))) << coord2->err();
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts"), 4) << "a job of the batch was leased again";
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM attempts WHERE attempt = 1 AND state = 'done'"), 4);
+  EXPECT_EQ(query_int(db(), "SELECT COUNT(*) FROM results WHERE batch_size = 4 AND worker_id = 'b4'"), 4);
+  EXPECT_EQ(coord2->err().find("never received"), std::string::npos) << coord2->err();
+}
+
 TEST_F(QueueProcessTest, CancelBatchStopsQueuedAndRunningJobs) {
   std::string ep;
   auto coord = start_coordinator(tmp.path(), "coord", &ep);

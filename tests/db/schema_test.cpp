@@ -501,6 +501,52 @@ TEST(SchemaTest, VersionSixHistorySurvivesMigrationToSevenWithoutTheUnreadIndexe
             std::string::npos);
 }
 
+// Version 8 adds results.batch_size (protocol 7): results written before ran
+// alone (1); a new result keeps the batch it shared.
+TEST(SchemaTest, VersionSevenResultsRanAloneAfterMigrationToEightAndNewOnesKeepTheirBatch) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v7.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 7).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'b', 'active', 3, '/out', 2, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
+                        precision, output_dir, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', 1, 64, 64, 4, 5.0, 'euler', 'fp32', 'o/0', 'done', 10, 12);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
+                        precision, output_dir, state, created_at, updated_at)
+        VALUES (2, 1, 1, 'm', 'a dog', 2, 64, 64, 4, 5.0, 'euler', 'fp32', 'o/1', 'queued', 10, 10);
+      INSERT INTO attempts (id, job_id, attempt, worker_id, started_at, finished_at, state)
+        VALUES (1, 1, 1, 'w1', 11, 12, 'done');
+      INSERT INTO results (job_id, attempt_id, worker_id, verdict, recorded_at) VALUES (1, 1, 'w1', 'PASS', 12);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+  JobStore store(**db);
+  auto old = store.get_result(1);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->batch_size, 1);
+  auto leased = store.lease_next("w2", {}, 20, 30);
+  ASSERT_TRUE(leased.ok() && leased->has_value()) << leased.status().ToString();
+  NewResult r;
+  r.job_id = (*leased)->job.id;
+  r.attempt = (*leased)->attempt;
+  r.worker_id = "w2";
+  r.verdict = "NO_GOLDEN";
+  r.batch_size = 0;
+  EXPECT_EQ(store.record_result(r, 21).code(), StatusCode::kInvalidArgument) << "a batch of none";
+  r.batch_size = 4;
+  ASSERT_TRUE(store.record_result(r, 21).ok());
+  EXPECT_EQ(store.get_result(r.job_id)->batch_size, 4);
+}
+
 TEST(SchemaTest, NewerVersionIsRefused) {
   auto db = memory_db();
   ASSERT_TRUE(migrate(*db).ok());

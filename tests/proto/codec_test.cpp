@@ -138,5 +138,65 @@ TEST(Codec, AVersionSixHelloIsAnsweredWithARefusalItCanRead) {
   EXPECT_FALSE(version_refusal(report.SerializeAsString()).has_value());
 }
 
+// Protocol 7: the jobs a hello or heartbeat names are bounded (at most
+// kMaxBatch, checked before any entry is read), unique, positive, and the
+// single running_job_id names the first; max_batch is 0..kMaxBatch.
+TEST(Codec, ARunningListIsBoundedUniqueAndPositive) {
+  Envelope hb;
+  std::vector<RunningJob> jobs;
+  for (int i = 1; i <= kMaxBatch; ++i) {
+    RunningJob r;
+    r.set_job_id(i);
+    r.set_attempt(1);
+    jobs.push_back(r);
+  }
+  set_running_jobs(*hb.mutable_heartbeat(), jobs);
+  EXPECT_TRUE(validate(hb).ok()) << validate(hb).message();
+  EXPECT_EQ(hb.heartbeat().running_job_id(), 1);
+  EXPECT_EQ(running_jobs(hb.heartbeat()).size(), static_cast<size_t>(kMaxBatch));
+  Envelope too_many = hb;
+  auto* extra = too_many.mutable_heartbeat()->add_running();
+  extra->set_job_id(99);
+  extra->set_attempt(1);
+  EXPECT_NE(validate(too_many).message().find("heartbeat.running"), std::string::npos) << validate(too_many).message();
+  Envelope twice = hb;
+  twice.mutable_heartbeat()->mutable_running(3)->set_job_id(2);
+  EXPECT_NE(validate(twice).message().find("twice"), std::string::npos) << validate(twice).message();
+  Envelope zero = hb;
+  zero.mutable_heartbeat()->mutable_running(2)->set_job_id(0);
+  EXPECT_NE(validate(zero).message().find("running.job_id"), std::string::npos);
+  Envelope no_attempt = hb;
+  no_attempt.mutable_heartbeat()->mutable_running(2)->set_attempt(0);
+  EXPECT_NE(validate(no_attempt).message().find("running.attempt"), std::string::npos);
+  Envelope other_first = hb;
+  other_first.mutable_heartbeat()->set_running_job_id(5);
+  EXPECT_NE(validate(other_first).message().find("running_job_id"), std::string::npos);
+
+  Envelope hello;
+  hello.mutable_hello()->set_worker_id("w");
+  hello.mutable_hello()->set_backend("cpu");
+  hello.mutable_hello()->set_running_job_id(7);
+  hello.mutable_hello()->set_running_attempt(2);
+  ASSERT_TRUE(validate(hello).ok());
+  // The single fields alone (no list) still name one job.
+  ASSERT_EQ(running_jobs(hello.hello()).size(), 1u);
+  EXPECT_EQ(running_jobs(hello.hello())[0].attempt(), 2);
+  hello.mutable_hello()->set_max_batch(kMaxBatch);
+  EXPECT_TRUE(validate(hello).ok());
+  hello.mutable_hello()->set_max_batch(kMaxBatch + 1);
+  EXPECT_NE(validate(hello).message().find("hello.max_batch"), std::string::npos);
+  hello.mutable_hello()->set_max_batch(-1);
+  EXPECT_FALSE(validate(hello).ok());
+
+  Envelope result;
+  result.mutable_result()->set_job_id(1);
+  result.mutable_result()->set_attempt(1);
+  result.mutable_result()->mutable_parity()->set_verdict("PASS");
+  result.mutable_result()->set_batch_size(kMaxBatch);
+  EXPECT_TRUE(validate(result).ok());
+  result.mutable_result()->set_batch_size(kMaxBatch + 1);
+  EXPECT_NE(validate(result).message().find("result.batch_size"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hipq::proto
