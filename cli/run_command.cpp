@@ -37,6 +37,7 @@
 #include "db/job_store.h"
 #include "kernels/backend.h"
 #include "spec/phases.h"
+#include "proto/protocol.h"
 #include "worker/job_runner.h"
 #include "worker/job_runner_factory.h"
 #include "worker/worker.h"
@@ -54,6 +55,7 @@ struct RunArgs {
   std::string backend;
   std::string engine = "engine";
   int cpu_workers = 1;
+  int batch = 1;  // jobs each worker runs at once as one batch (WorkerOptions::batch)
   int64_t max_batch_jobs = coordinator::kMaxManifestJobs;
   MemoryOptions memory;
   MonitorFlags monitor;
@@ -287,6 +289,7 @@ int run_embedded(const RunArgs& a) {
     worker::WorkerOptions wo;
     wo.endpoint = so.bind;
     wo.worker_id = worker::host_name() + "/" + backend + std::to_string(devices[i]) + "/run" + std::to_string(getpid());
+    wo.batch = a.batch;
     workers.push_back(std::make_unique<worker::Worker>(ctx, wo, *runners[i]));
   }
   for (auto& w : workers) worker_threads.emplace_back([&w] { (void)w->run(); });
@@ -415,6 +418,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--engine", args->engine, "engine, or sleep:DURATION (a TEST DOUBLE that only waits)")
       ->capture_default_str();
   cmd->add_option("--cpu-workers", args->cpu_workers, "workers when running on the CPU")
+      ->capture_default_str();
+  cmd->add_option("--batch", args->batch,
+                  "jobs each worker runs at once as one UNet batch when they share model and settings (prompts "
+                  "and seeds free; each image byte-identical to the job run alone; at most what the memory plan "
+                  "allows): 1.." + std::to_string(proto::kMaxBatch))
+      ->check(CLI::Range(1, proto::kMaxBatch))
       ->capture_default_str();
   add_max_batch_jobs_option(cmd, args->max_batch_jobs);
   add_memory_options(cmd, args->memory);
