@@ -367,11 +367,18 @@ std::vector<GenerationRun> run_job_batch(const std::vector<GenerationJob>& jobs,
       first.release_memory && first.release_memory()) {
     generated = pipeline.generate_batch(settings, progress, cancel);
   }
+  // Batching only saves time: a batch that fails as a whole for want of
+  // memory (its plan no longer fits, the device ran out) or a plan runs its
+  // jobs alone instead, each then failing or not as it would have alone.
+  const bool alone = !generated.ok() && (generated.status().code() == StatusCode::kFailedPrecondition ||
+                                         generated.status().code() == StatusCode::kResourceExhausted);
   for (size_t k = 0; k < together.size(); ++k) {
     const size_t i = together[k];
     GenerationRun& r = runs[i];
-    Result<GenerationOutput> out =
-        generated.ok() ? std::move((*generated)[k]) : Result<GenerationOutput>(generated.status());
+    Result<GenerationOutput> out = generated.ok() ? std::move((*generated)[k])
+                                   : alone
+                                       ? pipeline.generate(jobs[i].settings, jobs[i].progress, jobs[i].cancel)
+                                       : Result<GenerationOutput>(generated.status());
     if (!out.ok()) {
       r.failed_step = JobStep::kGenerate;
       r.status = out.status();

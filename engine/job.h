@@ -169,9 +169,11 @@ GenerationRun run_job(const GenerationJob& job, const PipelineLoader& load);
 // one Pipeline::generate_batch of the jobs whose pipeline is the first
 // prepared job's (the others, if any, run alone through run_job), steps 5-7
 // for each. One run per job, in order; each job's outputs equal its run_job's
-// byte for byte, its timings say it shared the steps (batch_jobs). An error of
-// the whole batch (no plan fits, out of memory after release_memory of the
-// first job) fails every job of it at kGenerate.
+// byte for byte, its timings say it shared the steps (batch_jobs). A batch
+// that fails as a whole for want of memory (FailedPrecondition: its plan
+// does not fit; ResourceExhausted after release_memory of the first job)
+// runs its jobs alone instead; another error of the whole batch fails every
+// job of it at kGenerate.
 std::vector<GenerationRun> run_job_batch(const std::vector<GenerationJob>& jobs, const PipelineLoader& load);
 
 }  // namespace hipq::engine

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/job.h"
 #include "engine/memory_plan.h"
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
@@ -234,6 +237,62 @@ TEST_F(PipelineBatchCpuTest, CapacityFollowsTheMemoryPlan) {
   auto alone = p.batch_capacity(s, 8);
   ASSERT_TRUE(alone.ok());
   EXPECT_EQ(*alone, 1);
+}
+
+
+// A batch whose plan does not fit the device runs its jobs alone: batching
+// never fails a job that would run alone. The cap lies between one job's
+// plan and three jobs' (a cpu backend with a cap plans against it).
+TEST(PipelineBatchMemoryTest, ABatchThatDoesNotFitRunsItsJobsAlone) {
+  std::vector<GenerationSettings> jobs = three_jobs("euler", 5.0f);
+  int64_t one = 0, three = 0;
+  {
+    auto be = kernels::make_backend("cpu");
+    ASSERT_TRUE(be.ok());
+    auto p = Pipeline::load("synthetic:tiny-sdxl", **be);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto p1 = plan_memory((*p)->model_shapes(), jobs[0], Placement::kStandard, **be);
+    auto p3 = plan_memory((*p)->model_shapes(), jobs[0], Placement::kStandard, **be, 0, nullptr, std::nullopt, 3);
+    ASSERT_TRUE(p1.ok() && p3.ok());
+    one = p1->peak();
+    three = p3->peak();
+  }
+  ASSERT_LT(one, three);
+  ASSERT_EQ(::setenv(kernels::kDeviceMemoryLimitEnv, std::to_string((one + three) / 2).c_str(), 1), 0);
+  auto be = kernels::make_backend("cpu");
+  ::unsetenv(kernels::kDeviceMemoryLimitEnv);
+  ASSERT_TRUE(be.ok()) << be.status().ToString();
+  LoadOptions options;
+  options.placement = Placement::kStandard;
+  auto p = Pipeline::load("synthetic:tiny-sdxl", **be, options);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto capacity = (*p)->batch_capacity(jobs[0], 3);
+  ASSERT_TRUE(capacity.ok()) << capacity.status().ToString();
+  EXPECT_LT(*capacity, 3);
+  auto refused = (*p)->generate_batch(jobs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().ToString();
+
+  const auto root = std::filesystem::temp_directory_path() / ("hipq-batch-alone-" + std::to_string(::getpid()));
+  std::vector<GenerationJob> specs(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    specs[i].settings = jobs[i];
+    specs[i].output_dir = root / std::to_string(i);
+    specs[i].check_parity = false;
+  }
+  auto runs = run_job_batch(specs, [&](bool* loaded_now) -> Result<Pipeline*> {
+    *loaded_now = false;
+    return p->get();
+  });
+  ASSERT_EQ(runs.size(), jobs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    ASSERT_TRUE(runs[i].status.ok()) << runs[i].status.ToString();
+    EXPECT_EQ(runs[i].output.batch_jobs, 1);
+    auto alone = (*p)->generate(jobs[i]);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_TRUE(same_bytes(runs[i].output.latent, alone->latent));
+  }
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
