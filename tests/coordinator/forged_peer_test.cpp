@@ -406,5 +406,27 @@ TEST_F(ForgedPeerTest, ARunningListTooLongOrNamingAnotherWorkersJobIsRefusedAndE
   EXPECT_EQ(leased_to("forger"), 0);
 }
 
+// A worker that says it runs batches of 4 may hold four leases, whatever
+// credit it claims; its credit is replaced, never added to, so asks while it
+// holds them get nothing.
+TEST_F(ForgedPeerTest, ABatchingWorkersCreditIsCappedToItsBatch) {
+  std::string ep;
+  auto coord = start_coordinator(tmp.path(), "coord", &ep);
+  submit(ep, 5, 4);  // 20 jobs
+  RawPeer w(ep);
+  proto::Envelope h = hello("batcher");
+  h.mutable_hello()->set_max_batch(4);
+  w.send(h);
+  ASSERT_TRUE(w.recv(3s, proto::Envelope::kWelcome));
+  w.send(ready(1024));
+  int got = 0;
+  while (w.recv(1500ms, proto::Envelope::kAssignment).has_value()) ++got;
+  EXPECT_EQ(got, 4) << coord->err();
+  w.send(ready(4));
+  w.send(heartbeat());
+  EXPECT_FALSE(w.recv(1000ms, proto::Envelope::kAssignment).has_value()) << "a fifth lease while it holds four";
+  EXPECT_EQ(leased_to("batcher"), 4);
+}
+
 }  // namespace
 }  // namespace hipq::testing
