@@ -981,9 +981,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   const int batch = text.batch;
   out.unet_batch = batch;
   out.model_calls = static_cast<int>(schedule.timesteps.size() + refiner_schedule.timesteps.size());
-  const StepNoiseSource noise{&generator, noise_dtype};
+  const StepNoiseSource noise{&generator, noise_dtype, {}};
   LoopRun run;
-  run.jobs.push_back(LoopJob{&s, &progress, cancel, &out});
+  run.jobs.push_back(LoopJob{&s, &progress, cancel, &out, false, 0});
   run.total_steps = out.model_calls;
 
   HIPQ_RETURN_IF_ERROR(timer.begin(std::string(spec::kPhaseDenoise)));

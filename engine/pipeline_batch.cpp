@@ -178,7 +178,7 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
   for (size_t i = 0; i < n; ++i) {
     outs[i].unet_batch = batch;
     outs[i].model_calls = static_cast<int>(schedule.timesteps.size());
-    run.jobs.push_back(pipeline_detail::LoopJob{&jobs[i], &progress_of(i), cancel_of(i), &outs[i]});
+    run.jobs.push_back(pipeline_detail::LoopJob{&jobs[i], &progress_of(i), cancel_of(i), &outs[i], false, 0});
   }
   run.total_steps = static_cast<int>(schedule.timesteps.size());
   PhaseTimer denoise_timer(&be);

@@ -57,7 +57,7 @@ struct StepNoiseSource {
   // x (its first dimension), in order, each drawing its own latent's share
   // of every step's noise, the values it draws alone. Empty: `generator`
   // draws for the whole of x.
-  std::vector<TorchGenerator*> per_latent;
+  std::vector<TorchGenerator*> per_latent{};
   // The generators a step's draw takes from, in order of x's values.
   std::vector<TorchGenerator*> generators() const {
     return per_latent.empty() ? std::vector<TorchGenerator*>{generator} : per_latent;

@@ -362,7 +362,7 @@ TEST(Sampler, NewSamplersMatchDiffusersTablesAndTrajectories) {
         out[k] = 0.3f * in[k] + 0.2f * std::sin(in[k] * 1.7f + static_cast<float>(st.timestep / 250.0));
       return Status::Ok();
     };
-    auto x = run(cpu(), *s, *cfg, noise, fake, StepNoiseSource{&gen, kernels::DType::kF32});
+    auto x = run(cpu(), *s, *cfg, noise, fake, StepNoiseSource{&gen, kernels::DType::kF32, {}});
     ASSERT_TRUE(x.ok()) << where << ": " << x.status().ToString();
     EXPECT_EQ(calls, c["model_calls"].get<int>()) << where;
     const auto want = c["final"].get<std::vector<float>>();
