@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "base/fs.h"
@@ -361,18 +362,47 @@ std::vector<GenerationRun> run_job_batch(const std::vector<GenerationJob>& jobs,
     progress.push_back(jobs[i].progress);
     cancel.push_back(jobs[i].cancel);
   }
-  auto generated = pipeline.generate_batch(settings, progress, cancel);
+  // Each job's steps 5-7 (write, parity, timings) run on a thread of their
+  // own as soon as it is decoded, while the device decodes the next job: the
+  // writes leave the critical path, and every job is still finished (files
+  // written) before run_job_batch returns and the caller reports it.
+  std::vector<std::thread> writers;
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      for (std::thread& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_all{writers};
+  std::vector<bool> written(together.size(), false);
+  auto on_decoded = [&](size_t k, const GenerationOutput& out) {
+    const size_t i = together[k];
+    runs[i].output = out;
+    written[k] = true;
+    writers.emplace_back([&jobs, &runs, &stages, i] {
+      try {
+        finish_job(jobs[i], runs[i], stages[i]);
+      } catch (const std::exception& e) {
+        runs[i].failed_step = JobStep::kWrite;
+        runs[i].status = Status::Internal(std::string("writing the job's outputs threw: ") + e.what());
+      }
+    });
+  };
+  auto generated = pipeline.generate_batch(settings, progress, cancel, on_decoded);
   const GenerationJob& first = jobs[together.front()];
   if (!generated.ok() && generated.status().code() == StatusCode::kResourceExhausted &&
-      first.release_memory && first.release_memory()) {
-    generated = pipeline.generate_batch(settings, progress, cancel);
+      std::none_of(written.begin(), written.end(), [](bool w) { return w; }) && first.release_memory &&
+      first.release_memory()) {
+    generated = pipeline.generate_batch(settings, progress, cancel, on_decoded);
   }
+  for (std::thread& t : writers) t.join();
   // Batching only saves time: a batch that fails as a whole for want of
   // memory (its plan no longer fits, the device ran out) or a plan runs its
   // jobs alone instead, each then failing or not as it would have alone.
   const bool alone = !generated.ok() && (generated.status().code() == StatusCode::kFailedPrecondition ||
                                          generated.status().code() == StatusCode::kResourceExhausted);
   for (size_t k = 0; k < together.size(); ++k) {
+    if (written[k]) continue;  // finished by its writer
     const size_t i = together[k];
     GenerationRun& r = runs[i];
     Result<GenerationOutput> out = generated.ok() ? std::move((*generated)[k])

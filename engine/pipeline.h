@@ -197,10 +197,14 @@ class Pipeline {
   // status is an error of the whole batch: InvalidArgument (settings invalid,
   // keys differ, or a job batch_key() never batches: img2img, refiner),
   // FailedPrecondition (no plan fits, as generate()), ResourceExhausted and
-  // the backend's errors. A batch of one is generate().
+  // the backend's errors. A batch of one is generate(). `decoded`, when set,
+  // is called on this thread with each job's finished output (peaks as of
+  // its decode) as soon as it is decoded, before the next job's decode: a
+  // caller can write one job's files while the device decodes the next.
+  using DecodedFn = std::function<void(size_t job, const GenerationOutput& out)>;
   Result<std::vector<Result<GenerationOutput>>> generate_batch(
       const std::vector<spec::GenerationSettings>& jobs, const std::vector<ProgressFn>& progress = {},
-      const std::vector<const std::atomic<bool>*>& cancel = {});
+      const std::vector<const std::atomic<bool>*>& cancel = {}, const DecodedFn& decoded = {});
   // How many jobs of `settings` one batch may hold on this backend now: the
   // largest n <= limit whose plan (plan_memory's jobs = n) fits in the
   // placement a job alone gets; 1 when that placement is low (a batch never

@@ -39,7 +39,7 @@ Result<int> Pipeline::batch_capacity(const spec::GenerationSettings& settings, i
 
 Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
     const std::vector<spec::GenerationSettings>& jobs, const std::vector<ProgressFn>& progress,
-    const std::vector<const std::atomic<bool>*>& cancel) {
+    const std::vector<const std::atomic<bool>*>& cancel, const DecodedFn& decoded_fn) {
   const size_t n = jobs.size();
   if (n == 0) return Status::InvalidArgument("generate_batch: no jobs");
   if ((!progress.empty() && progress.size() != n) || (!cancel.empty() && cancel.size() != n))
@@ -54,6 +54,7 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
   if (n == 1) {
     std::vector<Result<GenerationOutput>> one;
     one.push_back(generate(jobs[0], progress_of(0), cancel_of(0)));
+    if (one.front().ok() && decoded_fn) decoded_fn(0, *one.front());
     return one;
   }
   for (size_t i = 0; i < n; ++i)
@@ -225,6 +226,9 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
     HIPQ_RETURN_IF_ERROR(timer.end());
     HIPQ_ASSIGN_OR_RETURN(auto phases, timer.finish());
     out.phases.insert(out.phases.end(), phases.begin(), phases.end());
+    out.peak_memory_bytes = peaks.job_peak();
+    out.phase_peaks = peaks.phases();
+    if (decoded_fn) decoded_fn(i, out);
     results.push_back(std::move(out));
   }
   const int64_t job_peak = peaks.job_peak();
