@@ -19,6 +19,8 @@
 # With BATCHES (e.g. "1 4"), each precision runs once per batch size (`hipq run --batch N`: the
 # worker runs N jobs as one UNet batch, docs/batching.md) and every latent of a batched run is
 # compared, byte for byte, with the same job's latent of the batch-1 run (latents.txt).
+# EXTRA_DEFAULTS (YAML flow entries added to the manifest's defaults, e.g. "vae_precision: bf16")
+# with TAG (a suffix of every run's name) measures a variant beside the plain runs of the same WORKDIR.
 # Env: PRECISIONS ("fp8 fp16"), BATCHES ("1"), IMAGES (16), WORKDIR (/tmp/hipq-sdxl), EXPORT_DTYPE (f16),
 # PEER (fp16; empty: no diffusers run), REFERENCE_SRC (a diffusers src/ when not installed),
 # SYNTHETIC (sdxl; tiny-sdxl with BACKEND=cpu SIZE=64 PEER= for a dry run on a CPU box),
@@ -48,13 +50,14 @@ echo "program | precision | images | run wall s | images/s (whole run) | images/
 for p in $precisions; do
  for b in $batches; do
   tag="$p"; [[ "$b" == 1 ]] || tag="$p-batch$b"
+  tag="$tag${TAG:+-$TAG}"
   dir="$work/mlperf-$tag"; db="$out/$tag.db"
   rm -rf "$dir" "$db" "$db"-wal "$db"-shm
   cat > "$out/manifest-$tag.yaml" <<YAML
 batch: mlperf-setting-$tag
 model: $model
 defaults: {width: $size, height: $size, steps: 20, guidance: 8.0, sampler: euler, precision: $p,
-           negative_prompt: "$negative", seeds: [0]}
+           negative_prompt: "$negative", ${EXTRA_DEFAULTS:+$EXTRA_DEFAULTS, }seeds: [0]}
 outputs: {directory: $dir, save: [latent, png, timings], layout: "{prompt:03}-s{seed}"}
 prompts_file: {path: $root/data/prompts/PartiPrompts.tsv, limit: $images}
 YAML
@@ -91,7 +94,7 @@ per_s = f"{per[len(per) // 2] / 1000:.3f}" if per else "-"
 print(f"hipq | {p} | {n} | {t1 - t0:.1f} | {n / (t1 - t0):.3f} | {warm_rate} | {per_s}")
 PY
   tail -n 1 "$out/rows.txt"
-  if [[ "$b" != 1 && -d "$work/mlperf-$p" ]]; then
+  if [[ "$b" != 1 && -z "${TAG:-}" && -d "$work/mlperf-$p" ]]; then
     same=0; total=0
     for f in "$dir"/*/latent.safetensors; do
       total=$((total + 1))
