@@ -36,12 +36,12 @@ const std::vector<std::string> kDefaultsKeys = {"width",     "height",  "steps",
                                                 "sampler",   "precision", "rng",           "seeds",
                                                 "repeats",   "negative_prompt", "timestep_spacing", "guidance_rescale",
                                                 "loras",     "init_image", "strength",     "refiner",
-                                                "aesthetic_score", "negative_aesthetic_score"};
+                                                "aesthetic_score", "negative_aesthetic_score", "vae_precision"};
 const std::vector<std::string> kLoraKeys = {"path", "scale"};
 const std::vector<std::string> kRefinerKeys = {"model", "switch_at", "aesthetic_score", "negative_aesthetic_score"};
 const std::vector<std::string> kParityKeys = {"golden", "gate", "allow_unpinned"};
 const std::vector<std::string> kOutputsKeys = {"directory", "save", "layout"};
-const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds"};
+const std::vector<std::string> kPromptKeys = {"text", "negative", "tags", "seeds", "vae_precision"};
 const std::vector<std::string> kPromptFileKeys = {"path", "format", "column", "offset", "limit", "sample", "seed",
                                                    "stratify"};
 const std::vector<std::string> kSeedRangeKeys = {"from", "count"};
@@ -658,6 +658,10 @@ class Parser {
       if (auto x = get_number(d["guidance_rescale"].value, "defaults.guidance_rescale", 0.0, 1.0, p_))
         out.guidance_rescale = *x;
     }
+    if (d.count("vae_precision")) {
+      if (auto x = get_choice(d["vae_precision"].value, "defaults.vae_precision", spec::known_vae_precisions(), p_))
+        out.vae_precision = *x;
+    }
     if (d.count("seeds")) {
       if (auto x = get_seeds(d["seeds"].value, "defaults.seeds", p_, seed_budget_, max_jobs_)) out.seeds = *x;
     }
@@ -809,6 +813,9 @@ class Parser {
           if (auto t = get_tags(d["tags"].value, field + ".tags", p_)) spec.tags = *t;
         }
         if (d.count("seeds")) spec.seeds = get_seeds(d["seeds"].value, field + ".seeds", p_, seed_budget_, max_jobs_);
+        if (d.count("vae_precision"))
+          spec.vae_precision =
+              get_choice(d["vae_precision"].value, field + ".vae_precision", ::hipq::spec::known_vae_precisions(), p_);
       } else {
         p_.at(e, field, "expected a prompt string or a mapping with text:, got " + describe(e));
         continue;
@@ -1113,6 +1120,7 @@ Status Manifest::for_each_job(const std::function<Status(ManifestJob&)>& visit) 
         j.settings.refiner_switch_at = static_cast<float>(defaults.refiner_switch_at);
         j.settings.aesthetic_score = static_cast<float>(defaults.aesthetic_score);
         j.settings.negative_aesthetic_score = static_cast<float>(defaults.negative_aesthetic_score);
+        j.settings.vae_precision = p.vae_precision.value_or(defaults.vae_precision);
         j.output_dir = render_layout(parts, batch_name, j);
         HIPQ_RETURN_IF_ERROR(visit(j));
       }
@@ -1174,6 +1182,7 @@ Status Manifest::for_each_new_job(const db::NewJobVisitor& visit) const {
     n.refiner_switch_at = defaults.refiner_switch_at;
     n.aesthetic_score = defaults.aesthetic_score;
     n.negative_aesthetic_score = defaults.negative_aesthetic_score;
+    n.vae_precision = std::move(j.settings.vae_precision);
     n.inputs = defaults.inputs;
     n.output_dir = std::move(j.output_dir);
     return visit(n);

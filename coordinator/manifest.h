@@ -10,10 +10,11 @@
 //              timestep_spacing: leading | trailing | linspace, guidance_rescale: 0..1,
 //              loras: [{path: a.safetensors, scale: 0.8}], init_image: in.png, strength: 0.6,
 //              refiner: {model: synthetic:sdxl-refiner, switch_at: 0.8, aesthetic_score: 6,
-//                        negative_aesthetic_score: 2.5}}
+//                        negative_aesthetic_score: 2.5},
+//              vae_precision: fp32 | bf16}   # the decode's dtype; absent = the precision's rule
 //   parity: {golden: store | DIR, gate: {cosine_min: 0.999}, allow_unpinned: false}
 //   outputs: {directory: out, save: [latent, png, timings], layout: "{batch}-{batch_id}/{prompt:05}-s{seed}-r{repeat}"}
-//   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..]}]
+//   prompts: ["a cat", {text: "a dog", negative: "...", tags: [..], seeds: [..], vae_precision: bf16}]
 //   prompts_file: prompts.tsv | {path: p.tsv, column: Prompt, offset: 0, limit: 10}
 //                 | {path: p.tsv, sample: 48, seed: 0, stratify: Category}  (or a list)
 //
@@ -101,6 +102,7 @@ struct ManifestDefaults {
   double refiner_switch_at = spec::GenerationSettings{}.refiner_switch_at;
   double aesthetic_score = spec::GenerationSettings{}.aesthetic_score;
   double negative_aesthetic_score = spec::GenerationSettings{}.negative_aesthetic_score;
+  std::string vae_precision;       // the decode's dtype: "" = the precision's rule, fp32 | bf16
   // The sha256 of each LoRA file and of the init image, as checked.
   spec::InputDigests inputs;
 };
@@ -129,6 +131,7 @@ struct PromptSpec {
   std::optional<std::string> negative;     // overrides defaults.negative_prompt
   std::vector<std::string> tags;
   std::optional<std::vector<uint64_t>> seeds;  // overrides defaults.seeds
+  std::optional<std::string> vae_precision;    // overrides defaults.vae_precision
   SourceLocation where;                    // manifest entry or prompt-file line
 };
 

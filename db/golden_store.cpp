@@ -192,7 +192,7 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
       "SELECT j.id, j.batch_id, j.model, b.output_root, j.output_dir, r.outputs, r.verdict, r.worker_id, "
       "j.prompt, j.negative_prompt, j.seed, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.rng, "
       "j.timestep_spacing, j.guidance_rescale, j.loras, j.init_image, j.init_image_sha256, j.strength, j.refiner, "
-      "j.refiner_switch_at, j.aesthetic_score, j.negative_aesthetic_score FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
+      "j.refiner_switch_at, j.aesthetic_score, j.negative_aesthetic_score, j.vae_precision FROM jobs j JOIN batches b ON b.id = j.batch_id JOIN results r ON r.job_id = j.id "
       "WHERE j.state = 'done' AND (? IS NULL OR j.id = ?) AND (? IS NULL OR j.batch_id = ?) ORDER BY j.id";
   Statement s = db_.prepare(kSelect);
   s.bind_optional_int64(0, job_id);
@@ -234,6 +234,7 @@ Result<std::vector<PromotableJob>> GoldenStore::promotable_jobs(std::optional<in
     p.settings.refiner_switch_at = static_cast<float>(s.column_double(25));
     p.settings.aesthetic_score = static_cast<float>(s.column_double(26));
     p.settings.negative_aesthetic_score = static_cast<float>(s.column_double(27));
+    p.settings.vae_precision = s.column_text(28);
     out.push_back(std::move(p));
   }
   return out;

@@ -146,6 +146,7 @@ Result<JobRecord> read_job(const Statement& s) {
   j.refiner_switch_at = s.column_double(33);
   j.aesthetic_score = s.column_double(34);
   j.negative_aesthetic_score = s.column_double(35);
+  j.vae_precision = s.column_text(36);
   return j;
 }
 

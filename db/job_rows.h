@@ -26,7 +26,8 @@ inline constexpr char kJobColumns[] =
     "id, batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, steps, "
     "guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, lease_worker, "
     "lease_deadline, verdict, created_at, updated_at, timestep_spacing, guidance_rescale, loras, init_image, "
-    "init_image_sha256, strength, refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score";
+    "init_image_sha256, strength, refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score, "
+    "vae_precision";
 inline constexpr char kBatchColumns[] =
     "id, manifest_id, name, priority, state, max_attempts, output_root, save, golden_source, parity_gate, "
     "allow_unpinned, job_count, created_at, finished_at";

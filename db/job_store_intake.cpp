@@ -93,9 +93,9 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
       "INSERT INTO jobs (batch_id, ordinal, model, prompt, negative_prompt, tags, seed, repeat_index, width, height, "
       "steps, guidance, sampler, precision, rng, golden_key, output_dir, priority, state, attempts, created_at, "
       "updated_at, timestep_spacing, guidance_rescale, loras, lora_key, init_image, init_image_sha256, strength, "
-      "refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score) "
+      "refiner, refiner_switch_at, aesthetic_score, negative_aesthetic_score, vae_precision) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?)";
+      "?, ?)";
   Statement s = db_.prepare_cached(kInsertJob);
   int64_t count = 0;
   HIPQ_RETURN_IF_ERROR(for_each_new_job(batch, [&](const NewJob& job) -> Status {
@@ -133,6 +133,7 @@ Result<int64_t> JobStore::insert_batch(const NewBatch& batch, double now) {
     s.bind_double(28, job.refiner_switch_at);
     s.bind_double(29, job.aesthetic_score);
     s.bind_double(30, job.negative_aesthetic_score);
+    s.bind_text(31, job.vae_precision);
     Status ran = s.run();
     if (ran.code() == StatusCode::kAlreadyExists) {
       return Status::InvalidArgument("batch '" + batch.name + "': job ordinal " + std::to_string(job.ordinal) +

@@ -83,6 +83,7 @@ spec::GenerationSettings JobRecord::generation_settings() const {
   s.refiner_switch_at = static_cast<float>(refiner_switch_at);
   s.aesthetic_score = static_cast<float>(aesthetic_score);
   s.negative_aesthetic_score = static_cast<float>(negative_aesthetic_score);
+  s.vae_precision = vae_precision;
   return s;
 }
 

@@ -72,6 +72,7 @@ struct NewJob {
   double refiner_switch_at = 0.8;
   double aesthetic_score = 6;
   double negative_aesthetic_score = 2.5;
+  std::string vae_precision;        // the decode's dtype; "" = the precision's rule (schema 9)
   spec::InputDigests inputs;
   std::optional<std::string> golden_key;  // when the submitter knows it
   std::string output_dir;           // relative to the batch's output_root
@@ -169,6 +170,7 @@ struct JobRecord {
   double refiner_switch_at = 0.8;
   double aesthetic_score = 6;
   double negative_aesthetic_score = 2.5;
+  std::string vae_precision;        // "" = the precision's rule (schema 9)
   spec::InputDigests inputs;
   std::optional<std::string> golden_key;
   std::string output_dir;
@@ -183,7 +185,7 @@ struct JobRecord {
 
   // prompt, negative_prompt, seed, width, height, steps, guidance, sampler,
   // precision, rng, timestep_spacing, guidance_rescale, loras, init_image,
-  // strength and the refiner's as one value (what the wire carries to the worker).
+  // strength, the refiner's and vae_precision as one value (what the wire carries to the worker).
   spec::GenerationSettings generation_settings() const;
 };
 

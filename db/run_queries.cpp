@@ -15,7 +15,7 @@ namespace {
 constexpr char kSelectRuns[] = R"sql(
 SELECT j.id, j.batch_id, b.name, m.sha256, m.path, j.ordinal, j.model, j.prompt, j.tags, j.seed,
        j.repeat_index, j.width, j.height, j.steps, j.guidance, j.sampler, j.precision, j.timestep_spacing,
-       j.guidance_rescale, j.loras, j.init_image, j.strength, j.refiner, j.state,
+       j.guidance_rescale, j.loras, j.init_image, j.strength, j.refiner, j.vae_precision, j.state,
        j.verdict, j.attempts, b.output_root, j.output_dir, j.created_at,
        a.id, a.attempt, a.worker_id, a.started_at, a.finished_at, a.error,
        w.host, w.device_name, w.arch, w.build_sha, w.backend, w.runtime_version, w.driver_version,
@@ -146,6 +146,7 @@ Result<std::vector<RunRow>> query_runs(Database& db, const RunFilter& filter) {
     r.init_image = s.column_text(c++);
     r.strength = s.column_double(c++);
     r.refiner = s.column_text(c++);
+    r.vae_precision = s.column_text(c++);
     r.state = s.column_text(c++);
     r.verdict = s.column_optional_text(c++);
     r.attempts = s.column_int(c++);

@@ -85,6 +85,7 @@ struct RunRow {
   std::string init_image;         // "" = text-to-image
   double strength = 1;
   std::string refiner;            // "" = none
+  std::string vae_precision;      // the decode's dtype; "" = the precision's rule
   std::string state;
   std::optional<std::string> verdict;
   int attempts = 0;

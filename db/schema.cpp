@@ -220,6 +220,13 @@ constexpr char kSchemaV8[] = R"sql(
 ALTER TABLE results ADD COLUMN batch_size INTEGER NOT NULL DEFAULT 1;
 )sql";
 
+// Version 9: the dtype a job's VAE decodes in (protocol 8): "" = the
+// precision's rule (fp32 for an fp16 SDXL job), else fp32 | bf16. Jobs written
+// before left it to the precision.
+constexpr char kSchemaV9[] = R"sql(
+ALTER TABLE jobs ADD COLUMN vae_precision TEXT NOT NULL DEFAULT '';
+)sql";
+
 struct Migration {
   int to_version;
   const char* what;
@@ -235,6 +242,7 @@ constexpr Migration kMigrations[] = {
     {6, "jobs: loras, lora_key, init_image, strength and refiner settings", kSchemaV6},
     {7, "drop indexes no query reads: results_by_time, results_by_worker, attempts_by_worker", kSchemaV7},
     {8, "results.batch_size", kSchemaV8},
+    {9, "jobs.vae_precision", kSchemaV9},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kLatestSchemaVersion,
               "one migration per schema version");

@@ -24,6 +24,8 @@
 //       attempts_by_worker): each cost every job a b-tree entry.
 //   8 — results.batch_size: the jobs that shared the result's UNet batch
 //       (protocol 7; 1 = it ran alone).
+//   9 — jobs.vae_precision: the decode's dtype a job asks for ("" = the
+//       precision's rule; protocol 8).
 //
 // Errors: FailedPrecondition when the database's version is newer than this
 // build knows ("schema version 7 is newer than this hipq (2); upgrade hipq");
@@ -39,7 +41,7 @@ namespace hipq::db {
 
 class Database;
 
-inline constexpr int kLatestSchemaVersion = 8;
+inline constexpr int kLatestSchemaVersion = 9;
 
 // The database's schema version (0 for an empty database).
 Result<int> schema_version(Database& db);

@@ -93,6 +93,8 @@ std::string a1111_parameters(const spec::GenerationSettings& s, const ImageProve
   }
   if (p.job_id > 0) f.push_back("Job: " + std::to_string(p.job_id));
   f.push_back("Precision: " + s.precision);
+  // The decode's dtype, only when the job chose it (no web-UI field of its own).
+  if (!s.vae_precision.empty()) f.push_back("VAE precision: " + s.vae_precision);
   f.push_back("Build: " + field_value(build_string()));
   f.push_back("Version: hipq");
   std::string line;

@@ -89,6 +89,15 @@ DType vae_dtype_for(const std::string& family, const VaeConfig& vae, DType preci
   return precision;
 }
 
+Result<DType> job_vae_dtype(const std::string& family, const VaeConfig& vae, const spec::GenerationSettings& s) {
+  HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
+  if (s.vae_precision.empty()) return vae_dtype_for(family, vae, dtype);
+  if (s.vae_precision == "fp32") return DType::kF32;
+  if (s.vae_precision == "bf16") return DType::kBF16;
+  return Status::InvalidArgument("unknown vae_precision \"" + s.vae_precision + "\"; known: " +
+                                 spec::join_names(spec::known_vae_precisions()) + " (or none: the precision's own)");
+}
+
 DType vae_encoder_dtype_for(const std::string& family, const VaeConfig& vae, DType precision) {
   if (family == "sdxl" && vae.force_upcast) return DType::kF32;
   return precision;
@@ -105,8 +114,9 @@ std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae) {
   return tiles;
 }
 
-std::optional<DType> low_placement_vae_dtype(const std::string& precision, DType vae_dtype) {
-  if (precision == "fp32" || vae_dtype != DType::kF32) return std::nullopt;
+std::optional<DType> low_placement_vae_dtype(const std::string& precision, DType vae_dtype,
+                                             const std::string& vae_precision) {
+  if (!vae_precision.empty() || precision == "fp32" || vae_dtype != DType::kF32) return std::nullopt;
   return DType::kBF16;
 }
 
@@ -143,13 +153,15 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
   // The decoding model's VAE (the refiner's in a base + refiner job).
   const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
-  const DType job_vae_dtype = vae_dtype_for(decoder.family, decoder.vae, dtype);
-  const DType vae_dtype = vae_dtype_override.value_or(job_vae_dtype);
-  if (vae_dtype != job_vae_dtype &&
-      (p != Placement::kLow || low_placement_vae_dtype(s.precision, job_vae_dtype) != vae_dtype))
+  HIPQ_ASSIGN_OR_RETURN(const DType job_dtype, job_vae_dtype(decoder.family, decoder.vae, s));
+  const DType vae_dtype = vae_dtype_override.value_or(job_dtype);
+  if (vae_dtype != job_dtype &&
+      (p != Placement::kLow || low_placement_vae_dtype(s.precision, job_dtype, s.vae_precision) != vae_dtype))
     return Status::InvalidArgument(
         std::string("plan_memory: a ") + s.precision + " job's VAE decodes in " +
-        std::string(kernels::dtype_name(job_vae_dtype)) + "; " + std::string(kernels::dtype_name(vae_dtype)) +
+        std::string(kernels::dtype_name(job_dtype)) +
+        (s.vae_precision.empty() ? std::string() : " (its vae_precision)") + "; " +
+        std::string(kernels::dtype_name(vae_dtype)) +
         " only where the low placement lowers it (low_placement_vae_dtype)");
   MemoryPlan plan;
   plan.placement = p;
@@ -336,9 +348,8 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   if (requested != Placement::kStandard) {
     const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
     order.push_back({Placement::kLow, 0, std::nullopt});
-    HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(settings.precision));
-    if (std::optional<DType> lowered =
-            low_placement_vae_dtype(settings.precision, vae_dtype_for(decoder.family, decoder.vae, dtype)))
+    HIPQ_ASSIGN_OR_RETURN(const DType job_dtype, job_vae_dtype(decoder.family, decoder.vae, settings));
+    if (std::optional<DType> lowered = low_placement_vae_dtype(settings.precision, job_dtype, settings.vae_precision))
       order.push_back({Placement::kLow, 0, lowered});
     for (int64_t tile : low_placement_vae_tiles(decoder.vae)) order.push_back({Placement::kLow, tile, std::nullopt});
   }
@@ -360,6 +371,8 @@ Result<MemoryPlan> choose_placement(const ModelShapes& shapes, const spec::Gener
   way_out += "make the image smaller (" + std::to_string(settings.width) + "x" + std::to_string(settings.height) +
              " now)";
   if (settings.precision == "fp32") way_out += ", run it in fp16 or bf16";
+  if (settings.vae_precision == "fp32" && settings.precision != "fp32")
+    way_out += ", let the VAE decode in bf16 (vae_precision bf16, or none: the low placement's own)";
   way_out += ", or give it a device with more memory";
   return Status::FailedPrecondition("configuration: a " + std::to_string(settings.width) + "x" +
                                     std::to_string(settings.height) + " " + settings.precision + " job needs " +

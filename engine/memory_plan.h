@@ -79,6 +79,11 @@ bool fp8_linears(const std::string& precision);
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has
 // fp32's range and decodes in bf16, as diffusers does).
 kernels::DType vae_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
+// The dtype a job's VAE decodes in (before any low placement lowering): its
+// vae_precision when set ("fp32" | "bf16", whatever the precision), else
+// vae_dtype_for's. InvalidArgument for an unknown precision or vae_precision.
+Result<kernels::DType> job_vae_dtype(const std::string& family, const VaeConfig& vae,
+                                     const spec::GenerationSettings& settings);
 // The dtype the VAE encoder (img2img) encodes in: fp32 for SDXL when the VAE
 // has force_upcast (diffusers' SDXL img2img), else the precision's.
 kernels::DType vae_encoder_dtype_for(const std::string& family, const VaeConfig& vae, kernels::DType precision);
@@ -96,13 +101,17 @@ std::vector<int64_t> low_placement_vae_tiles(const VaeConfig& vae);
 // The dtype a low placement decodes the whole image in when the whole decode
 // at `vae_dtype` (vae_dtype_for's) does not fit: bf16 (fp32's range, half its
 // bytes) for a job of precision fp16, bf16 or fp8 whose VAE decodes in fp32
-// (SDXL's fp16 jobs, diffusers' upcast); nullopt otherwise: an fp32 job keeps
-// its fp32 pixels, and a VAE already in 16 bits has nothing to gain. Every
+// (SDXL's fp16 jobs, diffusers' upcast) and that leaves the decode's dtype to
+// the precision (`vae_precision` ""); nullopt otherwise: an fp32 job keeps
+// its fp32 pixels, a job that asks for fp32 (vae_precision "fp32") gets
+// tiles rather than a silent bf16, and a VAE already in 16 bits has nothing
+// to gain. Every
 // backend runs bf16 (the cpu backend in fp32 arithmetic, hip on NVIDIA's
 // matrix units or, on AMD, the fp32 SIMT core: docs/kernels-hip.md); the bf16
 // precision is refused on none, so nothing else gates it. Tiles, the last
 // resort, stay in `vae_dtype`.
-std::optional<kernels::DType> low_placement_vae_dtype(const std::string& precision, kernels::DType vae_dtype);
+std::optional<kernels::DType> low_placement_vae_dtype(const std::string& precision, kernels::DType vae_dtype,
+                                                      const std::string& vae_precision);
 
 struct MemoryPlan {
   Placement placement = Placement::kStandard;
@@ -118,8 +127,9 @@ struct MemoryPlan {
   int64_t weight_forms = 0;
   // The VAE decodes in tiles of this many pixels (0: the whole image).
   int64_t vae_tile = 0;
-  // The dtype the VAE decoder is loaded and decodes in: vae_dtype_for's, or
-  // bf16 where the low placement lowers it (low_placement_vae_dtype).
+  // The dtype the VAE decoder is loaded and decodes in: job_vae_dtype's (the
+  // job's vae_precision, else vae_dtype_for's), or bf16 where the low
+  // placement lowers it (low_placement_vae_dtype).
   kernels::DType vae_dtype = kernels::DType::kF32;
   // Peak bytes of each phase, weights on the device then included.
   int64_t text_encode = 0;
@@ -152,7 +162,7 @@ struct MemoryPlan {
 // The plan of one generation at `settings`' size, precision and guidance in
 // placement `p` (kStandard or kLow; InvalidArgument for kAuto), the VAE
 // decoding in tiles of `vae_tile` pixels (0: whole; a low placement only), in
-// `vae_dtype` (nullopt: vae_dtype_for's; else that dtype or the one
+// `vae_dtype` (nullopt: job_vae_dtype's; else that dtype or the one
 // low_placement_vae_dtype allows, in a low placement only: InvalidArgument
 // otherwise). The decoding VAE's weights and activations count at that dtype.
 // Weights are counted in `backend`'s blocks (Backend::block_bytes), plus the

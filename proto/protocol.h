@@ -27,7 +27,10 @@ namespace hipq::proto {
 // (`max_batch`) and the coordinator lets it hold that many leases; a
 // version-6 coordinator would see one running job of a batch, give back or
 // expire the others' leases and run them twice.
-inline constexpr uint32_t kProtocolVersion = 7;
+// 8: GenerationSettings carries vae_precision (the decode's dtype); a
+// version-7 worker would ignore it and decode in the precision's dtype: an
+// image and a golden key other than the job's.
+inline constexpr uint32_t kProtocolVersion = 8;
 
 // Jobs a worker holds at once: the one it runs and, with a credit of 2, the
 // next one, leased to it while the first runs so the hand-off round trip

@@ -27,6 +27,7 @@ GenerationSettings to_proto(const spec::GenerationSettings& s) {
   p.set_refiner_switch_at(s.refiner_switch_at);
   p.set_aesthetic_score(s.aesthetic_score);
   p.set_negative_aesthetic_score(s.negative_aesthetic_score);
+  p.set_vae_precision(s.vae_precision);
   return p;
 }
 
@@ -51,6 +52,7 @@ spec::GenerationSettings from_proto(const GenerationSettings& p) {
   s.refiner_switch_at = p.refiner_switch_at();
   s.aesthetic_score = p.aesthetic_score();
   s.negative_aesthetic_score = p.negative_aesthetic_score();
+  s.vae_precision = p.vae_precision();
   return s;
 }
 

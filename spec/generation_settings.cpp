@@ -98,6 +98,11 @@ const std::vector<std::string>& known_timestep_spacings() {
   return k;
 }
 
+const std::vector<std::string>& known_vae_precisions() {
+  static const std::vector<std::string> k = {"fp32", "bf16"};
+  return k;
+}
+
 std::string format_guidance(float guidance) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(guidance));
@@ -147,6 +152,8 @@ nlohmann::json GenerationSettings::to_json() const {
     j["aesthetic_score"] = std::stod(format_guidance(aesthetic_score));
     j["negative_aesthetic_score"] = std::stod(format_guidance(negative_aesthetic_score));
   }
+  // Only when set: every default job's JSON (and what is derived from it) stays as it was.
+  if (!vae_precision.empty()) j["vae_precision"] = vae_precision;
   return j;
 }
 
@@ -224,6 +231,7 @@ Result<GenerationSettings> GenerationSettings::from_json(const nlohmann::json& j
   HIPQ_RETURN_IF_ERROR(number("refiner_switch_at", s.refiner_switch_at));
   HIPQ_RETURN_IF_ERROR(number("aesthetic_score", s.aesthetic_score));
   HIPQ_RETURN_IF_ERROR(number("negative_aesthetic_score", s.negative_aesthetic_score));
+  HIPQ_RETURN_IF_ERROR(str("vae_precision", s.vae_precision));
   return s;
 }
 
@@ -248,6 +256,11 @@ Status GenerationSettings::validate() const {
                                    "\"; known: " + join(known_timestep_spacings()) + " (or none: the model's own)");
   if (!(guidance_rescale >= 0.0f && guidance_rescale <= 1.0f))
     return Status::InvalidArgument("guidance_rescale " + format_guidance(guidance_rescale) + " must be in 0..1");
+  if (!vae_precision.empty() && !contains(known_vae_precisions(), vae_precision))
+    return Status::InvalidArgument("unknown vae_precision \"" + vae_precision + "\"" +
+                                   did_you_mean(vae_precision, known_vae_precisions()) +
+                                   "; known: " + join(known_vae_precisions()) +
+                                   " (or none: the precision's own, fp32 for an fp16 SDXL job)");
   if (!(strength > 0.0f && strength <= 1.0f))
     return Status::InvalidArgument("strength " + format_guidance(strength) + " must be in (0, 1]");
   if (init_image.empty() && strength != 1.0f)

@@ -13,7 +13,8 @@
 // database as columns of the jobs row (docs/schema.md). from_json fills
 // absent fields with the defaults below and rejects unknown types/values with
 // InvalidArgument naming the field. validate() checks the combination before
-// any work (size a multiple of 8, steps >= 1, known sampler / precision / rng).
+// any work (size a multiple of 8, steps >= 1, known sampler / precision / rng /
+// vae_precision).
 // Thread safety: a plain value.
 #pragma once
 
@@ -66,6 +67,13 @@ struct GenerationSettings {
   float refiner_switch_at = 0.8f;
   float aesthetic_score = 6.0f;
   float negative_aesthetic_score = 2.5f;
+  // The dtype the VAE decodes the latent in (docs/pipeline.md, "decode"):
+  // "" = the precision's rule, as diffusers does (fp32 for an fp16 SDXL job,
+  // whose VAE has force_upcast; else the precision's dtype), or fp32 | bf16
+  // whatever the precision (bf16: about a third of SDXL's fp32 decode time,
+  // the image within the 16-bit image gate of the fp32 decode's; the latent
+  // the same bits). The VAE encoder (img2img) is not affected.
+  std::string vae_precision;
 
   nlohmann::json to_json() const;
   // Absent fields keep their defaults; InvalidArgument for a field of the
@@ -131,6 +139,8 @@ const std::vector<std::string>& known_rngs();
 const std::vector<std::string>& img2img_samplers();
 // "leading", "trailing", "linspace" (the empty default is the model's own).
 const std::vector<std::string>& known_timestep_spacings();
+// "fp32", "bf16" (the empty default is the precision's rule).
+const std::vector<std::string>& known_vae_precisions();
 
 // The steps an img2img job runs: diffusers' get_timesteps,
 // min(int(steps * strength), steps), with strength read as its "%.6g" decimal

@@ -107,6 +107,9 @@ std::string golden_key_material(std::string_view weights_sha256, const Generatio
   // as they were.
   if (!s.timestep_spacing.empty()) j["timestep_spacing"] = s.timestep_spacing;
   if (s.guidance_rescale != 0.0f) j["guidance_rescale"] = format_guidance(s.guidance_rescale);
+  // The decode's dtype changes the image (not the latent): only when set, so
+  // the key of every job that leaves it to the precision stays as it was.
+  if (!s.vae_precision.empty()) j["vae_precision"] = s.vae_precision;
   // Files by content, never by path: the same LoRA moved elsewhere is the
   // same golden, an edited one another.
   if (!s.loras.empty()) {

@@ -95,6 +95,40 @@ TEST(GenerateCommandTest, WritesLatentImageAndTimingsCreatingTheDirectory) {
   EXPECT_EQ(j["warm"], false);
 }
 
+// --vae-precision bf16: the same latent as the default run, the image decoded
+// in bf16 (close to, not equal to, the fp32 decode's), and the choice recorded
+// in the settings, the PNG text and the plan.
+TEST(GenerateCommandTest, VaePrecisionBf16DecodesTheSameLatentInBf16AndSaysSo) {
+  auto plain = temp_dir("vae_plain");
+  auto fast = temp_dir("vae_bf16");
+  CmdResult a = hipq(kTiny + " --seed 3 --precision fp16 --out " + plain.string());
+  ASSERT_EQ(a.status, 0) << a.out;
+  CmdResult b = hipq(kTiny + " --seed 3 --precision fp16 --vae-precision bf16 --out " + fast.string());
+  ASSERT_EQ(b.status, 0) << b.out;
+  auto la = engine::SafetensorsFile::open(plain / "latent.safetensors");
+  auto lb = engine::SafetensorsFile::open(fast / "latent.safetensors");
+  ASSERT_TRUE(la.ok() && lb.ok());
+  auto ta = (*la)->get("latent");
+  auto tb = (*lb)->get("latent");
+  ASSERT_TRUE(ta.ok() && tb.ok());
+  EXPECT_EQ(ta->to_f32(), tb->to_f32()) << "the decode's dtype changes no latent bit";
+  auto settings = nlohmann::json::parse((*lb)->metadata().at("settings"));
+  EXPECT_EQ(settings["vae_precision"], "bf16");
+  EXPECT_FALSE(nlohmann::json::parse((*la)->metadata().at("settings")).contains("vae_precision"));
+  auto pa = spec::read_png(plain / "image.png");
+  auto pb = spec::read_png(fast / "image.png");
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_NE(pa->rgb, pb->rgb);
+  auto png_bytes = read_file(fast / "image.png");
+  ASSERT_TRUE(png_bytes.ok());
+  auto text = hipq::testing::read_png_text_with_libpng(*png_bytes);
+  EXPECT_NE(text.text["parameters"].find("Precision: fp16, VAE precision: bf16"), std::string::npos)
+      << text.text["parameters"];
+  auto timings = read_file(fast / "timings.json");
+  ASSERT_TRUE(timings.ok());
+  EXPECT_EQ(nlohmann::json::parse(*timings)["memory_plan"]["vae_dtype"], "bf16");
+}
+
 // A LoRA from the committed fuzz seeds (a kohya SGM-named pair on tiny-sdxl's
 // input_blocks.4.1 proj_in): the image changes and the PNG says so as the web UI
 // does; a LyCORIS file is refused by name before anything is loaded.
@@ -190,6 +224,7 @@ TEST(GenerateCommandTest, ImpossibleSettingsAreUsageErrorsNamingTheFlag) {
       {"--steps 0", "--steps 0"},
       {"--sampler dpmpp_sde", "--sampler dpmpp_sde"},
       {"--precision int8", "--precision int8"},
+      {"--vae-precision fp16", "--vae-precision fp16: unknown"},
   };
   for (const auto& c : cases) {
     CmdResult r = hipq("generate --model synthetic:tiny-sdxl --prompt x --backend cpu " + c.flags + " --out " +

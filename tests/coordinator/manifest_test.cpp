@@ -142,6 +142,46 @@ TEST(ManifestTest, ScheduleOptionsReachEveryJobAndBadOnesAreNamed) {
   EXPECT_NE(msg.find("bad.yaml:4:21: defaults.guidance_rescale"), std::string::npos) << msg;
 }
 
+// vae_precision: absent, every job leaves the decode's dtype to the precision
+// (""); in defaults it reaches every job, the database row and the wire's
+// settings; a prompt's own overrides it for that prompt's jobs; an unknown
+// value is named with its place and the allowed values.
+TEST(ManifestTest, VaePrecisionReachesEveryJobAPromptOverridesItAndBadValuesAreNamed) {
+  ManifestDir dir;
+  auto plain = parse_manifest(dir.write("plain.yaml", "model: synthetic:tiny-sdxl\nprompts:\n  - a cat\n"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->defaults.vae_precision, "");
+  EXPECT_EQ(plain->expand_jobs().front().settings.vae_precision, "");
+  EXPECT_FALSE(plain->expand_jobs().front().settings.to_json().contains("vae_precision"));
+  EXPECT_EQ(plain->to_new_batch().jobs.front().vae_precision, "");
+
+  auto m = parse_manifest(dir.write("fast.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  precision: fp16\n"
+                                                 "  vae_precision: bf16\n  seeds: [1, 2]\nprompts:\n  - a cat\n"
+                                                 "  - {text: a dog, vae_precision: fp32}\n"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto jobs = m->expand_jobs();
+  ASSERT_EQ(jobs.size(), 4u);
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.settings.vae_precision, j.prompt == "a cat" ? "bf16" : "fp32") << j.prompt;
+    EXPECT_TRUE(j.settings.validate().ok());
+  }
+  const db::NewBatch b = m->to_new_batch();
+  ASSERT_EQ(b.jobs.size(), 4u);
+  EXPECT_EQ(b.jobs[0].vae_precision, "bf16");
+  EXPECT_EQ(b.jobs[1].vae_precision, "bf16");
+  EXPECT_EQ(b.jobs[2].vae_precision, "fp32");
+  EXPECT_EQ(b.jobs[3].vae_precision, "fp32");
+
+  auto bad = parse_manifest(dir.write("bad.yaml", "model: synthetic:tiny-sdxl\ndefaults:\n  vae_precision: fp16\n"
+                                                  "prompts:\n  - {text: a cat, vae_precision: bf61}\n"));
+  ASSERT_FALSE(bad.ok());
+  const std::string msg = bad.status().message();
+  EXPECT_NE(msg.find("bad.yaml:3:18: defaults.vae_precision: unknown value 'fp16'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(known: fp32, bf16)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("prompts[0].vae_precision: unknown value 'bf61'; did you mean 'bf16'?"), std::string::npos)
+      << msg;
+}
+
 TEST(ManifestTest, LorasInitImageAndRefinerReachEveryJobPinnedByTheirFiles) {
   ManifestDir dir;
   const std::string lora = testing::safetensors_with({"lora_unet_x.lora_down.weight", "lora_unet_x.lora_up.weight"});

@@ -344,7 +344,8 @@ TEST_F(ServerTest, AVersionSixWorkerIsRefusedInItsVersionAndGetsNoWelcome) {
   EXPECT_FALSE(welcomed);
   EXPECT_EQ(refusal->version(), 6u);
   EXPECT_EQ(refusal->error_reply().code(), "FailedPrecondition");
-  EXPECT_NE(refusal->error_reply().message().find("protocol version 6, the coordinator speaks version 7"),
+  EXPECT_NE(refusal->error_reply().message().find("protocol version 6, the coordinator speaks version " +
+                                                 std::to_string(proto::kProtocolVersion)),
             std::string::npos)
       << refusal->error_reply().message();
   EXPECT_EQ(count("SELECT COUNT(*) FROM workers"), 0);

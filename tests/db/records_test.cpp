@@ -59,6 +59,7 @@ TEST(RecordsTest, AJobsColumnsAreItsGenerationSettings) {
   j.refiner_switch_at = want.refiner_switch_at;
   j.aesthetic_score = want.aesthetic_score;
   j.negative_aesthetic_score = want.negative_aesthetic_score;
+  j.vae_precision = want.vae_precision;
   // every_field_set() sets fields no single job combines (a refiner and an
   // init image: GenerationSettings::validate refuses that), so only the
   // value's round trip through the row is checked here.

@@ -7,6 +7,7 @@
 
 #include "db/database.h"
 #include "db/job_store.h"
+#include "db/run_queries.h"
 #include "db/statement.h"
 #include "tests/db/test_util.h"
 
@@ -545,6 +546,64 @@ TEST(SchemaTest, VersionSevenResultsRanAloneAfterMigrationToEightAndNewOnesKeepT
   r.batch_size = 4;
   ASSERT_TRUE(store.record_result(r, 21).ok());
   EXPECT_EQ(store.get_result(r.job_id)->batch_size, 4);
+}
+
+// Version 9 adds jobs.vae_precision (protocol 8): jobs written before leave
+// the decode's dtype to the precision (""); a new job keeps the one it asks
+// for, through the row, the lease and the run history.
+TEST(SchemaTest, VersionEightJobsLeaveTheVaeToThePrecisionAfterMigrationToNineAndNewOnesKeepTheirs) {
+  testing::TempDir dir;
+  auto path = dir.path() / "v8.db";
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(migrate_to(**db, 8).ok());
+    ASSERT_TRUE((*db)->execute(R"sql(
+      INSERT INTO manifests (id, sha256, path, text, created_at) VALUES (1, 'abc', '/m.yaml', 'model: x', 10);
+      INSERT INTO batches (id, manifest_id, name, state, max_attempts, output_root, job_count, created_at)
+        VALUES (1, 1, 'b', 'active', 3, '/out', 1, 10);
+      INSERT INTO jobs (id, batch_id, ordinal, model, prompt, seed, width, height, steps, guidance, sampler,
+                        precision, output_dir, state, created_at, updated_at)
+        VALUES (1, 1, 0, 'm', 'a cat', 1, 64, 64, 4, 5.0, 'euler', 'fp16', 'o/0', 'queued', 10, 10);
+    )sql").ok());
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(migrate(**db).ok());
+  EXPECT_EQ(*schema_version(**db), kLatestSchemaVersion);
+  JobStore store(**db);
+  auto old = store.get_job(1);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->vae_precision, "");
+  EXPECT_FALSE(old->generation_settings().to_json().contains("vae_precision"));
+
+  NewBatch b;
+  b.name = "fast";
+  b.max_attempts = 1;
+  b.output_root = "/out";
+  b.manifest_path = "/m.yaml";
+  b.manifest_text = "model: y";
+  NewJob j;
+  j.model = "m";
+  j.prompt = "a dog";
+  j.width = j.height = 64;
+  j.steps = 4;
+  j.guidance = 5;
+  j.sampler = "euler";
+  j.precision = "fp16";
+  j.vae_precision = "bf16";
+  j.output_dir = "o/1";
+  b.jobs.push_back(j);
+  auto id = store.insert_batch(b, 20);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto rows = store.list_jobs(*id);
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u) << rows.status().ToString();
+  EXPECT_EQ(rows->front().vae_precision, "bf16");
+  EXPECT_EQ(rows->front().generation_settings().vae_precision, "bf16");
+  auto runs = query_runs(**db, RunFilter{});
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  for (const RunRow& r : *runs) EXPECT_EQ(r.vae_precision, r.prompt == "a dog" ? "bf16" : "") << r.prompt;
 }
 
 TEST(SchemaTest, NewerVersionIsRefused) {

@@ -64,6 +64,14 @@ TEST(ImageParametersTest, RefinerAddsTheWebUisRefinerAndSwitchPointAfterTheDenoi
       << p;
 }
 
+TEST(ImageParametersTest, VaePrecisionFollowsThePrecisionOnlyWhenTheJobChoseIt) {
+  GenerationSettings s = settings();
+  EXPECT_EQ(a1111_parameters(s, in_batch()).find("VAE precision"), std::string::npos);
+  s.vae_precision = "bf16";
+  const std::string p = a1111_parameters(s, in_batch());
+  EXPECT_NE(p.find("Precision: fp16, VAE precision: bf16, Build: "), std::string::npos) << p;
+}
+
 TEST(ImageParametersTest, NoNegativeLineWithoutANegativePromptAndNoBatchOutsideOne) {
   GenerationSettings s = settings();
   s.negative_prompt.clear();

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -294,8 +295,8 @@ TEST(MemoryPlanTest, TheLowPlacementDecodesWholeInBf16BeforeItTiles) {
   // fp8 jobs (bf16 UNet) lower it alike.
   ASSERT_TRUE(be->set_memory_limit(plan_memory(sh, sdxl_job("fp8"), Placement::kLow, *be)->peak() - 1).ok());
   EXPECT_EQ(choose_placement(sh, sdxl_job("fp8"), Placement::kLow, *be)->vae_dtype, kernels::DType::kBF16);
-  EXPECT_FALSE(low_placement_vae_dtype("fp16", kernels::DType::kBF16).has_value());
-  EXPECT_EQ(low_placement_vae_dtype("bf16", kernels::DType::kF32), kernels::DType::kBF16);
+  EXPECT_FALSE(low_placement_vae_dtype("fp16", kernels::DType::kBF16, "").has_value());
+  EXPECT_EQ(low_placement_vae_dtype("bf16", kernels::DType::kF32, ""), kernels::DType::kBF16);
 
   // The standard placement never lowers it: refused, not decoded in bf16.
   ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
@@ -307,7 +308,7 @@ TEST(MemoryPlanTest, TheLowPlacementDecodesWholeInBf16BeforeItTiles) {
   // (at 1536 px, where the decode is its plan's peak).
   spec::GenerationSettings fp32 = sdxl_job("fp32");
   fp32.width = fp32.height = 1536;
-  EXPECT_FALSE(low_placement_vae_dtype("fp32", kernels::DType::kF32).has_value());
+  EXPECT_FALSE(low_placement_vae_dtype("fp32", kernels::DType::kF32, "").has_value());
   auto refused = plan_memory(sh, fp32, Placement::kLow, *be, 0, nullptr, kernels::DType::kBF16);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("fp32 job's VAE decodes in f32"), std::string::npos)
@@ -325,6 +326,80 @@ TEST(MemoryPlanTest, TheLowPlacementDecodesWholeInBf16BeforeItTiles) {
   p32 = choose_placement(sh, fp16, Placement::kLow, *be);
   ASSERT_TRUE(p32.ok()) << p32.status().ToString();
   EXPECT_EQ(p32->vae_dtype, kernels::DType::kBF16);
+}
+
+// vae_precision: the decode's dtype a job asks for. "" is the precision's rule
+// (every plan as before), "bf16" decodes whole in bf16 in either placement,
+// "fp32" in fp32 whatever the precision, and a low placement lowers neither:
+// a job that asks for fp32 gets tiles, never a silent bf16.
+TEST(MemoryPlanTest, VaePrecisionSetsTheDecodersDtypeAndOnlyTheDefaultIsLowered) {
+  auto be = cpu();
+  const ModelShapes sh = sdxl_shapes();
+  const spec::GenerationSettings job = sdxl_job("fp16");
+  spec::GenerationSettings bf16_job = job;
+  bf16_job.vae_precision = "bf16";
+  spec::GenerationSettings fp32_job = job;
+  fp32_job.vae_precision = "fp32";
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, job).value(), kernels::DType::kF32);
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, bf16_job).value(), kernels::DType::kBF16);
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, fp32_job).value(), kernels::DType::kF32);
+  spec::GenerationSettings fp8_fp32 = sdxl_job("fp8");
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, fp8_fp32).value(), kernels::DType::kBF16);
+  fp8_fp32.vae_precision = "fp32";
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, fp8_fp32).value(), kernels::DType::kF32);
+  spec::GenerationSettings fp32_bf16 = sdxl_job("fp32");
+  fp32_bf16.vae_precision = "bf16";
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, fp32_bf16).value(), kernels::DType::kBF16);
+  spec::GenerationSettings unknown = job;
+  unknown.vae_precision = "fp16";
+  EXPECT_EQ(job_vae_dtype(sh.family, sh.vae, unknown).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan_memory(sh, unknown, Placement::kStandard, *be).status().code(), StatusCode::kInvalidArgument);
+
+  // The standard placement: the plan counts the decoder at the asked dtype.
+  const MemoryPlan standard = plan_memory(sh, job, Placement::kStandard, *be).value();
+  const MemoryPlan standard_bf16 = plan_memory(sh, bf16_job, Placement::kStandard, *be).value();
+  EXPECT_EQ(plan_memory(sh, fp32_job, Placement::kStandard, *be)->peak(), standard.peak());
+  EXPECT_EQ(standard.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(standard_bf16.vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(standard_bf16.vae_tile, 0);
+  EXPECT_NEAR(static_cast<double>(standard_bf16.vae_weights) / standard.vae_weights, 0.5, 0.05);
+  EXPECT_LT(standard_bf16.decode, standard.decode);
+  EXPECT_EQ(standard_bf16.unet_weights, standard.unet_weights);
+  // No cap: standard, whole, at the asked dtype.
+  EXPECT_EQ(choose_placement(sh, bf16_job, Placement::kAuto, *be)->vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(choose_placement(sh, fp32_job, Placement::kAuto, *be)->vae_dtype, kernels::DType::kF32);
+  // A low plan in another dtype than the asked one is not a plan.
+  EXPECT_FALSE(plan_memory(sh, fp32_job, Placement::kLow, *be, 0, nullptr, kernels::DType::kBF16).ok());
+  EXPECT_FALSE(low_placement_vae_dtype("fp16", kernels::DType::kF32, "fp32").has_value());
+  EXPECT_FALSE(low_placement_vae_dtype("fp16", kernels::DType::kF32, "bf16").has_value());
+
+  // Under a cap where the default job decodes whole in bf16 (its low f32
+  // whole decode does not fit), the job asking for fp32 decodes in f32 tiles.
+  const MemoryPlan low = plan_memory(sh, job, Placement::kLow, *be).value();
+  ASSERT_TRUE(be->set_memory_limit(low.peak() - 1).ok());
+  auto lowered = choose_placement(sh, job, Placement::kAuto, *be);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+  EXPECT_EQ(lowered->vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(lowered->vae_tile, 0);
+  auto explicit32 = choose_placement(sh, fp32_job, Placement::kAuto, *be);
+  ASSERT_TRUE(explicit32.ok()) << explicit32.status().ToString();
+  EXPECT_EQ(explicit32->placement, Placement::kLow);
+  EXPECT_EQ(explicit32->vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(explicit32->vae_tile, 768) << explicit32->describe();
+  // ... and the job asking for bf16 decodes whole in bf16 there, as the default does.
+  auto asked_bf16 = choose_placement(sh, bf16_job, Placement::kAuto, *be);
+  ASSERT_TRUE(asked_bf16.ok()) << asked_bf16.status().ToString();
+  EXPECT_EQ(asked_bf16->vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(asked_bf16->vae_tile, 0);
+  EXPECT_EQ(asked_bf16->peak(), lowered->peak());
+  // Where nothing fits, the explicit fp32 job is told of the bf16 decode.
+  const int64_t tiles_peak = std::min(plan_memory(sh, fp32_job, Placement::kLow, *be, 768)->peak(),
+                                      plan_memory(sh, fp32_job, Placement::kLow, *be, 512)->peak());
+  ASSERT_TRUE(be->set_memory_limit(tiles_peak - 1).ok());
+  auto refused = choose_placement(sh, fp32_job, Placement::kAuto, *be);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("vae_precision bf16"), std::string::npos) << refused.status().message();
 }
 
 // A test double for plans only: a device as the hip backend describes it to
@@ -699,6 +774,115 @@ TEST_F(PlacementPipelineTest, ALowPlacementDecodesWholeInBf16WhenFp32DoesNotFitA
   EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kF32);
   EXPECT_EQ(again->rgb, standard->rgb);
   EXPECT_EQ(again->latent, standard->latent);
+}
+
+// vae_precision "bf16" (the job's fast decode): the standard placement
+// decodes the same latent bits whole in bf16, the image within the 16-bit
+// image gate of the default job's fp32 decode and not equal to it; the plan,
+// the timings and the settings say so. The default job after it decodes in
+// fp32 again, its image the default's bits.
+TEST_F(PlacementPipelineTest, AJobAskingForABf16VaeDecodesTheSameLatentInBf16AndTheNextDefaultJobInFp32) {
+  spec::GenerationSettings s = job();
+  s.precision = "fp16";
+  s.width = 192;
+  s.height = 128;
+  auto standard = pipeline_->generate(s);
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  ASSERT_EQ(standard->memory_plan.vae_dtype, kernels::DType::kF32);
+
+  spec::GenerationSettings fast = s;
+  fast.vae_precision = "bf16";
+  auto out = pipeline_->generate(fast);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kStandard);
+  EXPECT_EQ(out->memory_plan.vae_tile, 0);
+  EXPECT_EQ(out->memory_plan.vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kBF16);
+  EXPECT_FALSE(out->warm) << "the decoder was loaded again, in bf16";
+  EXPECT_LE(out->peak_memory_bytes, out->memory_plan.peak());
+  expect_phases_within_plan(*out);
+  const nlohmann::json t = timings_json(*out, fast, OutputInfo{});
+  EXPECT_EQ(t["memory_plan"]["vae_dtype"], "bf16") << t["memory_plan"].dump();
+  EXPECT_EQ(t["settings"]["vae_precision"], "bf16") << t["settings"].dump();
+  EXPECT_EQ(out->latent, standard->latent) << "the decode's dtype changes no latent bit";
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_NE(out->rgb, standard->rgb) << "a bf16 decode that equals the fp32 one decoded in fp32";
+  const double psnr = image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size());
+  std::printf("  vae_precision bf16 against the default fp32 decode (fp16 job, %dx%d): PSNR %.2f dB\n", s.width,
+              s.height, psnr);
+  EXPECT_GE(psnr, 35.0) << "the fp16 jobs' image gate (docs/golden-format.md)";
+  // Asked again: the same bits (the decoder kept in bf16, the job warm).
+  auto repeat = pipeline_->generate(fast);
+  ASSERT_TRUE(repeat.ok()) << repeat.status().ToString();
+  EXPECT_EQ(repeat->rgb, out->rgb);
+  EXPECT_TRUE(repeat->warm);
+
+  auto again = pipeline_->generate(s);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->memory_plan.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kF32);
+  EXPECT_EQ(again->rgb, standard->rgb);
+  EXPECT_EQ(again->latent, standard->latent);
+  // An explicit fp32 is the default's decode for an fp16 SDXL job: the same bits.
+  spec::GenerationSettings explicit32 = s;
+  explicit32.vae_precision = "fp32";
+  auto same = pipeline_->generate(explicit32);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->memory_plan.vae_dtype, kernels::DType::kF32);
+  EXPECT_EQ(same->rgb, standard->rgb);
+}
+
+// Under a cap where the default fp16 job decodes whole in bf16 (its fp32
+// whole decode does not fit), a job that asks for fp32 decodes in fp32
+// tiles, never a silent bf16; one that asks for bf16 decodes whole in bf16.
+TEST_F(PlacementPipelineTest, AJobAskingForAnFp32VaeUnderACapThatWouldLowerItDecodesInTiles) {
+  spec::GenerationSettings s = job();
+  s.precision = "fp16";
+  auto standard = pipeline_->generate(s);
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  spec::GenerationSettings fp32 = s;
+  fp32.vae_precision = "fp32";
+  spec::GenerationSettings bf16 = s;
+  bf16.vae_precision = "bf16";
+
+  const ModelShapes& sh = pipeline_->model_shapes();
+  const int64_t tile = low_placement_vae_tile(sh.vae);
+  const MemoryPlan low = plan_memory(sh, s, Placement::kLow, *be_).value();
+  const MemoryPlan low_bf16 = plan_memory(sh, s, Placement::kLow, *be_, 0, nullptr, kernels::DType::kBF16).value();
+  const MemoryPlan tiled = plan_memory(sh, fp32, Placement::kLow, *be_, tile).value();
+  ASSERT_EQ(tiled.vae_tile, tile) << "the job is large enough to tile";
+  const int64_t cap = std::max(low_bf16.peak(), tiled.peak());
+  ASSERT_LT(cap, low.peak()) << low.describe() << " / " << low_bf16.describe() << " / " << tiled.describe();
+  struct Uncap {
+    kernels::Backend* be;
+    ~Uncap() { (void)be->set_memory_limit(0); }
+  } uncap{be_.get()};
+  ASSERT_TRUE(be_->set_memory_limit(cap).ok());
+
+  auto lowered = pipeline_->generate(s);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+  EXPECT_EQ(lowered->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(lowered->memory_plan.vae_dtype, kernels::DType::kBF16) << "the default job is lowered";
+  EXPECT_EQ(lowered->memory_plan.vae_tile, 0);
+
+  auto out = pipeline_->generate(fp32);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->memory_plan.placement, Placement::kLow);
+  EXPECT_EQ(out->memory_plan.vae_dtype, kernels::DType::kF32) << out->memory_plan.describe();
+  EXPECT_EQ(out->memory_plan.vae_tile, tile) << out->memory_plan.describe();
+  EXPECT_EQ(pipeline_->vae_precision(), kernels::DType::kF32);
+  EXPECT_LE(out->peak_memory_bytes, cap);
+  expect_phases_within_plan(*out);
+  EXPECT_EQ(out->latent, standard->latent);
+  ASSERT_EQ(out->rgb.size(), standard->rgb.size());
+  EXPECT_GE(image_psnr(out->rgb.data(), standard->rgb.data(), out->rgb.size()), 40.0)
+      << "fp32 tiles within the fp32 image gate of the whole fp32 decode";
+
+  auto asked_bf16 = pipeline_->generate(bf16);
+  ASSERT_TRUE(asked_bf16.ok()) << asked_bf16.status().ToString();
+  EXPECT_EQ(asked_bf16->memory_plan.vae_dtype, kernels::DType::kBF16);
+  EXPECT_EQ(asked_bf16->memory_plan.vae_tile, 0);
+  EXPECT_EQ(asked_bf16->rgb, lowered->rgb) << "the same bf16 whole decode as the lowered default job's";
 }
 
 // A worker that ran a standard job holds every text encoder; its next job,

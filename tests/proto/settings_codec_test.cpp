@@ -28,6 +28,37 @@ TEST(SettingsCodec, EveryFieldRoundTripsThroughAnEncodedAssignment) {
   EXPECT_EQ(from_proto(GenerationSettings{}).seed, 0u);
 }
 
+// vae_precision travels as written: "" (the precision's rule) stays "", so a
+// default job is the same job on both sides.
+TEST(SettingsCodec, VaePrecisionRoundTripsAndItsDefaultStaysEmpty) {
+  spec::GenerationSettings s;
+  EXPECT_EQ(to_proto(s).vae_precision(), "");
+  EXPECT_EQ(from_proto(to_proto(s)).vae_precision, "");
+  s.vae_precision = "bf16";
+  EXPECT_EQ(to_proto(s).vae_precision(), "bf16");
+  EXPECT_EQ(from_proto(to_proto(s)), s);
+}
+
+// A version-7 worker would ignore vae_precision and decode in the precision's
+// dtype, another image than the job's: its hello is refused in its version.
+TEST(SettingsCodec, AVersionSevenHelloIsRefusedSinceItWouldIgnoreVaePrecision) {
+  EXPECT_EQ(kProtocolVersion, 8u);
+  Envelope old;
+  old.set_version(7);
+  old.mutable_hello()->set_worker_id("w");
+  old.mutable_hello()->set_backend("cpu");
+  EXPECT_EQ(decode(old.SerializeAsString()).status().code(), StatusCode::kCorruption);
+  auto refusal = version_refusal(old.SerializeAsString());
+  ASSERT_TRUE(refusal.has_value());
+  Envelope back;
+  ASSERT_TRUE(back.ParseFromString(*refusal));
+  EXPECT_EQ(back.version(), 7u);
+  ASSERT_TRUE(back.has_error_reply());
+  EXPECT_NE(back.error_reply().message().find("protocol version 7, the coordinator speaks version 8"),
+            std::string::npos)
+      << back.error_reply().message();
+}
+
 TEST(SettingsCodec, AnAssignmentWithoutSettingsIsRefused) {
   Envelope e;
   assignment_in(e);

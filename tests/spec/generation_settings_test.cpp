@@ -42,6 +42,38 @@ TEST(GenerationSettingsTest, ScheduleOptionsAreWrittenOnlyWhenSet) {
   EXPECT_NE(bad.status().message().find("settings.guidance_rescale"), std::string::npos);
 }
 
+// vae_precision too: a job that leaves the decode's dtype to the precision
+// writes the JSON (and so the batch key and every file) it wrote before.
+TEST(GenerationSettingsTest, VaePrecisionIsWrittenOnlyWhenSetAndRoundTrips) {
+  GenerationSettings s;
+  EXPECT_FALSE(s.to_json().contains("vae_precision"));
+  EXPECT_TRUE(s.validate().ok());
+  for (const char* v : {"fp32", "bf16"}) {
+    s.vae_precision = v;
+    EXPECT_EQ(s.to_json()["vae_precision"], v);
+    auto back = GenerationSettings::from_json(s.to_json());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, s);
+    EXPECT_TRUE(s.validate().ok()) << v;
+  }
+  auto bad = GenerationSettings::from_json(nlohmann::json{{"vae_precision", 16}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("settings.vae_precision: expected a string"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST(GenerationSettingsTest, AnUnknownVaePrecisionIsRefusedNamingTheFieldAndTheAllowedValues) {
+  GenerationSettings s;
+  s.vae_precision = "fp16";  // overflows in SDXL's VAE: not offered
+  const std::string m = s.validate().message();
+  EXPECT_EQ(s.validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.find("unknown vae_precision \"fp16\""), std::string::npos) << m;
+  EXPECT_NE(m.find("known: fp32, bf16"), std::string::npos) << m;
+  s.vae_precision = "bf61";
+  EXPECT_NE(s.validate().message().find("did you mean 'bf16'?"), std::string::npos) << s.validate().message();
+  EXPECT_EQ(known_vae_precisions(), (std::vector<std::string>{"fp32", "bf16"}));
+}
+
 // img2img's fields too: absent from the JSON of a text-to-image job.
 TEST(GenerationSettingsTest, Img2ImgFieldsAreWrittenOnlyWhenSetAndRoundTrip) {
   GenerationSettings s;

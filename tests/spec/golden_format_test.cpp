@@ -162,6 +162,10 @@ TEST(GoldenFormatTest, PythonToolComputesTheSameKey) {
   scored.aesthetic_score = 9.0f;
   scored.negative_aesthetic_score = 1.5f;
   cases.push_back(scored);
+  GenerationSettings fast_decode = sample_settings();  // an fp16 job decoding in bf16
+  fast_decode.precision = "fp16";
+  fast_decode.vae_precision = "bf16";
+  cases.push_back(fast_decode);
   std::vector<InputDigests> inputs(cases.size());
   // Two LoRAs, an init image and a refiner, with scales and strengths whose
   // float32 value prints differently from the decimal written.
@@ -201,6 +205,21 @@ TEST(GoldenFormatTest, AestheticScoresWithoutARefinerEnterTheKeyOnlyWhenSet) {
   neg.negative_aesthetic_score = 1.0f;
   EXPECT_NE(golden_key("w0", plain), golden_key("w0", neg));
   EXPECT_EQ(golden_key_material("w0", plain).find("aesthetic"), std::string::npos);
+}
+
+// The decode's dtype changes the image: a job that asks for one has its own
+// golden, and every key of a job that does not stays as it was.
+TEST(GoldenFormatTest, VaePrecisionEntersTheKeyOnlyWhenSet) {
+  GenerationSettings plain = sample_settings();
+  plain.precision = "fp16";
+  EXPECT_EQ(golden_key_material("w0", plain).find("vae_precision"), std::string::npos);
+  GenerationSettings bf16 = plain;
+  bf16.vae_precision = "bf16";
+  GenerationSettings fp32 = plain;
+  fp32.vae_precision = "fp32";
+  EXPECT_NE(golden_key("w0", bf16), golden_key("w0", plain));
+  EXPECT_NE(golden_key("w0", fp32), golden_key("w0", bf16));
+  EXPECT_NE(golden_key_material("w0", bf16).find("\"vae_precision\":\"bf16\""), std::string::npos);
 }
 
 TEST(GoldenFormatTest, MetadataRoundTripsAndIsChecked) {

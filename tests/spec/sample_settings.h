@@ -41,6 +41,7 @@ inline GenerationSettings every_field_set() {
   s.refiner_switch_at = 0.75f;
   s.aesthetic_score = 7.0f;
   s.negative_aesthetic_score = 2.0f;
+  s.vae_precision = "fp32";
   return s;
 }
 

@@ -12,7 +12,8 @@ encoded as UTF-8, where obj is
    "seed": int, "steps": int, "weights_sha256": str, "width": int}
 
 plus "precision": "fp16" | "bf16" when the precision is not fp32, and, only
-when set: "timestep_spacing", "guidance_rescale"; the files a job names besides
+when set: "timestep_spacing", "guidance_rescale", "vae_precision" (the
+decode's dtype: "fp32" | "bf16"); the files a job names besides
 the model, by content (their sha256 in INPUTS, never their paths):
 "loras": [{"scale": "%.6g", "sha256": ...}] in order, "init_image_sha256" with
 "strength", "refiner": {"aesthetic_score", "negative_aesthetic_score",
@@ -58,6 +59,7 @@ DEFAULTS = {
     "refiner_switch_at": 0.8,
     "aesthetic_score": 6.0,
     "negative_aesthetic_score": 2.5,
+    "vae_precision": "",
 }
 
 
@@ -103,6 +105,9 @@ def key_material(weights_sha256, settings, inputs=None):
         obj["timestep_spacing"] = str(s["timestep_spacing"])
     if as_float32(s["guidance_rescale"]) != 0.0:
         obj["guidance_rescale"] = format_guidance(s["guidance_rescale"])
+    # The decode's dtype changes the image: only when set (every other key unchanged).
+    if str(s["vae_precision"]):
+        obj["vae_precision"] = str(s["vae_precision"])
     # Files by content, never by path.
     if s["loras"]:
         digests = list(inputs.get("loras", []))
@@ -179,6 +184,8 @@ def settings_json(settings):
                                 for k in ("aesthetic_score", "negative_aesthetic_score")):
         for k in ("aesthetic_score", "negative_aesthetic_score"):
             obj[k] = float(format_guidance(s[k]))
+    if str(s["vae_precision"]):
+        obj["vae_precision"] = str(s["vae_precision"])
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
