@@ -8,7 +8,9 @@ image= and strength=, on the same modules) on a model folder written by `hipq we
 diffusers would: the folder's scheduler config (turned into the scheduler the
 job's sampler names), generator = torch.Generator("cpu").manual_seed(seed)
 (rng "torch-cpu"), output_type="latent" for the final latent, then the VAE
-decode and diffusers' postprocess for the image. Each job's golden is written
+decode and diffusers' postprocess for the image (a job with vae_precision
+decodes with the VAE cast to that dtype, torch.bfloat16 for "bf16", and
+diffusers' upcast off; hipq's decode does the same). Each job's golden is written
 as OUT/<key>.safetensors with full provenance (docs/golden-format.md); the key
 is computed as hipq computes it (golden_key.py).
 
@@ -115,7 +117,7 @@ def load_jobs(args):
     common = {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
                   "timestep_spacing", "guidance_rescale", "init_image", "strength", "refiner_switch_at",
-                  "aesthetic_score", "negative_aesthetic_score"):
+                  "aesthetic_score", "negative_aesthetic_score", "vae_precision"):
         v = getattr(args, field, None)
         if v is not None:
             common[field] = v
@@ -188,7 +190,7 @@ def jobs_from_manifest(path, common):
     d = dict(common)
     defaults = m.get("defaults", {}) or {}
     for field in ("negative_prompt", "width", "height", "steps", "guidance", "sampler", "precision", "rng",
-                  "timestep_spacing", "guidance_rescale", "init_image", "strength"):
+                  "timestep_spacing", "guidance_rescale", "init_image", "strength", "vae_precision"):
         if field in defaults:
             d[field] = defaults[field]
     # Paths in a manifest are relative to its folder (docs/manifest.md).
@@ -226,7 +228,7 @@ def jobs_from_manifest(path, common):
         if "negative" in e:
             s["negative_prompt"] = e["negative"]
         for k in ("width", "height", "steps", "guidance", "sampler", "precision", "rng", "timestep_spacing",
-                  "guidance_rescale"):
+                  "guidance_rescale", "vae_precision"):
             if k in e:
                 s[k] = e[k]
         for seed in (_seed_list(e["seeds"]) if "seeds" in e else seeds):
@@ -391,6 +393,8 @@ def main():
     ap.add_argument("--rng", help="torch-cpu | torch-cuda")
     ap.add_argument("--timestep-spacing", dest="timestep_spacing", help="leading | trailing | linspace")
     ap.add_argument("--guidance-rescale", dest="guidance_rescale", type=float)
+    ap.add_argument("--vae-precision", dest="vae_precision", choices=("fp32", "bf16"),
+                    help="the decode's dtype whatever the precision (default: the precision's rule, as diffusers)")
     ap.add_argument("--init-image", dest="init_image",
                     help="img2img: a PNG/JPEG of exactly --width x --height (StableDiffusion(XL)Img2ImgPipeline)")
     ap.add_argument("--strength", type=float, help="img2img denoising strength in (0, 1]")
@@ -564,18 +568,28 @@ def main():
                     vae.enable_tiling()
                 else:
                     vae.disable_tiling()
-                # As the pipelines decode: fp32 VAE when it would overflow in fp16.
-                needs_upcast = vae.dtype == torch.float16 and vae.config.force_upcast
-                if pipeline_class_name in ("StableDiffusionXLPipeline", refiner_class) and vae.dtype != torch.float32:
-                    needs_upcast = True  # hipq runs SDXL's VAE in fp32 whatever the precision
-                if needs_upcast:
-                    vae.to(torch.float32)
+                restore = None
+                if s["vae_precision"]:
+                    # The job's own decode dtype (vae_precision), whatever the precision: the VAE
+                    # cast to it with diffusers' upcast off (no force_upcast back to fp32).
+                    want = dtypes[str(s["vae_precision"])]
+                    if vae.dtype != want:
+                        restore = vae.dtype
+                        vae.to(want)
+                else:
+                    # As the pipelines decode: fp32 VAE when it would overflow in fp16.
+                    needs_upcast = vae.dtype == torch.float16 and vae.config.force_upcast
+                    if pipeline_class_name in ("StableDiffusionXLPipeline", refiner_class) and vae.dtype != torch.float32:
+                        needs_upcast = True  # hipq runs SDXL's VAE in fp32 whatever the precision
+                    if needs_upcast:
+                        restore = vae.dtype
+                        vae.to(torch.float32)
                 z = latents.to(vae.dtype) / vae.config.scaling_factor
                 image = vae.decode(z, return_dict=False)[0]
                 image = decoder.image_processor.postprocess(image, output_type="np")  # [1, H, W, 3] in [0, 1]
                 image_u8 = (image * 255).round().astype("uint8")[0]  # numpy_to_pil's rounding
-                if needs_upcast:
-                    vae.to(dtypes[precision])
+                if restore is not None:
+                    vae.to(restore)
         elapsed = time.time() - t0
 
         latent = np.ascontiguousarray(latents.detach().float().cpu().numpy().astype("<f4"))
