@@ -304,9 +304,10 @@ Status write_latent_file(const std::filesystem::path& path, const GenerationOutp
 // ["model_phases":[{phase,model,host_ms,gpu_ms}...], "refiner":{model,
 // weights_sha256, switch_at, base_cutoff, refiner_cutoff, base_steps,
 // refiner_steps, refiner_start}: base + refiner jobs only],
-// "peak_memory_bytes":N,"warm":bool,"memory_plan":{placement, vae_tile,
+// "peak_memory_bytes":N,"warm":bool,"memory_plan":{placement, jobs, vae_tile,
 // vae_dtype, peak_bytes, weights_bytes, text_encode_bytes, image_encode_bytes,
 // denoise_bytes, decode_bytes, usable_bytes, runtime_bytes},
+// "denoise":{unet_batch, model_calls, batch_jobs, guidance},
 // "settings":{...},"model":...}.
 nlohmann::json timings_json(const GenerationOutput& out, const spec::GenerationSettings& settings,
                             const OutputInfo& info);
