@@ -601,6 +601,12 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(matmul_fp8_case(dt, "kmajor_136x256x5120_long_k", {.M = 136, .N = 256, .K = 5120}));
     v.push_back(quantize_fp8_case(dt, "33x640", 33, 640));
     v.push_back(quantize_fp8_case(dt, "5x129", 5, 129));
+    // Rows of 128, 129, 257 and 641 pieces of 8 values: over a 32-lane warp,
+    // every lane the same count of pieces, or the first lane one more.
+    v.push_back(quantize_fp8_case(dt, "9x1024", 9, 1024));
+    v.push_back(quantize_fp8_case(dt, "7x1032", 7, 1032));
+    v.push_back(quantize_fp8_case(dt, "6x2056", 6, 2056));
+    v.push_back(quantize_fp8_case(dt, "3x5128", 3, 5128));
     // matmul: every transpose combination on odd sizes, epilogues, batches, views.
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
