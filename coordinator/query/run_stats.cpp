@@ -26,8 +26,9 @@ using namespace statistics;  // descriptive statistics, outliers, bootstrap
 const std::vector<std::string>& known_phases() { return spec::statistics_phases(); }
 
 const std::vector<std::string>& known_dimensions() {
-  static const std::vector<std::string> k{"model", "resolution", "steps", "precision", "sampler", "spacing",
-                                          "guidance", "lora", "mode", "gpu", "host", "build", "batch", "day"};
+  static const std::vector<std::string> k{
+      "model", "resolution", "steps",  "precision", "sampler", "spacing", "guidance", "lora",
+      "mode",  "vae",        "shared", "gpu",       "host",    "build",   "batch",    "day"};
   return k;
 }
 
@@ -89,7 +90,8 @@ double utc_from_fields(int y, int mo, int d, int h, int mi, int s) {
 Result<double> parse_time(const json& value, const char* what, double now) {
   if (value.is_number()) return value.get<double>();
   if (!value.is_string()) {
-    return Status::InvalidArgument(std::string(what) + ": expected epoch seconds or a date string, got " + value.dump());
+    return Status::InvalidArgument(std::string(what) + ": expected epoch seconds or a date string, got " +
+                                   value.dump());
   }
   const std::string s = value.get<std::string>();
   if (!s.empty() && (s.back() == 'h' || s.back() == 'd' || s.back() == 'm')) {
@@ -108,9 +110,10 @@ Result<double> parse_time(const json& value, const char* what, double now) {
   if ((date_only || with_time) && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 61) {
     return utc_from_fields(y, mo, d, h, mi, sec);
   }
-  return Status::InvalidArgument(std::string(what) + ": \"" + s +
-                                 "\" is not a time; use epoch seconds, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC), "
-                                 "or an age like 24h / 7d");
+  return Status::InvalidArgument(
+      std::string(what) + ": \"" + s +
+      "\" is not a time; use epoch seconds, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC), "
+      "or an age like 24h / 7d");
 }
 
 Result<db::RunFilter> parse_run_filter(const json& args) {
@@ -140,15 +143,19 @@ Result<db::RunFilter> parse_run_filter(const json& args) {
         f.warm = w.get<bool>();
       } else {
         const std::string t = w.is_string() ? w.get<std::string>() : w.dump();
-        if (t == "warm" || t == "true" || t == "1") f.warm = true;
-        else if (t == "cold" || t == "false" || t == "0") f.warm = false;
-        else return Status::InvalidArgument("warm: \"" + t + "\" is not warm/cold/true/false");
+        if (t == "warm" || t == "true" || t == "1")
+          f.warm = true;
+        else if (t == "cold" || t == "false" || t == "0")
+          f.warm = false;
+        else
+          return Status::InvalidArgument("warm: \"" + t + "\" is not warm/cold/true/false");
       }
     }
     if (args.contains("limit") && !args["limit"].is_null()) f.limit = args["limit"].get<int64_t>();
     if (args.contains("after") && !args["after"].is_null()) f.after_job = args["after"].get<int64_t>();
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("run filter: batch, seed, limit and after must be integers: ") + e.what());
+    return Status::InvalidArgument(
+        std::string("run filter: batch, seed, limit and after must be integers: ") + e.what());
   }
   if (args.contains("since") && !args["since"].is_null()) {
     HIPQ_ASSIGN_OR_RETURN(double t, parse_time(args["since"], "since", now));
@@ -161,7 +168,8 @@ Result<db::RunFilter> parse_run_filter(const json& args) {
   if (f.state) {
     static const std::set<std::string> states{"queued", "leased", "done", "failed", "dead", "cancelled"};
     if (!states.count(*f.state)) {
-      return Status::InvalidArgument("state \"" + *f.state + "\" is not one of queued, leased, done, failed, dead, cancelled");
+      return Status::InvalidArgument("state \"" + *f.state +
+                                     "\" is not one of queued, leased, done, failed, dead, cancelled");
     }
   }
   return f;
@@ -191,20 +199,21 @@ Result<StatsOptions> parse_stats_options(const json& args) {
     if (args.contains("seed_bootstrap")) o.seed = args["seed_bootstrap"].get<uint64_t>();
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("stats options: group_by is a list of names, clock a string, "
-                                               "resamples an integer: ") + e.what());
+                                               "resamples an integer: ") +
+                                   e.what());
   }
   const auto& dims = known_dimensions();
   for (const auto& d : o.group_by) {
     if (d.rfind(kTagDimension, 0) == 0) {
       if (d.size() == kTagDimension.size())
-        return Status::InvalidArgument("group_by: \"tag:\" names no tag; write tag:NAME for tags NAME:VALUE "
-                                       "(e.g. tag:Category)");
+        return Status::InvalidArgument(
+            "group_by: \"tag:\" names no tag; write tag:NAME for tags NAME:VALUE "
+            "(e.g. tag:Category)");
       continue;
     }
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
-      return Status::InvalidArgument("group_by: unknown dimension \"" + d +
-                                     "\"" + did_you_mean(d, dims) + "; known: " + spec::join_names(dims) +
-                                     ", tag:NAME");
+      return Status::InvalidArgument("group_by: unknown dimension \"" + d + "\"" + did_you_mean(d, dims) +
+                                     "; known: " + spec::join_names(dims) + ", tag:NAME");
     }
   }
   if (o.clock != "host" && o.clock != "gpu") {
@@ -260,6 +269,7 @@ json run_to_json(const db::RunRow& r) {
               {"strength", r.strength},
               {"refiner", r.refiner},
               {"precision", r.precision},
+              {"vae_precision", r.vae_precision},
               {"state", r.state},
               {"verdict", opt(r.verdict)},
               {"attempts", r.attempts},
@@ -393,7 +403,8 @@ std::string dimension_value(const db::RunRow& r, const std::string& d) {
     const std::string want = lower(name) + ":";
     std::vector<std::string> values;
     for (const auto& t : r.tags)
-      if (t.size() >= want.size() && lower(t.substr(0, want.size())) == want) values.push_back(t.substr(want.size()));
+      if (t.size() >= want.size() && lower(t.substr(0, want.size())) == want)
+        values.push_back(t.substr(want.size()));
     if (values.empty()) return kNoTag;
     std::sort(values.begin(), values.end());
     values.erase(std::unique(values.begin(), values.end()), values.end());
@@ -408,10 +419,15 @@ std::string dimension_value(const db::RunRow& r, const std::string& d) {
   if (d == "sampler") return r.sampler;
   if (d == "lora") return lora_label(r);
   if (d == "mode") return run_mode(r);
+  // The decode's dtype as the job asked: "auto" when it left it to the precision.
+  if (d == "vae") return r.vae_precision.empty() ? std::string("auto") : r.vae_precision;
+  // Jobs that shared the run's UNet batch (docs/batching.md); "?" without a result.
+  if (d == "shared") return r.batch_size ? std::to_string(*r.batch_size) : std::string("?");
   // "model" when the job kept the model's own spacing.
   if (d == "spacing") return r.timestep_spacing.empty() ? std::string("model") : r.timestep_spacing;
   // "off" for guidance <= 1 (one UNet pass a step), else the scale.
-  if (d == "guidance") return r.guidance <= 1.0 ? std::string("off") : spec::format_guidance(static_cast<float>(r.guidance));
+  if (d == "guidance")
+    return r.guidance <= 1.0 ? std::string("off") : spec::format_guidance(static_cast<float>(r.guidance));
   if (d == "gpu") return r.gpu.empty() ? "?" : r.gpu;
   if (d == "host") return r.host.empty() ? "?" : r.host;
   if (d == "build") return r.build_sha.empty() ? "?" : r.build_sha;
@@ -440,8 +456,9 @@ Result<json> compute_stats(const std::vector<RunSample>& samples, const StatsOpt
 }
 
 ParityKey parity_key(const db::RunRow& r) {
-  return {r.model, r.prompt, r.width, r.height, r.steps, r.sampler, r.precision, r.guidance, r.timestep_spacing,
-          r.guidance_rescale, run_mode(r), lora_label(r)};
+  return {r.model,     r.prompt,      r.width,        r.height,           r.steps,
+          r.sampler,   r.precision,   r.guidance,     r.timestep_spacing, r.guidance_rescale,
+          run_mode(r), lora_label(r), r.vae_precision};
 }
 
 json parity_table(const std::vector<db::RunRow>& rows) {
@@ -466,6 +483,7 @@ json parity_rows(const std::map<ParityKey, ParityAccumulator>& groups) {
     if (std::get<9>(k) != 0) p["guidance_rescale"] = std::get<9>(k);
     if (std::get<10>(k) != "txt2img") p["mode"] = std::get<10>(k);
     if (std::get<11>(k) != "none") p["lora"] = std::get<11>(k);
+    if (!std::get<12>(k).empty()) p["vae_precision"] = std::get<12>(k);
     out.push_back(std::move(p));
   }
   return out;

@@ -93,7 +93,7 @@ nlohmann::json parity_table(const std::vector<db::RunRow>& rows);
 // The same a run at a time: the key of a run's row, and the rows of the
 // accumulated groups.
 using ParityKey = std::tuple<std::string, std::string, int, int, int, std::string, std::string, double, std::string,
-                             double, std::string, std::string>;
+                             double, std::string, std::string, std::string>;
 ParityKey parity_key(const db::RunRow& row);
 nlohmann::json parity_rows(const std::map<ParityKey, ParityAccumulator>& groups);
 // The parity block of one set of runs (min/mean/max cosine, pass rate, worst job).

@@ -95,5 +95,33 @@ TEST(RunStatsTest, RunsGroupByLoraSetAndMode) {
   EXPECT_FALSE(parse_stats_options(json{{"group_by", "loras"}}).ok());
 }
 
+// group_by vae names the decode a job asked for ("auto" when it left it to
+// the precision), shared the jobs of its UNet batch; the parity table keeps
+// jobs of another decode in a row of their own.
+TEST(RunStatsTest, RunsGroupByDecodePrecisionAndSharedBatch) {
+  std::vector<db::RunRow> rows(4);
+  rows[0].batch_size = 1;
+  rows[1].batch_size = 4;
+  rows[2].batch_size = 4;
+  rows[2].vae_precision = "bf16";
+  rows[3].vae_precision = "fp32";  // no result: no batch size
+  std::vector<RunSample> samples;
+  for (const auto& r : rows) samples.push_back(RunSample{&r, {{"denoise", 10.0}, {"total", 12.0}}, {}});
+  auto parsed = parse_stats_options(json{{"group_by", "vae,shared"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto stats = compute_stats(samples, *parsed);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& g : (*stats)["groups"])
+    keys.emplace(g["key"]["vae"].get<std::string>(), g["key"]["shared"].get<std::string>());
+  EXPECT_EQ(keys, (std::set<std::pair<std::string, std::string>>{
+                      {"auto", "1"}, {"auto", "4"}, {"bf16", "4"}, {"fp32", "?"}}))
+      << stats->dump(1);
+  const json parity = parity_table(rows);
+  std::set<std::string> decodes;
+  for (const auto& p : parity) decodes.insert(p.value("vae_precision", std::string("auto")));
+  EXPECT_EQ(decodes, (std::set<std::string>{"auto", "bf16", "fp32"})) << parity.dump(1);
+}
+
 }  // namespace
 }  // namespace hipq::coordinator::query
