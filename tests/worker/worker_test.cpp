@@ -338,7 +338,8 @@ proto::Envelope assignment_of(int64_t job, const std::string& model, int steps) 
 }
 
 // Results and errors until `n` reports came (or the time ran out), by job.
-std::map<int64_t, proto::Envelope> reports(ScriptedCoordinator& coord, size_t n, std::chrono::milliseconds timeout) {
+std::map<int64_t, proto::Envelope> reports(ScriptedCoordinator& coord, size_t n,
+                                           std::chrono::milliseconds timeout) {
   std::map<int64_t, proto::Envelope> out;
   const auto end = Clock::now() + timeout;
   while (out.size() < n && Clock::now() < end) {
@@ -350,8 +351,7 @@ std::map<int64_t, proto::Envelope> reports(ScriptedCoordinator& coord, size_t n,
 }
 
 struct BatchingWorker {
-  explicit BatchingWorker(std::chrono::milliseconds sleep, int batch = 4)
-      : coord(ctx), engine(sleep) {
+  explicit BatchingWorker(std::chrono::milliseconds sleep, int batch = 4) : coord(ctx), engine(sleep) {
     o.endpoint = coord.endpoint();
     o.worker_id = "test/sleep0";
     o.heartbeat = 100ms;
@@ -360,10 +360,15 @@ struct BatchingWorker {
     w = std::make_unique<Worker>(ctx, o, engine);
     t = std::thread([this] { EXPECT_TRUE(w->run().ok()); });
   }
-  ~BatchingWorker() {
-    w->request_stop();
-    (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
-    t.join();
+  ~BatchingWorker() { stop(); }
+  // Stops the worker and waits for its thread: its counters may be read after.
+  const WorkerCounters& stop() {
+    if (t.joinable()) {
+      w->request_stop();
+      (void)coord.expect(proto::Envelope::kGoodbye, 2000ms);
+      t.join();
+    }
+    return w->counters();
   }
   zmq::context_t ctx;
   ScriptedCoordinator coord;
@@ -404,9 +409,9 @@ TEST(Worker, WithBatchFourItAsksForFourJobsAndRunsThemAsOneBatch) {
     asks += e.result().has_next();
   }
   EXPECT_EQ(asks, 1) << "the ask rides on the batch's last report only";
-  EXPECT_EQ(b.w->counters().batches, 1);
-  EXPECT_EQ(b.w->counters().jobs_done, 4);
-  EXPECT_EQ(b.w->counters().given_back, 0);
+  EXPECT_EQ(b.stop().batches, 1);
+  EXPECT_EQ(b.stop().jobs_done, 4);
+  EXPECT_EQ(b.stop().given_back, 0);
 }
 
 // Only jobs of one batch key run together: the first job's key picks the
@@ -424,7 +429,7 @@ TEST(Worker, JobsOfAnotherBatchKeyWaitForTheNextBatch) {
   EXPECT_EQ(got[1].result().batch_size(), 2);
   EXPECT_EQ(got[3].result().batch_size(), 2);
   EXPECT_LE(got[2].result().batch_size(), 1) << "a job of another model ran in the batch";
-  EXPECT_EQ(b.w->counters().batches, 1);
+  EXPECT_EQ(b.stop().batches, 1);
 }
 
 // A cancel for one job of a running batch sets that job's flag only: it
@@ -448,8 +453,8 @@ TEST(Worker, ACancelForOneJobOfARunningBatchCancelsItAlone) {
     ASSERT_TRUE(got[job].has_result()) << "job " << job << " did not finish";
     EXPECT_EQ(got[job].result().batch_size(), 4);
   }
-  EXPECT_EQ(b.w->counters().jobs_done, 3);
-  EXPECT_EQ(b.w->counters().jobs_failed, 1);
+  EXPECT_EQ(b.stop().jobs_done, 3);
+  EXPECT_EQ(b.stop().jobs_failed, 1);
 }
 
 // A Reconnect mid-batch: the hello claims every running job of the batch,
@@ -473,7 +478,7 @@ TEST(Worker, AHelloAfterAReconnectMidBatchClaimsEveryRunningJob) {
   EXPECT_EQ(hello->hello().running_job_id(), hello->hello().running(0).job_id());
   b.coord.send(scripted_welcome());
   EXPECT_EQ(reports(b.coord, 4, 5000ms).size(), 4u);
-  EXPECT_EQ(b.w->counters().given_back, 0);
+  EXPECT_EQ(b.stop().given_back, 0);
 }
 
 // A batch outside 1..kMaxBatch is refused before anything connects.
