@@ -289,13 +289,17 @@ std::vector<Result<proto::JobResult>> EngineJobRunner::run_batch(
   std::vector<Result<proto::JobResult>> out(n, Result<proto::JobResult>(Status::Internal("job not run")));
   std::vector<engine::GenerationJob> prepared;
   std::vector<size_t> index;  // prepared[k] is jobs[index[k]]
+  std::string key;            // the first prepared job's
   for (size_t i = 0; i < n; ++i) {
     auto g = generation_job(jobs[i], *progress[i], *cancel[i]);
     if (!g.ok()) {
       out[i] = g.status();
       continue;
     }
-    if (!prepared.empty() && batch_key(jobs[i]) != batch_key(jobs[index.front()])) {
+    const std::string job_key = batch_key(jobs[i]);
+    if (prepared.empty()) {
+      key = job_key;
+    } else if (job_key != key) {
       // Not of the first job's batch (the caller groups by key): it runs alone.
       out[i] = run(jobs[i], *progress[i], *cancel[i]);
       continue;
