@@ -178,8 +178,9 @@ Status launch_wgmma(HipContext& ctx, const MatmulCall& c) {
 }
 
 // kTmaWgmma: the warp-specialised TMA kernel (gemm/gemm_tma.h) with the
-// compact epilogue where the case allows (MatEpilogue16), else the general
-// one; the cp.async kernel where the driver declines a tensor map.
+// compact epilogue where the case allows (MatEpilogue16; RegisterEpilogue16
+// for GEGLU), else the general one; the cp.async kernel where the driver
+// declines a tensor map.
 Status launch_tma_wgmma(HipContext& ctx, const MatmulCall& c) {
 #if HIPQ_VENDOR_NVIDIA
   dev::RowsFill fa, fb;
@@ -191,13 +192,25 @@ Status launch_tma_wgmma(HipContext& ctx, const MatmulCall& c) {
   const auto launch = [&](auto tc, const auto& epilogue) {
     return dev::launch_gemm_tma<decltype(tc)>(ctx.stream, plan, c.batch, c.M, c.N, c.K, epilogue);
   };
+  // The compact epilogue where the case allows, in registers for GEGLU
+  // (RegisterEpilogue16), else the general one.
   hipError_t e;
   if (c.la.dt == dev::kDtF16) {
     MatEpilogue16<dev::kDtF16> compact;
-    e = compact_epilogue(c.ep, compact) ? launch(__half{}, compact) : launch(__half{}, c.ep);
+    if (!compact_epilogue(c.ep, compact))
+      e = launch(__half{}, c.ep);
+    else if (compact.geglu)
+      e = launch(__half{}, RegisterEpilogue16<dev::kDtF16, 1>{compact});
+    else
+      e = launch(__half{}, compact);
   } else {
     MatEpilogue16<dev::kDtBF16> compact;
-    e = compact_epilogue(c.ep, compact) ? launch(__nv_bfloat16{}, compact) : launch(__nv_bfloat16{}, c.ep);
+    if (!compact_epilogue(c.ep, compact))
+      e = launch(__nv_bfloat16{}, c.ep);
+    else if (compact.geglu)
+      e = launch(__nv_bfloat16{}, RegisterEpilogue16<dev::kDtBF16, 1>{compact});
+    else
+      e = launch(__nv_bfloat16{}, compact);
   }
   HIPQ_HIP_RETURN_IF_ERROR(e);
   return Status::Ok();

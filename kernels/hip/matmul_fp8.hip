@@ -135,9 +135,10 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
       dev::GemmTmaFp8Plan plan;
       if (dev::prepare_gemm_tma_fp8(plan, fa, fb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
                                     ctx.multiprocessors, ctx.switches.gemm_tma_fp8_n)) {
-        // The compact epilogue where out (and bias, residual) are one 16-bit
-        // type: the general one's per-element dtype switches cost the f16 TMA
-        // kernel half its speed at K = 640 (kernels/dev/README.md).
+        // The compact epilogue, in registers (RegisterEpilogue16), where out
+        // (and bias, residual) are one 16-bit type: the general one's
+        // per-element dtype switches cost the f16 TMA kernel half its speed
+        // at K = 640 (kernels/dev/README.md).
         const auto launch = [&](const auto& epilogue) {
           return dev::launch_gemm_tma_fp8(ctx.stream, plan, static_cast<int>(M), static_cast<int>(N),
                                           static_cast<int>(K), sa, sb, epilogue);
@@ -145,10 +146,10 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
         hipError_t e;
         if (out.dtype == DType::kF16) {
           MatEpilogue16<dev::kDtF16> compact;
-          e = compact_epilogue(ep, compact) ? launch(compact) : launch(ep);
+          e = compact_epilogue(ep, compact) ? launch(RegisterEpilogue16<dev::kDtF16, 0>{compact}) : launch(ep);
         } else if (out.dtype == DType::kBF16) {
           MatEpilogue16<dev::kDtBF16> compact;
-          e = compact_epilogue(ep, compact) ? launch(compact) : launch(ep);
+          e = compact_epilogue(ep, compact) ? launch(RegisterEpilogue16<dev::kDtBF16, 0>{compact}) : launch(ep);
         } else {
           e = launch(ep);
         }

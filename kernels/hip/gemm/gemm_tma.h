@@ -24,7 +24,9 @@
 // fastest): the producer loads the next tile's k-tiles while the consumers
 // run the epilogue, which stages each warpgroup's 64 x 128 fp32 pieces in a
 // buffer of its own (outside the stage ring) and hands 8 consecutive columns
-// to Epilogue::row8, as in gemm_wgmma.h. 3 stages of 48 KB + 68 KB of
+// to Epilogue::row8, as in gemm_wgmma.h, or, for a RegisterEpilogue16
+// (tma_store_tile16), finishes the sums in registers and stages 16-bit
+// results. 3 stages of 48 KB + 68 KB of
 // staging for the 128 x 256 tile, 4 of 36 KB + 44 KB (80-column rounds) for
 // 128 x 160, 4 of 40 KB + 52 KB (96-column rounds) for 128 x 192, 4 of 32 KB
 // + 68 KB for 128 x 128.
@@ -41,6 +43,7 @@
 #pragma once
 
 #include "kernels/hip/gemm/gemm_wgmma.h"
+#include "kernels/hip/gemm/mat_epilogue16.h"
 #include "kernels/hip/gemm_route.h"
 
 #if HIPQ_VENDOR_NVIDIA
@@ -49,6 +52,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace hipq::kernels::dev {
 
@@ -377,6 +381,129 @@ __device__ __forceinline__ void tma_store_tile(const float (&d)[BN / 2], float* 
   }
 }
 
+// tma_store_tile for a RegisterEpilogue16 (out, bias and residual one 16-bit type):
+// the epilogue's arithmetic on the accumulators in registers (alpha, bias,
+// residual or GEGLU, in row8's order, so the same bits), each result rounded
+// to 16 bits and staged in the warpgroup's buffer (64 rows x BN + 8 16-bit
+// values: the fp32 buffer's bytes hold them), then written 16 bytes a thread.
+// Against tma_store_tile with row8: half the staged bytes, one round instead
+// of BN / kEpiCols, each thread's bias columns loaded once a tile.
+template <int BN, int kGroup, int kDt>
+__device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint16_t* cs, int epi_bar, int ct, int m0,
+                                                 int n0, int M, int N, int batch, const MatEpilogue16<kDt>& ep) {
+  constexpr int kLd = BN + 8;  // 16-bit values a staged row (bank offset 4 words a row)
+  const int warp = ct / 32, lane = ct % 32;
+  const int r = warp * 16 + lane / 4, q = lane % 4;
+  const int64_t ra = static_cast<int64_t>(batch) * ep.rb + static_cast<int64_t>(m0 + r) * ep.rm;
+  const int64_t rb8 = ra + 8 * ep.rm;
+  const bool in_a = m0 + r < M, in_b = m0 + r + 8 < M;
+  // The loads of kG column pairs are issued together before their results
+  // are staged (a load after a shared store would wait for it).
+  constexpr int kJ = BN / 8, kG = kGroup > 0 ? kGroup : kJ % 8 == 0 ? 8 : 10;
+  static_assert(kJ % kG == 0, "whole groups of column pairs");
+  // Columns n, n + 1 of `p` (n even) as one word; the second 0 past N.
+  const auto pair_at = [N](const uint16_t* p, int64_t at, int n) -> uint32_t {
+    if (n + 1 < N) return *reinterpret_cast<const uint32_t*>(p + at + n);
+    return n < N ? p[at + n] : 0u;
+  };
+  const auto lo = [](uint32_t w) { return dev::from_16bit(kDt, static_cast<uint16_t>(w)); };
+  const auto hi = [](uint32_t w) { return dev::from_16bit(kDt, static_cast<uint16_t>(w >> 16)); };
+  named_sync(epi_bar, 128);  // the buffer's previous readers are done
+  if (ep.geglu) {
+    // Columns n, n + 1 of a thread's pair are (value, gate): output n / 2.
+#pragma unroll
+    for (int j0 = 0; j0 < kJ; j0 += kG) {
+      uint32_t bw[kG];
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const int n = n0 + (j0 + g) * 8 + q * 2;  // N is even: a pair is in whole or not at all
+        bw[g] = ep.bias && n + 1 < N ? *reinterpret_cast<const uint32_t*>(ep.bias + n) : 0u;
+      }
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const int j = j0 + g;
+        float v0 = ep.alpha * d[4 * j], g0 = ep.alpha * d[4 * j + 1];
+        float v1 = ep.alpha * d[4 * j + 2], g1 = ep.alpha * d[4 * j + 3];
+        if (ep.bias) {
+          const float bv = lo(bw[g]), bg = hi(bw[g]);
+          v0 += bv, g0 += bg, v1 += bv, g1 += bg;
+        }
+        const uint32_t y = dev::pack2_16bit(kDt, v0 * dev::gelu(g0), v1 * dev::gelu(g1));
+        cs[r * kLd + j * 4 + q] = static_cast<uint16_t>(y);
+        cs[(r + 8) * kLd + j * 4 + q] = static_cast<uint16_t>(y >> 16);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j0 = 0; j0 < kJ; j0 += kG) {
+      uint32_t bw[kG], wa[kG], wb[kG];
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const int n = n0 + (j0 + g) * 8 + q * 2;
+        bw[g] = ep.bias ? pair_at(ep.bias, 0, n) : 0u;
+        wa[g] = ep.res && in_a ? pair_at(ep.res, ra, n) : 0u;
+        wb[g] = ep.res && in_b ? pair_at(ep.res, rb8, n) : 0u;
+      }
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const int j = j0 + g;
+        float x0 = ep.alpha * d[4 * j], x1 = ep.alpha * d[4 * j + 1];
+        float x2 = ep.alpha * d[4 * j + 2], x3 = ep.alpha * d[4 * j + 3];
+        if (ep.bias) {
+          const float b0 = lo(bw[g]), b1 = hi(bw[g]);
+          x0 += b0, x1 += b1, x2 += b0, x3 += b1;
+        }
+        if (ep.res) x0 += lo(wa[g]), x1 += hi(wa[g]), x2 += lo(wb[g]), x3 += hi(wb[g]);
+        *reinterpret_cast<uint32_t*>(cs + r * kLd + j * 8 + q * 2) = dev::pack2_16bit(kDt, x0, x1);
+        *reinterpret_cast<uint32_t*>(cs + (r + 8) * kLd + j * 8 + q * 2) = dev::pack2_16bit(kDt, x2, x3);
+      }
+    }
+  }
+  named_sync(epi_bar, 128);
+  // 16 bytes (8 outputs) a thread from the staged rows to out: kWide staged
+  // outputs a row, out's rows n_out long, the tile's first column c0.
+  const auto write_out = [&](auto wide, int n_out, int c0) {
+    constexpr int kChunks = decltype(wide)::value / 8;
+#pragma unroll 1
+    for (int g = ct; g < 64 * kChunks; g += 128) {
+      const int rr = g / kChunks, cc = (g % kChunks) * 8;
+      const int m = m0 + rr, n = c0 + cc;
+      if (m >= M || n >= n_out) continue;
+      const uint16_t* src = cs + rr * kLd + cc;
+      uint16_t* dst = ep.out + batch * ep.ob + static_cast<int64_t>(m) * ep.om + n;
+      if (n + 8 <= n_out) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else {
+        for (int e = 0; n + e < n_out; ++e) dst[e] = src[e];
+      }
+    }
+  };
+  if (ep.geglu)
+    write_out(std::integral_constant<int, BN / 2>{}, N / 2, n0 / 2);
+  else
+    write_out(std::integral_constant<int, BN>{}, N, n0);
+}
+
+template <class Epilogue>
+struct RegisterEpilogueGroup : std::integral_constant<int, -1> {};  // not a RegisterEpilogue16
+template <int kDt, int kGroup>
+struct RegisterEpilogueGroup<RegisterEpilogue16<kDt, kGroup>> : std::integral_constant<int, kGroup> {};
+
+// A consumer warpgroup's tile to the epilogue: tma_store_tile16 where the
+// epilogue is a RegisterEpilogue16, else tma_store_tile (staging buffer cs of
+// 64 x kLdc floats either way).
+template <int BN, int kEpiCols, int kLdc, class Epilogue>
+__device__ __forceinline__ void tma_epilogue(const float (&d)[BN / 2], float* cs, int epi_bar, int ct, int m0, int n0,
+                                             int M, int N, int batch, const Epilogue& ep) {
+  constexpr int kGroup = RegisterEpilogueGroup<Epilogue>::value;
+  if constexpr (kGroup >= 0) {
+    static_assert(64 * (BN + 8) * 2 <= 64 * kLdc * 4, "the 16-bit rows fit the fp32 staging buffer");
+    tma_store_tile16<BN, kGroup>(d, reinterpret_cast<uint16_t*>(cs), epi_bar, ct, m0, n0, M, N, batch, ep);
+  } else {
+    tma_store_tile<BN, kEpiCols, kLdc>(d, cs, epi_bar, ct, m0, n0, M, N, batch, ep);
+  }
+}
+
 // C[batch][m][n] = sum_k A(m, k) B(n, k) with A read through the tensor map
 // ta (k, m, batch) and B through tb as `bl` says (TmaRowsLoad: (k, n,
 // batch); TmaConvLoad: an NHWC input); a_batch is 0 for an A broadcast over
@@ -479,7 +606,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < S::kAccum; ++i) wgmma_fence_operand(d[i]);
     mbar_arrive(empty((it - 1) % S::kStages));  // the tile's last stage
 
-    tma_store_tile<S::BN, S::kEpiCols, S::kLdc>(d, cs, 2 + cw, ct, m0 + cw * 64, n0, M, N, batch, ep);
+    tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(d, cs, 2 + cw, ct, m0 + cw * 64, n0, M, N, batch, ep);
   }
 #else
   __trap();  // launched only where HipContext::wgmma holds

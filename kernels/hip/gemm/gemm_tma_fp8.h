@@ -25,8 +25,10 @@
 // 4 stages of 32 KB (36 KB at BN 160) + 68 KB (45 KB) of epilogue staging
 // (outside the ring, so the producer loads the next tile's k-tiles while the
 // consumers run the epilogue): gemm_tma.h's tma_store_tile with
-// RowColScaled, acc * scale_a[m] * scale_b[n], then Epilogue::row8 on 8
-// consecutive columns.
+// the sums times scale_a[m] and scale_b[n] in registers first
+// (scale_accumulators), then gemm_tma.h's tma_epilogue: the register
+// epilogue for a RegisterEpilogue16 (matmul_fp8.hip's every 16-bit case),
+// else Epilogue::row8 on 8 consecutive columns.
 // Host side: the maps are encoded per call (gemm_tma.h's driver entry point);
 // prepare_gemm_tma_fp8 says whether the problem takes this path, else the
 // caller runs gemm_wgmma_fp8.h.
@@ -43,7 +45,7 @@ struct TmaFp8Shape {
   static_assert(BN_ == 128 || BN_ == 160, "an n the e4m3 wgmma wrappers have");
   static constexpr int BM = 128, BN = BN_, BK = 128;  // BK in codes = bytes
   static_assert(BK == kFp8PromotionK, "one promotion a k-tile");
-  static constexpr int kStages = 4;
+  static constexpr int kStages = 4;  // 5 measured slower (docs/benchmarks.md)
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kAccum = BN / 2;  // fp32 accumulators a consumer thread (and as many temporaries)
@@ -60,21 +62,28 @@ struct TmaFp8Shape {
   static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "stages keep the 1 KB swizzle alignment");
 };
 
-// The epilogue of a sum of codes: ep.row8 of v[e] * scale_a[m] * scale_b[n + e]
-// (in that order; 0 past N), for tma_store_tile.
-template <class Epilogue>
-struct RowColScaled {
-  Epilogue ep;
-  const float* scale_a;
-  const float* scale_b;
-  __device__ __forceinline__ void row8(int b, int m, int n, int N, const float* v) const {
-    const float sa = scale_a[m];
-    float w[8];
+// A consumer warpgroup's 64 x BN sums (rows m0 .., columns n0 ..; the wgmma
+// accumulator layout of tma_store_tile) times scale_a[m] and then
+// scale_b[n] ((v * sa) * sb); 0 past M or N (never stored).
+// Each thread loads its two rows' scales and its 2 x BN / 8 columns' once a
+// tile (a wrapper of row8 that loaded nine a group of 8 columns cost the
+// kernel 15-23 %: docs/benchmarks.md).
+template <int BN>
+__device__ __forceinline__ void scale_accumulators(float (&acc)[BN / 2], int ct, int m0, int n0, int M, int N,
+                                                   const float* scale_a, const float* scale_b) {
+  const int warp = ct / 32, lane = ct % 32;
+  const int r = m0 + warp * 16 + lane / 4;
+  const float sa0 = r < M ? scale_a[r] : 0.0f, sa1 = r + 8 < M ? scale_a[r + 8] : 0.0f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) w[e] = n + e < N ? v[e] * sa * scale_b[n + e] : 0.0f;
-    ep.row8(b, m, n, N, w);
+  for (int j = 0; j < BN / 8; ++j) {
+    const int n = n0 + j * 8 + (lane % 4) * 2;
+    const float sb0 = n < N ? scale_b[n] : 0.0f, sb1 = n + 1 < N ? scale_b[n + 1] : 0.0f;
+    acc[4 * j] = acc[4 * j] * sa0 * sb0;
+    acc[4 * j + 1] = acc[4 * j + 1] * sa0 * sb1;
+    acc[4 * j + 2] = acc[4 * j + 2] * sa1 * sb0;
+    acc[4 * j + 3] = acc[4 * j + 3] * sa1 * sb1;
   }
-};
+}
 
 // out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes; A
 // through the map ta (k, m, 1), B through tb (k, n, 1).
@@ -171,11 +180,11 @@ __global__ void __launch_bounds__(384, 1)
       for (int i = 0; i < S::kAccum; ++i) acc[i] += d[i];  // promotion: fp32 adds
     }
 
-    // Epilogue: this warpgroup's 64 x BN piece through its staging buffer,
-    // kEpiCols columns a round (gemm_tma.h's), each value times its row's
-    // and column's scales (RowColScaled).
-    tma_store_tile<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, 0,
-                                                RowColScaled<Epilogue>{ep, scale_a, scale_b});
+    // Epilogue: each sum times its row's and column's scales in registers
+    // (scale_accumulators), then this warpgroup's 64 x BN piece through its
+    // staging buffer, kEpiCols columns a round (gemm_tma.h's).
+    scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b);
+    tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, 0, ep);
   }
 #else
   __trap();  // launched only where HipContext::fp8 and wgmma hold

@@ -70,6 +70,16 @@ struct MatEpilogue16 {
   }
 };
 
+// MatEpilogue16 for the TMA kernels' register epilogue (gemm_tma.h
+// tma_store_tile16: the arithmetic on the accumulators in registers, 16-bit
+// results staged): the fp8 kernel's for every case, the 16-bit kernel's for
+// GEGLU only, where each measured faster than row8 (docs/benchmarks.md).
+// kGroup: column pairs whose bias / residual loads are issued together
+// (0: 8, or 10 for a 160-wide tile; 1: each pair's loads just before its
+// arithmetic, the faster form beside the 16-bit kernel's 128 accumulators).
+template <int kDt, int kGroup>
+struct RegisterEpilogue16 : MatEpilogue16<kDt> {};
+
 // The compact form of `ep` when its case is MatEpilogue16's (dt: the
 // kernel's 16-bit type); false otherwise.
 template <int kDt>

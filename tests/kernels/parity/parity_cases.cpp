@@ -595,6 +595,10 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(matmul_fp8_case(dt, "kmajor_2x320x1280_bias", {.M = 2, .N = 320, .K = 1280, .bias = true}));
     v.push_back(matmul_fp8_case(dt, "geglu_136x264x96_bias", {.M = 136, .N = 264, .K = 96, .bias = true, .geglu = true}));
     v.push_back(matmul_fp8_case(dt, "geglu_33x18x40_alpha", {.M = 33, .N = 18, .K = 40, .alpha = 0.5f, .geglu = true}));
+    // GEGLU and residual in the 16-bit register epilogue of the TMA kernel
+    // (out rows a multiple of 8): a partial last tile in m and in n.
+    v.push_back(matmul_fp8_case(dt, "geglu_136x336x256_bias_alpha", {.M = 136, .N = 336, .K = 256, .bias = true, .alpha = 0.5f, .geglu = true}));
+    v.push_back(matmul_fp8_case(dt, "kmajor_72x344x128_res_alpha", {.M = 72, .N = 344, .K = 128, .residual = true, .alpha = 0.25f}));
     v.push_back(matmul_fp8_case(dt, "medium_256x640x320_bias_wide_x", {.M = 256, .N = 640, .K = 320, .bias = true, .x_range = 300.0}));
     // 40 k-tiles (SDXL's level-2 feed-forward output): the f32 output tells a
     // kernel that promotes its partial sums every 128 of K from one that does not.
@@ -646,6 +650,10 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(matmul_case(dt, "geglu_136x264x72_tb_bias", {.M = 136, .N = 264, .K = 72, .trans_b = true, .bias = true, .geglu = true}));
     v.push_back(matmul_case(dt, "geglu_batch2_77x200x64_tb_bias", {.batch_a = 2, .M = 77, .N = 200, .K = 64, .trans_b = true, .bias = true, .geglu = true}));
     v.push_back(matmul_case(dt, "geglu_33x18x40_alpha", {.M = 33, .N = 18, .K = 40, .alpha = 0.5f, .geglu = true}));
+    // The 16-bit register epilogue of the TMA kernel (out rows a multiple of
+    // 8): GEGLU and residual with a partial last tile in m and in n.
+    v.push_back(matmul_case(dt, "geglu_136x336x72_tb_bias_alpha", {.M = 136, .N = 336, .K = 72, .trans_b = true, .bias = true, .alpha = 0.5f, .geglu = true}));
+    v.push_back(matmul_case(dt, "kmajor_72x344x64_tb_res_alpha", {.M = 72, .N = 344, .K = 64, .trans_b = true, .residual = true, .alpha = 0.25f}));
 
     // conv2d: 3x3 / 1x1, stride 1 / 2, padding, bias, residual, views.
     v.push_back(conv_case(dt, "2x3x7x9_o5_k3_s1_p1_bias", 2, 3, 7, 9, 5, 3, 1, 1, true, false));
