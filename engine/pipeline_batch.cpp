@@ -74,6 +74,10 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
   kernels::Backend& be = *im.backend;
   HIPQ_ASSIGN_OR_RETURN(SamplerKind kind, parse_sampler_kind(s.sampler));
   HIPQ_ASSIGN_OR_RETURN(RngKind rng_kind, parse_rng_kind(s.rng));
+  // A batch is never img2img: a VAE encoder an earlier img2img job loaded
+  // goes back first, as generate() lets it go for a text-to-image job (the
+  // plan, and batch_capacity, count it for img2img jobs only).
+  im.vae_encoder.reset();
 
   std::vector<GenerationOutput> outs(n);
   const bool warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
