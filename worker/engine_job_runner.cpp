@@ -291,19 +291,19 @@ std::vector<Result<proto::JobResult>> EngineJobRunner::run_batch(
   std::vector<size_t> index;  // prepared[k] is jobs[index[k]]
   std::string key;            // the first prepared job's
   for (size_t i = 0; i < n; ++i) {
+    const std::string job_key = batch_key(jobs[i]);
+    if (!prepared.empty() && job_key != key) {
+      // Not of the first job's batch (the caller groups by key): it runs
+      // alone, and run() prepares it.
+      out[i] = run(jobs[i], *progress[i], *cancel[i]);
+      continue;
+    }
     auto g = generation_job(jobs[i], *progress[i], *cancel[i]);
     if (!g.ok()) {
       out[i] = g.status();
       continue;
     }
-    const std::string job_key = batch_key(jobs[i]);
-    if (prepared.empty()) {
-      key = job_key;
-    } else if (job_key != key) {
-      // Not of the first job's batch (the caller groups by key): it runs alone.
-      out[i] = run(jobs[i], *progress[i], *cancel[i]);
-      continue;
-    }
+    if (prepared.empty()) key = job_key;
     prepared.push_back(std::move(*g));
     index.push_back(i);
   }
