@@ -1,5 +1,4 @@
 // Pipeline::generate_batch and what decides a batch (docs/batching.md).
-#include <algorithm>
 #include <optional>
 
 #include "engine/decoded_image.h"
@@ -102,21 +101,13 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
     outs[i].batch_jobs = static_cast<int>(n);
     if (load) outs[i].phases.push_back(*load);
   }
-  // The VAE in the plan's dtype; its load (if any) is every job's.
-  {
-    GenerationOutput probe;
-    probe.memory_plan = plan;
-    HIPQ_RETURN_IF_ERROR(pipeline_detail::load_decoder_in_plan_dtype(im, false, be, probe));
-    for (size_t i = 0; i < n && !probe.phases.empty(); ++i) {
-      auto row = std::find_if(outs[i].phases.begin(), outs[i].phases.end(),
-                              [](const PhaseTiming& t) { return t.phase == spec::kPhaseLoad; });
-      if (row == outs[i].phases.end()) {
-        outs[i].phases.insert(outs[i].phases.begin(), probe.phases.front());
-      } else {
-        *row = probe.phases.front();
-      }
-      outs[i].warm = outs[i].warm && probe.warm;
-    }
+  // The VAE in the plan's dtype: its switch (if any) added to job 1's load
+  // row as generate() adds it, then that row is every job's (each held the
+  // same model load row until now).
+  HIPQ_RETURN_IF_ERROR(pipeline_detail::load_decoder_in_plan_dtype(im, false, be, outs[0]));
+  for (size_t i = 1; i < n; ++i) {
+    outs[i].phases = outs[0].phases;
+    outs[i].warm = outs[0].warm;
   }
   const SchedulerConfig scheduler_cfg = pipeline_detail::job_scheduler(im, s);
   HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(scheduler_cfg, s.steps, kind));

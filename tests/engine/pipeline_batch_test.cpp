@@ -334,5 +334,45 @@ TEST(PipelineBatchMemoryTest, ABatchAfterAnImg2ImgJobDoesNotHoldItsEncoder) {
   fs::remove_all(dir, ec);
 }
 
+// A cold batch whose plan wants the VAE in another dtype than the load left
+// it in: every job's load row holds the model load and the VAE's switch, as
+// a job alone reports them (the switch's time added to the row, not put in
+// its place).
+TEST(PipelineBatchMemoryTest, AColdBatchKeepsTheModelLoadInItsLoadRow) {
+  std::vector<GenerationSettings> jobs = three_jobs("euler", 5.0f);
+  jobs.resize(2);
+  for (auto& s : jobs) s.vae_precision = "bf16";
+  auto load_ms = [](const GenerationOutput& out) {
+    for (const PhaseTiming& t : out.phases)
+      if (t.phase == "load") return t.host_ms;
+    return -1.0;
+  };
+  double alone = 0, batched = 0;
+  {
+    auto be = kernels::make_backend("cpu");
+    ASSERT_TRUE(be.ok());
+    auto p = Pipeline::load("synthetic:tiny-sdxl", **be);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto out = (*p)->generate(jobs[0]);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    alone = load_ms(*out);
+  }
+  auto be = kernels::make_backend("cpu");
+  ASSERT_TRUE(be.ok());
+  auto p = Pipeline::load("synthetic:tiny-sdxl", **be);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = (*p)->generate_batch(jobs);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_GT(alone, 0.0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE((*batch)[i].ok()) << (*batch)[i].status().ToString();
+    batched = load_ms(*(*batch)[i]);
+    EXPECT_FALSE((*batch)[i]->warm);
+    // The model load dwarfs the VAE's cast: a row of the cast alone is a
+    // small fraction of the job alone's.
+    EXPECT_GT(batched, alone / 4) << "job " << i + 1;
+  }
+}
+
 }  // namespace
 }  // namespace hipq::engine
