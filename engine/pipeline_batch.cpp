@@ -78,37 +78,28 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
   // plan, and batch_capacity, count it for img2img jobs only).
   im.vae_encoder.reset();
 
-  std::vector<GenerationOutput> outs(n);
-  const bool warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
+  // What every job of the batch starts with: job 1's record, made once and
+  // copied (warm, plan, the load row with the VAE's dtype switch added as
+  // generate() adds it).
+  GenerationOutput common;
+  common.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
   be.reset_peak();
   PhasePeaks peaks(be);
   if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
-  std::optional<PhaseTiming> load;
   if (im.pending_load) {
-    load = *im.pending_load;
+    common.phases.push_back(*im.pending_load);
     im.pending_load.reset();
   }
   HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, nullptr));
-  HIPQ_ASSIGN_OR_RETURN(MemoryPlan plan, choose_placement(im.shapes, s, im.options.placement, be, nullptr,
-                                                          static_cast<int>(n)));
-  if (plan.placement == Placement::kLow)
-    return Status::FailedPrecondition("a batch of " + std::to_string(n) + " " + std::to_string(s.width) +
-                                      "x" + std::to_string(s.height) + " jobs needs " + plan.describe() +
+  HIPQ_ASSIGN_OR_RETURN(common.memory_plan, choose_placement(im.shapes, s, im.options.placement, be, nullptr,
+                                                             static_cast<int>(n)));
+  if (common.memory_plan.placement == Placement::kLow)
+    return Status::FailedPrecondition("a batch of " + std::to_string(n) + " " + std::to_string(s.width) + "x" +
+                                      std::to_string(s.height) + " jobs needs " + common.memory_plan.describe() +
                                       " in the standard placement; run fewer at once (batch_capacity)");
-  for (size_t i = 0; i < n; ++i) {
-    outs[i].warm = warm;
-    outs[i].memory_plan = plan;
-    outs[i].batch_jobs = static_cast<int>(n);
-    if (load) outs[i].phases.push_back(*load);
-  }
-  // The VAE in the plan's dtype: its switch (if any) added to job 1's load
-  // row as generate() adds it, then that row is every job's (each held the
-  // same model load row until now).
-  HIPQ_RETURN_IF_ERROR(pipeline_detail::load_decoder_in_plan_dtype(im, false, be, outs[0]));
-  for (size_t i = 1; i < n; ++i) {
-    outs[i].phases = outs[0].phases;
-    outs[i].warm = outs[0].warm;
-  }
+  common.batch_jobs = static_cast<int>(n);
+  HIPQ_RETURN_IF_ERROR(pipeline_detail::load_decoder_in_plan_dtype(im, false, be, common));
+  std::vector<GenerationOutput> outs(n, common);
   const SchedulerConfig scheduler_cfg = pipeline_detail::job_scheduler(im, s);
   HIPQ_ASSIGN_OR_RETURN(Schedule schedule, make_schedule(scheduler_cfg, s.steps, kind));
 

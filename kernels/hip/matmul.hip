@@ -192,26 +192,13 @@ Status launch_tma_wgmma(HipContext& ctx, const MatmulCall& c) {
   const auto launch = [&](auto tc, const auto& epilogue) {
     return dev::launch_gemm_tma<decltype(tc)>(ctx.stream, plan, c.batch, c.M, c.N, c.K, epilogue);
   };
-  // The compact epilogue where the case allows, in registers for GEGLU
-  // (RegisterEpilogue16), else the general one.
-  hipError_t e;
-  if (c.la.dt == dev::kDtF16) {
-    MatEpilogue16<dev::kDtF16> compact;
-    if (!compact_epilogue(c.ep, compact))
-      e = launch(__half{}, c.ep);
-    else if (compact.geglu)
-      e = launch(__half{}, RegisterEpilogue16<dev::kDtF16, 1>{compact});
-    else
-      e = launch(__half{}, compact);
-  } else {
-    MatEpilogue16<dev::kDtBF16> compact;
-    if (!compact_epilogue(c.ep, compact))
-      e = launch(__nv_bfloat16{}, c.ep);
-    else if (compact.geglu)
-      e = launch(__nv_bfloat16{}, RegisterEpilogue16<dev::kDtBF16, 1>{compact});
-    else
-      e = launch(__nv_bfloat16{}, compact);
-  }
+  // The register epilogue for GEGLU, one column pair's loads at a time.
+  const hipError_t e =
+      c.la.dt == dev::kDtF16
+          ? launch_with_epilogue16<dev::kDtF16, RegisterUse::kGegluOnly, 1>(
+                c.ep, [&](const auto& ep) { return launch(__half{}, ep); })
+          : launch_with_epilogue16<dev::kDtBF16, RegisterUse::kGegluOnly, 1>(
+                c.ep, [&](const auto& ep) { return launch(__nv_bfloat16{}, ep); });
   HIPQ_HIP_RETURN_IF_ERROR(e);
   return Status::Ok();
 #else

@@ -144,15 +144,12 @@ Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tenso
                                           static_cast<int>(K), sa, sb, epilogue);
         };
         hipError_t e;
-        if (out.dtype == DType::kF16) {
-          MatEpilogue16<dev::kDtF16> compact;
-          e = compact_epilogue(ep, compact) ? launch(RegisterEpilogue16<dev::kDtF16, 0>{compact}) : launch(ep);
-        } else if (out.dtype == DType::kBF16) {
-          MatEpilogue16<dev::kDtBF16> compact;
-          e = compact_epilogue(ep, compact) ? launch(RegisterEpilogue16<dev::kDtBF16, 0>{compact}) : launch(ep);
-        } else {
+        if (out.dtype == DType::kF16)
+          e = launch_with_epilogue16<dev::kDtF16, RegisterUse::kEveryCase, 0>(ep, launch);
+        else if (out.dtype == DType::kBF16)
+          e = launch_with_epilogue16<dev::kDtBF16, RegisterUse::kEveryCase, 0>(ep, launch);
+        else
           e = launch(ep);
-        }
         HIPQ_HIP_RETURN_IF_ERROR(e);
         return Status::Ok();
       }

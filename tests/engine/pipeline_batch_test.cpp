@@ -20,6 +20,7 @@
 #include "engine/pipeline.h"
 #include "kernels/backend.h"
 #include "spec/generation_settings.h"
+#include "spec/phases.h"
 #include "spec/png.h"
 
 namespace hipq::engine {
@@ -344,10 +345,10 @@ TEST(PipelineBatchMemoryTest, AColdBatchKeepsTheModelLoadInItsLoadRow) {
   for (auto& s : jobs) s.vae_precision = "bf16";
   auto load_ms = [](const GenerationOutput& out) {
     for (const PhaseTiming& t : out.phases)
-      if (t.phase == "load") return t.host_ms;
+      if (t.phase == spec::kPhaseLoad) return t.host_ms;
     return -1.0;
   };
-  double alone = 0, batched = 0;
+  double alone = 0;
   {
     auto be = kernels::make_backend("cpu");
     ASSERT_TRUE(be.ok());
@@ -366,7 +367,7 @@ TEST(PipelineBatchMemoryTest, AColdBatchKeepsTheModelLoadInItsLoadRow) {
   ASSERT_GT(alone, 0.0);
   for (size_t i = 0; i < jobs.size(); ++i) {
     ASSERT_TRUE((*batch)[i].ok()) << (*batch)[i].status().ToString();
-    batched = load_ms(*(*batch)[i]);
+    const double batched = load_ms(*(*batch)[i]);
     EXPECT_FALSE((*batch)[i]->warm);
     // The model load dwarfs the VAE's cast: a row of the cast alone is a
     // small fraction of the job alone's.

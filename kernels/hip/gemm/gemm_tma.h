@@ -352,22 +352,20 @@ __device__ __forceinline__ void wgmma_row_block(float (&d)[BN / 2], uint64_t da,
 // A consumer warpgroup's 64 x BN fp32 accumulators (rows m0 .. m0 + 63 of C,
 // columns n0 ..) to the epilogue: staged kEpiCols columns at a time in the
 // warpgroup's buffer cs (64 x kLdc floats, outside the stage ring), then
-// ep.row8 on 8 consecutive columns a thread. Accumulator layout of wgmma
-// m64nN (per warp of the warpgroup, 16 rows): for each 8-column group j,
-// d[4j + 0/1] at (row lane/4, cols 8j + 2(lane%4) + 0/1), d[4j + 2/3] eight
-// rows below. epi_bar: the warpgroup's named barrier.
+// ep.row8 on 8 consecutive columns a thread (the accumulator layout:
+// wgmma_staging.h wgmma_acc_row / wgmma_acc_col). epi_bar: the warpgroup's
+// named barrier.
 template <int BN, int kEpiCols, int kLdc, class Epilogue>
 __device__ __forceinline__ void tma_store_tile(const float (&d)[BN / 2], float* cs, int epi_bar, int ct, int m0,
                                                int n0, int M, int N, int batch, const Epilogue& ep) {
-  const int warp = ct / 32, lane = ct % 32;
-  const int r = warp * 16 + lane / 4;
+  const int r = wgmma_acc_row(ct);
 #pragma unroll
   for (int h = 0; h < BN / kEpiCols; ++h) {
     named_sync(epi_bar, 128);  // the buffer's previous readers are done
 #pragma unroll
     for (int j = 0; j < kEpiCols / 8; ++j) {
       const int jj = h * (kEpiCols / 8) + j;
-      const int c = j * 8 + (lane % 4) * 2;
+      const int c = wgmma_acc_col(ct, j);
       *reinterpret_cast<float2*>(cs + r * kLdc + c) = make_float2(d[4 * jj], d[4 * jj + 1]);
       *reinterpret_cast<float2*>(cs + (r + 8) * kLdc + c) = make_float2(d[4 * jj + 2], d[4 * jj + 3]);
     }
@@ -392,8 +390,7 @@ template <int BN, int kGroup, int kDt>
 __device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint16_t* cs, int epi_bar, int ct, int m0,
                                                  int n0, int M, int N, int batch, const MatEpilogue16<kDt>& ep) {
   constexpr int kLd = BN + 8;  // 16-bit values a staged row (bank offset 4 words a row)
-  const int warp = ct / 32, lane = ct % 32;
-  const int r = warp * 16 + lane / 4, q = lane % 4;
+  const int r = wgmma_acc_row(ct);
   const int64_t ra = static_cast<int64_t>(batch) * ep.rb + static_cast<int64_t>(m0 + r) * ep.rm;
   const int64_t rb8 = ra + 8 * ep.rm;
   const bool in_a = m0 + r < M, in_b = m0 + r + 8 < M;
@@ -416,7 +413,7 @@ __device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint1
       uint32_t bw[kG];
 #pragma unroll
       for (int g = 0; g < kG; ++g) {
-        const int n = n0 + (j0 + g) * 8 + q * 2;  // N is even: a pair is in whole or not at all
+        const int n = n0 + wgmma_acc_col(ct, j0 + g);  // N is even: a pair is in whole or not at all
         bw[g] = ep.bias && n + 1 < N ? *reinterpret_cast<const uint32_t*>(ep.bias + n) : 0u;
       }
 #pragma unroll
@@ -429,8 +426,9 @@ __device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint1
           v0 += bv, g0 += bg, v1 += bv, g1 += bg;
         }
         const uint32_t y = dev::pack2_16bit(kDt, v0 * dev::gelu(g0), v1 * dev::gelu(g1));
-        cs[r * kLd + j * 4 + q] = static_cast<uint16_t>(y);
-        cs[(r + 8) * kLd + j * 4 + q] = static_cast<uint16_t>(y >> 16);
+        const int c = wgmma_acc_col(ct, j) / 2;  // the pair's output column
+        cs[r * kLd + c] = static_cast<uint16_t>(y);
+        cs[(r + 8) * kLd + c] = static_cast<uint16_t>(y >> 16);
       }
     }
   } else {
@@ -439,7 +437,7 @@ __device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint1
       uint32_t bw[kG], wa[kG], wb[kG];
 #pragma unroll
       for (int g = 0; g < kG; ++g) {
-        const int n = n0 + (j0 + g) * 8 + q * 2;
+        const int n = n0 + wgmma_acc_col(ct, j0 + g);
         bw[g] = ep.bias ? pair_at(ep.bias, 0, n) : 0u;
         wa[g] = ep.res && in_a ? pair_at(ep.res, ra, n) : 0u;
         wb[g] = ep.res && in_b ? pair_at(ep.res, rb8, n) : 0u;
@@ -454,8 +452,9 @@ __device__ __forceinline__ void tma_store_tile16(const float (&d)[BN / 2], uint1
           x0 += b0, x1 += b1, x2 += b0, x3 += b1;
         }
         if (ep.res) x0 += lo(wa[g]), x1 += hi(wa[g]), x2 += lo(wb[g]), x3 += hi(wb[g]);
-        *reinterpret_cast<uint32_t*>(cs + r * kLd + j * 8 + q * 2) = dev::pack2_16bit(kDt, x0, x1);
-        *reinterpret_cast<uint32_t*>(cs + (r + 8) * kLd + j * 8 + q * 2) = dev::pack2_16bit(kDt, x2, x3);
+        const int c = wgmma_acc_col(ct, j);
+        *reinterpret_cast<uint32_t*>(cs + r * kLd + c) = dev::pack2_16bit(kDt, x0, x1);
+        *reinterpret_cast<uint32_t*>(cs + (r + 8) * kLd + c) = dev::pack2_16bit(kDt, x2, x3);
       }
     }
   }

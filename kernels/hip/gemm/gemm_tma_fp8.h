@@ -63,7 +63,7 @@ struct TmaFp8Shape {
 };
 
 // A consumer warpgroup's 64 x BN sums (rows m0 .., columns n0 ..; the wgmma
-// accumulator layout of tma_store_tile) times scale_a[m] and then
+// accumulator layout of wgmma_staging.h) times scale_a[m] and then
 // scale_b[n] ((v * sa) * sb); 0 past M or N (never stored).
 // Each thread loads its two rows' scales and its 2 x BN / 8 columns' once a
 // tile (a wrapper of row8 that loaded nine a group of 8 columns cost the
@@ -71,12 +71,11 @@ struct TmaFp8Shape {
 template <int BN>
 __device__ __forceinline__ void scale_accumulators(float (&acc)[BN / 2], int ct, int m0, int n0, int M, int N,
                                                    const float* scale_a, const float* scale_b) {
-  const int warp = ct / 32, lane = ct % 32;
-  const int r = m0 + warp * 16 + lane / 4;
+  const int r = m0 + wgmma_acc_row(ct);
   const float sa0 = r < M ? scale_a[r] : 0.0f, sa1 = r + 8 < M ? scale_a[r + 8] : 0.0f;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
-    const int n = n0 + j * 8 + (lane % 4) * 2;
+    const int n = n0 + wgmma_acc_col(ct, j);
     const float sb0 = n < N ? scale_b[n] : 0.0f, sb1 = n + 1 < N ? scale_b[n + 1] : 0.0f;
     acc[4 * j] = acc[4 * j] * sa0 * sb0;
     acc[4 * j + 1] = acc[4 * j + 1] * sa0 * sb1;

@@ -92,6 +92,26 @@ bool compact_epilogue(const MatEpilogue& ep, MatEpilogue16<kDt>& c) {
                          static_cast<const uint16_t*>(ep.res), ep.rb, ep.rm, ep.alpha, ep.geglu};
   return true;
 }
+
+// Which register epilogue a kernel takes (kernels/dev/README.md "Measured").
+enum class RegisterUse { kEveryCase, kGegluOnly };
+
+// launch(epilogue) with the fastest form of `ep` its case allows: where out,
+// bias and residual are one 16-bit type kDt (compact_epilogue),
+// RegisterEpilogue16<kDt, kGroup> for every case (kEveryCase: the fp8
+// kernel) or for GEGLU with MatEpilogue16 otherwise (kGegluOnly: the 16-bit
+// kernel); else the general `ep`.
+template <int kDt, RegisterUse kUse, int kGroup, class Launch>
+auto launch_with_epilogue16(const MatEpilogue& ep, const Launch& launch) {
+  MatEpilogue16<kDt> compact;
+  if (!compact_epilogue(ep, compact)) return launch(ep);
+  if constexpr (kUse == RegisterUse::kEveryCase) {
+    return launch(RegisterEpilogue16<kDt, kGroup>{compact});
+  } else {
+    if (compact.geglu) return launch(RegisterEpilogue16<kDt, kGroup>{compact});
+    return launch(compact);
+  }
+}
 #endif
 
 }  // namespace hipq::kernels

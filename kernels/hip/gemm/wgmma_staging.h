@@ -66,16 +66,21 @@ struct KMajorRowsFill {
   }
 };
 
-// Accumulator layout of an m64n128 wgmma (per warp of the warpgroup, 16
+// Accumulator layout of an m64nN wgmma (per warp of the warpgroup, 16
 // rows): for each 8-column group j, d[4j + 0/1] at (row lane/4, cols
-// 8j + 2(lane%4) + 0/1), d[4j + 2/3] eight rows below. Writes warpgroup wg's
+// 8j + 2(lane%4) + 0/1), d[4j + 2/3] eight rows below. For thread t (0..127)
+// of a warpgroup: its first row of the warpgroup's 64, and the first column
+// of its pair in group j.
+__device__ __forceinline__ int wgmma_acc_row(int t) { return (t / 32) * 16 + (t % 32) / 4; }
+__device__ __forceinline__ int wgmma_acc_col(int t, int j) { return j * 8 + (t % 4) * 2; }
+
+// Writes an m64n128 wgmma's accumulators of warpgroup wg = tid / 128 to its
 // rows wg * 64 .. + 63 of cs (row stride ldc floats).
 __device__ __forceinline__ void stage_wgmma_acc(float* cs, int ldc, const float (&d)[64], int tid) {
-  const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-  const int r = wg * 64 + warp * 16 + lane / 4;
+  const int r = (tid / 128) * 64 + wgmma_acc_row(tid % 128);
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    const int c = j * 8 + (lane % 4) * 2;
+    const int c = wgmma_acc_col(tid, j);
     *reinterpret_cast<float2*>(cs + r * ldc + c) = make_float2(d[4 * j], d[4 * j + 1]);
     *reinterpret_cast<float2*>(cs + (r + 8) * ldc + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
   }

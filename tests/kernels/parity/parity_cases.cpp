@@ -650,8 +650,9 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(matmul_case(dt, "geglu_136x264x72_tb_bias", {.M = 136, .N = 264, .K = 72, .trans_b = true, .bias = true, .geglu = true}));
     v.push_back(matmul_case(dt, "geglu_batch2_77x200x64_tb_bias", {.batch_a = 2, .M = 77, .N = 200, .K = 64, .trans_b = true, .bias = true, .geglu = true}));
     v.push_back(matmul_case(dt, "geglu_33x18x40_alpha", {.M = 33, .N = 18, .K = 40, .alpha = 0.5f, .geglu = true}));
-    // The 16-bit register epilogue of the TMA kernel (out rows a multiple of
-    // 8): GEGLU and residual with a partial last tile in m and in n.
+    // The TMA kernel's compact epilogues (out rows a multiple of 8) with a
+    // partial last tile in m and in n: GEGLU (the register epilogue) and a
+    // residual (MatEpilogue16::row8).
     v.push_back(matmul_case(dt, "geglu_136x336x72_tb_bias_alpha", {.M = 136, .N = 336, .K = 72, .trans_b = true, .bias = true, .alpha = 0.5f, .geglu = true}));
     v.push_back(matmul_case(dt, "kmajor_72x344x64_tb_res_alpha", {.M = 72, .N = 344, .K = 64, .trans_b = true, .residual = true, .alpha = 0.25f}));
 
