@@ -103,7 +103,8 @@ int run_check(const CheckFlags& f) {
              m->prompts.size() == 1 ? "" : "s", m->defaults.repeats, m->defaults.repeats == 1 ? "" : "s");
   fmt::print("  parity       golden {}, gate {}\n", m->parity.golden.empty() ? "none" : m->parity.golden,
              m->parity.gate == spec::ParityGate{}
-                 ? fmt::format("default (cosine >= {:g})", spec::kDefaultCosineMin)
+                 ? fmt::format("default (cosine >= {:g}; fp8 {:g})", spec::kDefaultCosineMin,
+                               spec::kDefaultCosineMinFp8)
                  : m->parity.gate.to_json().dump());
   fmt::print("  outputs      {} ({})\n", m->outputs.root.string(), fmt::join(m->outputs.save, ", "));
   if (f.list_jobs) {

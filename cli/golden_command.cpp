@@ -186,10 +186,11 @@ std::string golden_judgement(const engine::Golden& g, const nlohmann::json& prov
   std::string out = "latent [" + shape + "]";
   if (g.has_image()) {
     out += fmt::format("  image {}x{} (default gate: cosine >= {:g}, psnr >= {:g} dB at {})", g.image_width,
-                       g.image_height, *spec::ParityGate{}.cosine_min,
+                       g.image_height, spec::default_cosine_min(g.settings.precision),
                        spec::default_psnr_min(g.settings.precision), g.settings.precision);
   } else {
-    out += fmt::format("  no image (latent-only gate: cosine >= {:g})", *spec::ParityGate{}.cosine_min);
+    out += fmt::format("  no image (latent-only gate: cosine >= {:g} at {})",
+                       spec::default_cosine_min(g.settings.precision), g.settings.precision);
   }
   if (provenance.is_object() && provenance.contains("floor") && provenance["floor"].is_object()) {
     const auto& f = provenance["floor"];

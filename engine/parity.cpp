@@ -137,8 +137,9 @@ ParityResult judge(const ParityMetrics& m, const spec::ParityGate& gate, std::st
   std::string reasons;
   auto fail = [&](const std::string& why) { reasons += (reasons.empty() ? "" : "; ") + why; };
   // Written as !(ok) so a NaN metric fails.
-  if (gate.cosine_min && !(m.cosine >= *gate.cosine_min))
-    fail("cosine " + fmt(m.cosine, 8) + " < " + fmt(*gate.cosine_min, 8));
+  if (const auto cosine_min = gate.cosine_bound(precision); cosine_min && !(m.cosine >= *cosine_min))
+    fail("cosine " + fmt(m.cosine, 8) + " < " + fmt(*cosine_min, 8) +
+         (gate.cosine_min_set ? "" : " (default for " + std::string(precision) + ")"));
   if (gate.max_abs_max && !(m.max_abs <= *gate.max_abs_max))
     fail("max_abs " + fmt(m.max_abs) + " > " + fmt(*gate.max_abs_max));
   if (gate.rel_l2_max && !(m.rel_l2 <= *gate.rel_l2_max))

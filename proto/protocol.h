@@ -30,7 +30,10 @@ namespace hipq::proto {
 // 8: GenerationSettings carries vae_precision (the decode's dtype); a
 // version-7 worker would ignore it and decode in the precision's dtype: an
 // image and a golden key other than the job's.
-inline constexpr uint32_t kProtocolVersion = 8;
+// 9: ParityGate carries cosine_min_set (an unset cosine bound is the job's
+// precision's default: 0.995 for fp8); a version-8 worker would read an
+// unset bound as 0.999 and fail fp8 jobs the gate passes.
+inline constexpr uint32_t kProtocolVersion = 9;
 
 // Jobs a worker holds at once: the one it runs and, with a credit of 2, the
 // next one, leased to it while the first runs so the hand-off round trip

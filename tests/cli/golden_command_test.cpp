@@ -187,7 +187,7 @@ TEST_F(GoldenCommandTest, VerifyNamesLatentOnlyGoldens) {
   ASSERT_EQ(golden("import " + path.string()).status, 0);
   CmdResult v = golden("verify");
   ASSERT_EQ(v.status, 0) << v.out;
-  EXPECT_NE(v.out.find("no image (latent-only gate: cosine >= 0.999)"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("no image (latent-only gate: cosine >= 0.999 at fp32)"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("1 golden(s), 0 bad, 1 latent-only"), std::string::npos) << v.out;
 }
 

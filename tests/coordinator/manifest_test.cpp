@@ -372,7 +372,7 @@ TEST(ManifestTest, FullManifestExpandsPromptsTimesSeedsTimesRepeats) {
   EXPECT_EQ(m->model, (dir.path() / "weights/model.safetensors").string());
   EXPECT_EQ(m->parity.golden, (dir.path() / "goldens").string());
   spec::ParityGate gate;
-  gate.cosine_min = 0.99;
+  ASSERT_TRUE(gate.set("cosine_min", 0.99).ok());
   gate.max_abs_max = 0.5;
   EXPECT_EQ(m->parity.gate, gate);
   EXPECT_TRUE(m->parity.allow_unpinned);

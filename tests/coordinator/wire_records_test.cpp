@@ -23,7 +23,7 @@ TEST(WireRecords, AssignmentCarriesTheJobAndResolvesTheGoldenStore) {
   l.batch.output_root = "/out";
   l.batch.save = {"latent", "png"};
   l.batch.golden_source = "store";
-  l.batch.parity_gate.cosine_min = 0.99;
+  ASSERT_TRUE(l.batch.parity_gate.set("cosine_min", 0.99).ok());
   l.batch.parity_gate.psnr_min_set = true;  // no image bound
   l.attempt = 2;
   DispatchSettings s{"/db/goldens", 3.0};

@@ -401,11 +401,11 @@ TEST(SchemaTest, ParityGatesStoredByVersionOneReadBackTypedAfterMigration) {
   };
   EXPECT_EQ(gate_of(1), spec::ParityGate{});
   spec::ParityGate strict;
-  strict.cosine_min = 0.99;
+  ASSERT_TRUE(strict.set("cosine_min", 0.99).ok());
   strict.max_abs_max = 0.5;
   EXPECT_EQ(gate_of(2), strict);
   spec::ParityGate no_image;
-  no_image.cosine_min.reset();
+  ASSERT_TRUE(no_image.set("cosine_min", std::nullopt).ok());
   no_image.psnr_min_set = true;
   EXPECT_EQ(gate_of(3), no_image);
   EXPECT_FALSE(gate_of(3).psnr_bound("fp32").has_value());

@@ -38,7 +38,7 @@ TEST(ParityTest, NanInOutputIsNonFiniteWhateverTheGate) {
   EXPECT_FALSE(m->finite);
   EXPECT_EQ(m->nonfinite_output, 2);
   spec::ParityGate lax;
-  lax.cosine_min.reset();
+  ASSERT_TRUE(lax.set("cosine_min", std::nullopt).ok());
   auto r = judge(*m, lax);
   EXPECT_EQ(r.verdict, Verdict::kNonFinite);
   EXPECT_NE(r.reason.find("2 NaN/Inf"), std::string::npos);

@@ -28,7 +28,7 @@ spec::ParityGate through_the_wire(const spec::ParityGate& gate) {
 
 TEST(ParityGateCodec, EveryBoundRoundTripsThroughAnEncodedAssignment) {
   spec::ParityGate g;
-  g.cosine_min = 0.99;
+  ASSERT_TRUE(g.set("cosine_min", 0.99).ok());
   g.max_abs_max = 0.5;
   g.rel_l2_max = 0.01;
   g.psnr_min = 30;
@@ -39,22 +39,35 @@ TEST(ParityGateCodec, EveryBoundRoundTripsThroughAnEncodedAssignment) {
 TEST(ParityGateCodec, TheDefaultGateStaysTheDefault) {
   EXPECT_EQ(through_the_wire(spec::ParityGate{}), spec::ParityGate{});
   EXPECT_FALSE(through_the_wire(spec::ParityGate{}).psnr_min_set) << "the precision's default image bound";
+  EXPECT_FALSE(through_the_wire(spec::ParityGate{}).cosine_min_set) << "the precision's default latent bound";
+  EXPECT_EQ(through_the_wire(spec::ParityGate{}).cosine_bound("fp8"), spec::kDefaultCosineMinFp8);
+  EXPECT_EQ(through_the_wire(spec::ParityGate{}).cosine_bound("fp16"), spec::kDefaultCosineMin);
+}
+
+// A gate that names the general default (0.999) keeps it for an fp8 job too.
+TEST(ParityGateCodec, ACosineBoundSetToTheDefaultStaysSet) {
+  spec::ParityGate g;
+  ASSERT_TRUE(g.set("cosine_min", spec::kDefaultCosineMin).ok());
+  spec::ParityGate back = through_the_wire(g);
+  EXPECT_TRUE(back.cosine_min_set);
+  EXPECT_EQ(back.cosine_bound("fp8"), spec::kDefaultCosineMin);
 }
 
 TEST(ParityGateCodec, BoundsSwitchedOffStayOff) {
   spec::ParityGate g;
-  g.cosine_min.reset();
+  ASSERT_TRUE(g.set("cosine_min", std::nullopt).ok());
   g.psnr_min_set = true;  // psnr_min null: no image bound
   spec::ParityGate back = through_the_wire(g);
   EXPECT_EQ(back, g);
   EXPECT_FALSE(back.cosine_min.has_value());
+  EXPECT_FALSE(back.cosine_bound("fp8").has_value());
   EXPECT_FALSE(back.psnr_bound("fp32").has_value());
 }
 
 TEST(ParityGateCodec, ZeroIsABoundNotAnAbsence) {
   spec::ParityGate g;
   g.max_abs_max = 0.0;
-  g.cosine_min = 0.0;
+  ASSERT_TRUE(g.set("cosine_min", 0.0).ok());
   spec::ParityGate back = through_the_wire(g);
   ASSERT_TRUE(back.max_abs_max.has_value());
   EXPECT_EQ(*back.max_abs_max, 0.0);

@@ -42,7 +42,7 @@ TEST(SettingsCodec, VaePrecisionRoundTripsAndItsDefaultStaysEmpty) {
 // A version-7 worker would ignore vae_precision and decode in the precision's
 // dtype, another image than the job's: its hello is refused in its version.
 TEST(SettingsCodec, AVersionSevenHelloIsRefusedSinceItWouldIgnoreVaePrecision) {
-  EXPECT_EQ(kProtocolVersion, 8u);
+  EXPECT_EQ(kProtocolVersion, 9u);
   Envelope old;
   old.set_version(7);
   old.mutable_hello()->set_worker_id("w");
@@ -54,7 +54,7 @@ TEST(SettingsCodec, AVersionSevenHelloIsRefusedSinceItWouldIgnoreVaePrecision) {
   ASSERT_TRUE(back.ParseFromString(*refusal));
   EXPECT_EQ(back.version(), 7u);
   ASSERT_TRUE(back.has_error_reply());
-  EXPECT_NE(back.error_reply().message().find("protocol version 7, the coordinator speaks version 8"),
+  EXPECT_NE(back.error_reply().message().find("protocol version 7, the coordinator speaks version 9"),
             std::string::npos)
       << back.error_reply().message();
 }

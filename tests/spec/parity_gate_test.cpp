@@ -19,6 +19,12 @@ TEST(ParityGateTest, TheDefaultGateIsCosineAndThePrecisionsImageBound) {
   EXPECT_EQ(g.psnr_bound("fp32"), kDefaultPsnrMinFp32);
   EXPECT_EQ(g.psnr_bound("fp16"), kDefaultPsnrMinFp16);
   EXPECT_EQ(g.psnr_bound("bf16"), kDefaultPsnrMinBf16);
+  EXPECT_EQ(g.psnr_bound("fp8"), kDefaultPsnrMinFp8);
+  EXPECT_FALSE(g.cosine_min_set);
+  EXPECT_EQ(g.cosine_bound("fp32"), kDefaultCosineMin);
+  EXPECT_EQ(g.cosine_bound("bf16"), kDefaultCosineMin);
+  EXPECT_EQ(g.cosine_bound("fp8"), kDefaultCosineMinFp8);
+  EXPECT_LT(default_cosine_min("fp8"), default_cosine_min("fp16"));
   EXPECT_DOUBLE_EQ(default_psnr_min("fp32"), 40.0);
   EXPECT_LT(default_psnr_min("fp16"), default_psnr_min("fp32"));
   EXPECT_TRUE(g.validate().ok());
@@ -64,6 +70,19 @@ TEST(ParityGateTest, JsonAbsentKeysKeepDefaultsAndNullSwitchesABoundOff) {
   EXPECT_FALSE(back->cosine_min.has_value());
   EXPECT_EQ(*back->rel_l2_max, 0.1);
   EXPECT_EQ(*back, *off);
+}
+
+TEST(ParityGateTest, CosineMinAbsentIsThePrecisionsDefaultASetBoundHoldsForEveryPrecision) {
+  EXPECT_FALSE(ParityGate{}.to_json().contains("cosine_min"))
+      << "the default is not frozen into stored gates";
+  auto set = ParityGate::from_json({{"cosine_min", 0.999}});
+  ASSERT_TRUE(set.ok());
+  EXPECT_TRUE(set->cosine_min_set);
+  EXPECT_EQ(set->cosine_bound("fp8"), 0.999) << "a gate that names a bound keeps it";
+  EXPECT_EQ(set->to_json()["cosine_min"], 0.999);
+  auto defaults = ParityGate::from_json(ParityGate{}.to_json());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->cosine_bound("fp8"), kDefaultCosineMinFp8);
 }
 
 TEST(ParityGateTest, PsnrMinAbsentIsThePrecisionsDefaultNullIsNoImageBound) {

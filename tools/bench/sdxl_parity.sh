@@ -8,9 +8,10 @@
 # 2. For each precision P in PRECISIONS, tools/golden/make_goldens.py runs diffusers on
 #    that folder, same GPU, no TF32, for every (prompt, seed):
 #      - fp32: the fp32 goldens the fp32 batch is judged against;
-#      - fp16/bf16: the fp32 reference of the job (diffusers computing in fp32 from the
+#      - fp16/bf16/fp8: the fp32 reference of the job (diffusers computing in fp32 from the
 #        noise the job's precision draws), which the batch is judged against, and the
-#        peer's own P run of the same job.
+#        peer's own P run of the same job (for fp8, which diffusers does not run: its bf16
+#        run from the same bf16 noise).
 # 3. `hipq run` runs the batch (hipq's coordinator and one worker on the GPU), each job
 #    judged against its golden with the manifest's gate; then run history, timing
 #    statistics (per phase, per step), peak device memory, and the agreement table of
@@ -90,8 +91,16 @@ for p in $precisions; do
   else
     stamp "diffusers fp32 reference from the $p noise draw"
     goldens "$out/manifest-$p.yaml" "$ref" "$out/goldens-$p-fp32ref.log" --compute-precision fp32
-    stamp "diffusers $p (the peer at the same precision)"
-    goldens "$out/manifest-$p.yaml" "$work/goldens-$p-peer" "$out/goldens-$p-peer.log"
+    if [[ "$p" == fp8 ]]; then
+      # diffusers runs no e4m3 UNet: its peer is diffusers bf16 from the same (bf16) noise draw.
+      peer_label=diffusers-bf16
+      stamp "diffusers bf16 from the fp8 job's noise (the peer; diffusers has no fp8)"
+      goldens "$out/manifest-$p.yaml" "$work/goldens-$p-peer" "$out/goldens-$p-peer.log" --compute-precision bf16
+    else
+      peer_label="diffusers-$p"
+      stamp "diffusers $p (the peer at the same precision)"
+      goldens "$out/manifest-$p.yaml" "$work/goldens-$p-peer" "$out/goldens-$p-peer.log"
+    fi
   fi
   db="$out/$p.db"
   rm -f "$db" "$db"-wal "$db"-shm
@@ -111,10 +120,10 @@ print("peak device memory (max over %d jobs): %.2f GiB" % (len(r), max(r + [0]) 
   python3 "$root/tools/bench/latent_agreement.py" "$work/images/$p" "$ref" --label-a "hipq-$p" --label-b "ref-fp32" \
     | tee "$out/agreement-$p.txt" || true
   if [[ "$p" != fp32 ]]; then
-    python3 "$root/tools/bench/latent_agreement.py" "$work/goldens-$p-peer" "$ref" --label-a "diffusers-$p" \
+    python3 "$root/tools/bench/latent_agreement.py" "$work/goldens-$p-peer" "$ref" --label-a "$peer_label" \
       --label-b "ref-fp32" | tee -a "$out/agreement-$p.txt" || true
     python3 "$root/tools/bench/latent_agreement.py" "$work/images/$p" "$work/goldens-$p-peer" --label-a "hipq-$p" \
-      --label-b "diffusers-$p" | tee -a "$out/agreement-$p.txt" || true
+      --label-b "$peer_label" | tee -a "$out/agreement-$p.txt" || true
   fi
   echo "---- diffusers seconds per image ($p):"
   cat "$out"/goldens-"$p"*.log | grep -oE '\(([0-9.]+) s\)$' | tr -d '()s ' | tr '\n' ' '; echo

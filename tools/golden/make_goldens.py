@@ -409,8 +409,9 @@ def main():
     ap.add_argument("--negative-aesthetic-score", dest="negative_aesthetic_score", type=float)
     ap.add_argument("--compute-precision", choices=("fp32", "fp16", "bf16"),
                     help="compute the reference in this precision whatever the job's precision, from the "
-                         "initial noise the job's precision draws (torch.randn in its dtype): with fp32, "
-                         "the exact answer an fp16/bf16 job is judged against (its precision error alone)")
+                         "initial noise the job's precision draws (torch.randn in its dtype; bf16 for fp8): "
+                         "with fp32, the exact answer an fp16/bf16/fp8 job is judged against (its precision "
+                         "error alone); required for fp8 jobs")
     ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     ap.add_argument("--no-image", action="store_true", help="latent only")
     ap.add_argument("--deterministic", action="store_true", help="torch deterministic algorithms, no TF32")
@@ -441,6 +442,9 @@ def main():
     with open(os.path.join(args.model, "model_index.json")) as f:
         pipeline_class_name = json.load(f)["_class_name"]
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    # The dtype a job's precision draws its noise in: fp8 jobs are bf16 jobs whose UNet
+    # products run in e4m3 (docs/kernels.md, "fp8"), so they draw in bf16.
+    noise_dtypes = dict(dtypes, fp8=torch.bfloat16)
     pipes = {}
     base_scheduler_config = {}
     refiners = {}  # precision -> the refiner's StableDiffusionXLImg2ImgPipeline
@@ -477,6 +481,10 @@ def main():
             # The refiner's weights by hipq's identity of them (`hipq weights sha256`).
             inputs["refiner_weights"] = args.refiner_weights_sha256 or weights_sha256_of_folder(args.refiner_folder)
         key = golden_key.golden_key(weights_sha, s, inputs)
+        if s["precision"] == "fp8" and not args.compute_precision:
+            # diffusers has no e4m3 UNet: an fp8 job's golden is the fp32 reference of its noise.
+            sys.exit("make_goldens: job %d is precision fp8, which diffusers does not run: give "
+                     "--compute-precision fp32 (the reference an fp8 job is judged against) or bf16" % (n + 1))
         precision = args.compute_precision or s["precision"]
         pipe_key = (precision, tuple(loras))
         if pipe_key not in pipes:
@@ -503,7 +511,7 @@ def main():
             # generator itself (img2img_noise_drawn_in), and a draw here would advance it first.
             shape = (1, pipe.unet.config.in_channels, h // pipe.vae_scale_factor, w // pipe.vae_scale_factor)
             latents_in = torch.randn(shape, generator=generator, device=gen_device,
-                                     dtype=dtypes[s["precision"]]).to(device=device, dtype=dtypes[precision])
+                                     dtype=noise_dtypes[s["precision"]]).to(device=device, dtype=dtypes[precision])
         init_image = None
         if s.get("init_image"):
             # img2img (docs/pipeline.md, "img2img"): the init image as diffusers' load_image gives it
@@ -555,7 +563,7 @@ def main():
                          guidance_rescale=float(golden_key.as_float32(s["guidance_rescale"])),
                          generator=generator, output_type="latent")
         t0 = time.time()
-        with torch.no_grad(), img2img_noise_drawn_in(run, dtypes.get(s["precision"], dtypes[precision]), init_image is not None):
+        with torch.no_grad(), img2img_noise_drawn_in(run, noise_dtypes.get(s["precision"], dtypes[precision]), init_image is not None):
             latents = run(prompt=s["prompt"], **common_kw, **extra).images
             if r["refiner"]:
                 latents = decoder(prompt=s["prompt"], image=latents, denoising_start=switch, **common_kw,
