@@ -124,6 +124,45 @@ Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, c
   return Status::Ok();
 }
 
+Status check_conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, const Tensor& y, const Conv2dOptions& o) {
+  constexpr const char* op = "conv2d_fp8";
+  if (x.ndim != 4 || !(x.dtype == DType::kF16 || x.dtype == DType::kBF16) || !x.is_contiguous())
+    return fp8_invalid(op, "x " + x.describe() + " must be [N, C, H, W] f16/bf16, contiguous");
+  const Tensor& c = w.codes;
+  const int64_t C = x.shape[1];
+  if (c.dtype != DType::kU8 || c.ndim != 4 || !c.is_contiguous() || c.shape[3] != fp8_conv_channels(C))
+    return fp8_invalid(op, "w.codes " + c.describe() + " must be [O, kh, kw, " +
+                               std::to_string(fp8_conv_channels(C)) + "] u8, contiguous: the taps of x's " +
+                               std::to_string(C) + " channels padded to whole blocks of " +
+                               std::to_string(kFp8ConvChannelBlock) + " (x " + x.describe() + ")");
+  const int64_t O = c.shape[0], KH = c.shape[1], KW = c.shape[2];
+  if (w.scales.dtype != DType::kF32 || w.scales.ndim != 1 || w.scales.shape[0] != O ||
+      !w.scales.is_contiguous())
+    return fp8_invalid(op, "w.scales " + w.scales.describe() + " must be [" + std::to_string(O) +
+                               "] f32, contiguous, one per output channel of w.codes " + c.describe());
+  if (o.stride != 1 || o.padding < 0)
+    return fp8_invalid(op, "stride " + std::to_string(o.stride) + ", padding " + std::to_string(o.padding) +
+                               ": only stride 1 and padding >= 0 (a strided conv runs as conv2d)");
+  const int up = o.upsample_x2 ? 1 : 0;
+  const int64_t H = x.shape[2] << up, W = x.shape[3] << up;
+  const int64_t Ho = H + 2 * o.padding - KH + 1, Wo = W + 2 * o.padding - KW + 1;
+  if (KH <= 0 || KW <= 0 || Ho <= 0 || Wo <= 0 || y.ndim != 4 || y.dtype != x.dtype || !y.is_contiguous() ||
+      y.shape[0] != x.shape[0] || y.shape[1] != O || y.shape[2] != Ho || y.shape[3] != Wo)
+    return fp8_invalid(op, "y " + y.describe() + " must be [" + std::to_string(x.shape[0]) + ", " +
+                               std::to_string(O) + ", " + std::to_string(Ho) + ", " + std::to_string(Wo) +
+                               "] in x's dtype, contiguous (x " + x.describe() + ", w.codes " + c.describe() +
+                               ")");
+  if (o.bias &&
+      (o.bias->dtype != y.dtype || o.bias->ndim != 1 || o.bias->shape[0] != O || !o.bias->is_contiguous()))
+    return fp8_invalid(op, "bias " + o.bias->describe() + " must be [" + std::to_string(O) +
+                               "] in y's dtype (y " + y.describe() + ")");
+  if (o.residual &&
+      (o.residual->dtype != y.dtype || !o.residual->same_shape(y) || !o.residual->is_contiguous()))
+    return fp8_invalid(op, "residual " + o.residual->describe() +
+                               " must have y's shape and dtype, contiguous: y " + y.describe());
+  return Status::Ok();
+}
+
 Status check_lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, const Tensor& out) {
   auto invalid = [](const std::string& what) { return Status::InvalidArgument("lora_merge: " + what); };
   if (base.ndim != 2 || !(base.dtype == DType::kF32 || base.dtype == DType::kF16 || base.dtype == DType::kBF16) ||

@@ -147,11 +147,29 @@ struct Fp8Rows {
   Tensor scales;
 };
 
+// An fp8 convolution weight (conv2d_fp8, docs/kernels.md "fp8"): codes
+// [O, kh, kw, Cp] u8, taps before channels, each tap's C input channels
+// followed by Cp - C zero codes (Cp = fp8_conv_channels(C): whole k-tiles of
+// the e4m3 kernels), contiguous; scales [O] f32, one an output channel. Made
+// by quantize_fp8_rows of the 16-bit weight in that layout seen as
+// [O, kh * kw * Cp] (the zeros change no amax). Views; the caller owns the
+// memory.
+struct Fp8ConvWeight {
+  Tensor codes;
+  Tensor scales;
+};
+inline constexpr int64_t kFp8ConvChannelBlock = 128;
+inline constexpr int64_t fp8_conv_channels(int64_t c) {
+  return (c + kFp8ConvChannelBlock - 1) / kFp8ConvChannelBlock * kFp8ConvChannelBlock;
+}
+
 // The shape and dtype conditions of quantize_fp8_rows and matmul_fp8, alike
 // on every backend (locations are each backend's own check): InvalidArgument
 // naming the op, the operand and the shapes.
 Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales);
 Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o);
+struct Conv2dOptions;
+Status check_conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, const Tensor& y, const Conv2dOptions& o);
 
 // One low-rank delta of lora_merge (a LoRA pair on one weight): up [O, r]
 // and down [r, I], f32, contiguous, and its coefficient (scale * alpha / r).
@@ -318,6 +336,16 @@ class Backend {
   // [O, C * kh * kw]); out [O, I] f32, contiguous; no deltas: out = base.
   virtual Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out) = 0;
   virtual Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) = 0;
+  // conv2d with both operands in e4m3 (docs/kernels.md "fp8"): x [N, C, H, W]
+  // f16/bf16, contiguous, is quantized per image (the rule of
+  // quantize_fp8_rows over each image's C * H * W values: one scale s_n an
+  // image, so no image's result depends on another's); w its Fp8ConvWeight.
+  // y[n, o, p] = round(acc * w.scales[o] * s_n + bias[o] (+ residual)), acc
+  // the fp32 sum over taps and channels of the e4m3 products (fp64 on cpu).
+  // Stride 1 only (padding and upsample_x2 as conv2d); y, bias, residual in
+  // x's dtype. FailedPrecondition (fp8_refusal) on a device without fp8
+  // products.
+  virtual Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv2dOptions& o) = 0;
   virtual Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                             const GroupNormOptions& o) = 0;
   // Over the last dim; gamma/beta [D] (either may be null for no affine).

@@ -60,8 +60,11 @@ Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const 
     const BoundParam& p = *at.first;
     int64_t numel = 1;
     for (int64_t d : p.part_shape) numel *= d;
-    stats.device_bytes += p.fp8 ? numel + p.part_shape[0] * static_cast<int64_t>(sizeof(float))
-                                : numel * static_cast<int64_t>(kernels::dtype_size(dtype));
+    if (p.fp8_conv)
+      stats.device_bytes += p.fp8_conv->codes.numel() + p.part_shape[0] * static_cast<int64_t>(sizeof(float));
+    else
+      stats.device_bytes += p.fp8 ? numel + p.part_shape[0] * static_cast<int64_t>(sizeof(float))
+                                  : numel * static_cast<int64_t>(kernels::dtype_size(dtype));
   }
   // One wait for every rewrite's device work (WeightLoader::rewrite waits for none).
   HIPQ_RETURN_IF_ERROR(backend.synchronize());

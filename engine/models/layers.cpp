@@ -122,8 +122,8 @@ Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x) co
   return y;
 }
 
-Result<Conv2d> Conv2d::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
-                            int kernel, int stride, int padding, bool bias) {
+Result<Conv2d> Conv2d::bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out, int kernel,
+                            int stride, int padding, bool bias, bool fp8_form) {
   Conv2d c;
   c.in = in;
   c.out = out;
@@ -132,20 +132,31 @@ Result<Conv2d> Conv2d::bind(WeightBinder& b, const std::string& prefix, int64_t 
   c.padding = padding;
   c.has_bias = bias;
   const int64_t fan_in = in * kernel * kernel;
-  HIPQ_ASSIGN_OR_RETURN(c.weight, b.bind(join_key(prefix, "weight"), {out, in, kernel, kernel},
-                                         ParamInit::uniform_fan_in(fan_in)));
+  if (fp8_form && stride == 1) {
+    HIPQ_ASSIGN_OR_RETURN(std::optional<kernels::Fp8ConvWeight> q,
+                          b.bind_fp8_conv(join_key(prefix, "weight"), {out, in, kernel, kernel},
+                                          ParamInit::uniform_fan_in(fan_in)));
+    if (q) c.fp8 = *q;
+  }
+  if (c.fp8.codes.data == nullptr) {
+    HIPQ_ASSIGN_OR_RETURN(c.weight, b.bind(join_key(prefix, "weight"), {out, in, kernel, kernel},
+                                           ParamInit::uniform_fan_in(fan_in)));
+  }
   if (bias) {
     HIPQ_ASSIGN_OR_RETURN(c.bias, b.bind(join_key(prefix, "bias"), {out}, ParamInit::uniform_fan_in(fan_in)));
   }
   return c;
 }
 
-Status Conv2d::forward(kernels::Backend& be, const Tensor& x, Tensor& y, const Tensor* residual) const {
+Status Conv2d::forward(kernels::Backend& be, const Tensor& x, Tensor& y, const Tensor* residual,
+                       bool upsample_x2) const {
   kernels::Conv2dOptions o;
   o.stride = stride;
   o.padding = padding;
   o.bias = has_bias ? &bias : nullptr;
   o.residual = residual;
+  o.upsample_x2 = upsample_x2;
+  if (fp8.codes.data != nullptr) return be.conv2d_fp8(x, fp8, y, o);
   return be.conv2d(x, weight, y, o);
 }
 

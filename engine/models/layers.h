@@ -73,16 +73,24 @@ struct Geglu {
 };
 
 struct Conv2d {
-  kernels::Tensor weight;  // [out, in, k, k]
+  kernels::Tensor weight;  // [out, in, k, k]; no memory when fp8 holds the layer's weight
   kernels::Tensor bias;    // [out]
   bool has_bias = true;
   int64_t in = 0, out = 0;
   int kernel = 3, stride = 1, padding = 1;
+  // The weight's fp8 form (codes.data null when the layer runs in the
+  // model's 16-bit dtype): forward runs conv2d_fp8.
+  kernels::Fp8ConvWeight fp8;
 
-  static Result<Conv2d> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out,
-                             int kernel, int stride, int padding, bool bias = true);
+  // `fp8_form`: a layer that runs in e4m3 where the binder makes fp8 forms
+  // (WeightBinder::bind_fp8_conv; stride 1 only): the UNet's resnet and
+  // upsampler convs, not its first and last.
+  static Result<Conv2d> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t out, int kernel,
+                             int stride, int padding, bool bias = true, bool fp8_form = false);
+  // `upsample_x2`: the conv reads x as its nearest 2x upsample
+  // (Conv2dOptions::upsample_x2).
   Status forward(kernels::Backend& be, const kernels::Tensor& x, kernels::Tensor& y,
-                 const kernels::Tensor* residual = nullptr) const;
+                 const kernels::Tensor* residual = nullptr, bool upsample_x2 = false) const;
   Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
                                   const kernels::Tensor* residual = nullptr) const;
 };

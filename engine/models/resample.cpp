@@ -23,7 +23,8 @@ Result<DeviceTensor> Downsample2D::forward(kernels::Backend& be, const kernels::
 
 Result<Upsample2D> Upsample2D::bind(WeightBinder& b, const std::string& prefix, int64_t channels) {
   Upsample2D u;
-  HIPQ_ASSIGN_OR_RETURN(u.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 1, 1));
+  HIPQ_ASSIGN_OR_RETURN(u.conv, Conv2d::bind(b, join_key(prefix, "conv"), channels, channels, 3, 1, 1, true,
+                                             /*fp8_form=*/true));
   return u;
 }
 
@@ -36,12 +37,7 @@ Result<DeviceTensor> Upsample2D::forward(kernels::Backend& be, const kernels::Te
       return Status::InvalidArgument("Upsample2D: input " + x.describe() + " is not [N, " + std::to_string(conv.in) +
                                      ", H, W]");
     HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, {n, conv.out, h2, w2}));
-    kernels::Conv2dOptions o;
-    o.stride = conv.stride;
-    o.padding = conv.padding;
-    o.bias = conv.has_bias ? &conv.bias : nullptr;
-    o.upsample_x2 = true;
-    HIPQ_RETURN_IF_ERROR(be.conv2d(x, conv.weight, y.t, o));
+    HIPQ_RETURN_IF_ERROR(conv.forward(be, x, y.t, nullptr, /*upsample_x2=*/true));
     return y;
   }
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor up, DeviceTensor::make(be, x.dtype, {n, c, h2, w2}));

@@ -8,15 +8,18 @@ Result<ResnetBlock2D> ResnetBlock2D::bind(WeightBinder& b, const std::string& pr
   r.in = in;
   r.out = out;
   HIPQ_ASSIGN_OR_RETURN(r.norm1, GroupNorm::bind(b, join_key(prefix, "norm1"), in, groups, eps));
-  HIPQ_ASSIGN_OR_RETURN(r.conv1, Conv2d::bind(b, join_key(prefix, "conv1"), in, out, 3, 1, 1));
+  HIPQ_ASSIGN_OR_RETURN(
+      r.conv1, Conv2d::bind(b, join_key(prefix, "conv1"), in, out, 3, 1, 1, true, /*fp8_form=*/true));
   if (temb_channels > 0) {
     HIPQ_ASSIGN_OR_RETURN(Linear t, Linear::bind(b, join_key(prefix, "time_emb_proj"), temb_channels, out));
     r.time_emb_proj = std::move(t);
   }
   HIPQ_ASSIGN_OR_RETURN(r.norm2, GroupNorm::bind(b, join_key(prefix, "norm2"), out, groups, eps));
-  HIPQ_ASSIGN_OR_RETURN(r.conv2, Conv2d::bind(b, join_key(prefix, "conv2"), out, out, 3, 1, 1));
+  HIPQ_ASSIGN_OR_RETURN(
+      r.conv2, Conv2d::bind(b, join_key(prefix, "conv2"), out, out, 3, 1, 1, true, /*fp8_form=*/true));
   if (in != out) {
-    HIPQ_ASSIGN_OR_RETURN(Conv2d s, Conv2d::bind(b, join_key(prefix, "conv_shortcut"), in, out, 1, 1, 0));
+    HIPQ_ASSIGN_OR_RETURN(Conv2d s, Conv2d::bind(b, join_key(prefix, "conv_shortcut"), in, out, 1, 1, 0, true,
+                                                 /*fp8_form=*/true));
     r.conv_shortcut = std::move(s);
   }
   return r;

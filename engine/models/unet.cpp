@@ -1,6 +1,7 @@
 #include "engine/models/unet.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "engine/models/config_json.h"
 #include "engine/models/weight_binder.h"
@@ -349,6 +350,14 @@ Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kern
   m.dtype_ = precision;
   m.fp8_linears_ = fp8_linears;
   WeightLoader loader(weights, backend, precision, {}, fp8_linears);
+  // HIPQ_FP8_CONVS=all|aligned|off: which convolutions an fp8 UNet runs in
+  // e4m3 (WeightLoader::Fp8Convs; for measurements and parity runs).
+  if (const char* env = std::getenv("HIPQ_FP8_CONVS")) {
+    const std::string which = env;
+    if (which == "all") loader.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
+    if (which == "aligned") loader.set_fp8_convs(WeightLoader::Fp8Convs::kAligned);
+    if (which == "off") loader.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
+  }
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();
   m.bound_ = loader.take_bound();

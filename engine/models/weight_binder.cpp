@@ -3,6 +3,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "kernels/fp8_conv_weight.h"
+
 namespace hipq::engine {
 
 using kernels::DType;
@@ -155,7 +157,7 @@ Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<in
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load(local, shape, layout));
   Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
-  bound_.push_back({{prefix_ + local}, shape, layout, dst, std::nullopt});
+  bound_.push_back({{prefix_ + local}, shape, layout, dst, std::nullopt, std::nullopt});
   return dst;
 }
 
@@ -186,7 +188,7 @@ Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, load_stacked(locals, shape, part_shape));
   Tensor dst = buf.tensor(dtype_, shape);
   keep(std::move(buf), static_cast<int64_t>(dst.nbytes()));
-  BoundParam bound{{}, part_shape, ParamLayout::kAsStored, dst, std::nullopt};
+  BoundParam bound{{}, part_shape, ParamLayout::kAsStored, dst, std::nullopt, std::nullopt};
   for (const std::string& local : locals) bound.names.push_back(prefix_ + local);
   bound_.push_back(std::move(bound));
   return dst;
@@ -215,10 +217,36 @@ Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector
   HIPQ_RETURN_IF_ERROR(backend_.synchronize());
   keep(std::move(codes), rows * in);
   keep(std::move(scales), rows * static_cast<int64_t>(sizeof(float)));
-  BoundParam bound{{}, part_shape, layout, q.codes, q};
+  BoundParam bound{{}, part_shape, layout, q.codes, q, std::nullopt};
   for (const std::string& local : locals) bound.names.push_back(prefix_ + local);
   bound_.push_back(std::move(bound));
   return std::optional<kernels::Fp8Rows>(q);
+}
+
+Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const std::string& local,
+                                                                          const std::vector<int64_t>& shape,
+                                                                          const ParamInit&) {
+  if (!fp8_linears_ || fp8_convs_ == Fp8Convs::kOff) return std::optional<kernels::Fp8ConvWeight>();
+  if (shape.size() != 4)
+    return Status::InvalidArgument("bind_fp8_conv: '" + prefix_ + local +
+                                   "' is no [O, C, kh, kw] conv weight: " + shape_str(shape));
+  if (fp8_convs_ == Fp8Convs::kAligned &&
+      (shape[1] % kernels::kFp8ConvChannelBlock != 0 || shape[2] != 3 || shape[3] != 3))
+    return std::optional<kernels::Fp8ConvWeight>();
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, load(local, shape, ParamLayout::kAsStored));
+  const int64_t O = shape[0], taps = shape[2] * shape[3], Cp = kernels::fp8_conv_channels(shape[1]);
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer codes, backend_.allocate(static_cast<size_t>(O * taps * Cp)));
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer scales, backend_.allocate(static_cast<size_t>(O) * sizeof(float)));
+  kernels::Fp8ConvWeight q{codes.tensor(DType::kU8, {O, shape[2], shape[3], Cp}),
+                           scales.tensor(DType::kF32, {O})};
+  HIPQ_RETURN_IF_ERROR(kernels::make_fp8_conv_weight(backend_, weight.tensor(dtype_, shape), q));
+  // The 16-bit weight goes back to the pool once the codes are made.
+  HIPQ_RETURN_IF_ERROR(backend_.synchronize());
+  keep(std::move(codes), O * taps * Cp);
+  keep(std::move(scales), O * static_cast<int64_t>(sizeof(float)));
+  BoundParam bound{{prefix_ + local}, shape, ParamLayout::kAsStored, q.codes, std::nullopt, q};
+  bound_.push_back(std::move(bound));
+  return std::optional<kernels::Fp8ConvWeight>(q);
 }
 
 Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
@@ -231,6 +259,18 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
   const int64_t first = static_cast<int64_t>(part) * rows;
   // A single name is the whole tensor, with its layout; a stacked part is its rows.
   const bool whole = param.names.size() == 1;
+  if (param.fp8_conv) {
+    // A convolution's fp8 form is one name: its 16-bit weight as bind_fp8_conv
+    // made it, then its codes and scales again.
+    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight,
+                          backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
+    HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, weight.tensor(dtype_, param.part_shape)));
+    HIPQ_RETURN_IF_ERROR(
+        kernels::make_fp8_conv_weight(backend_, weight.tensor(dtype_, param.part_shape), *param.fp8_conv));
+    backend_.constant_changed(param.fp8_conv->codes.data);
+    backend_.constant_changed(param.fp8_conv->scales.data);
+    return Status::Ok();
+  }
   if (!param.fp8) {
     Tensor dst = whole ? param.tensor : param.tensor.slice(0, first, rows);
     HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, dst));

@@ -68,14 +68,15 @@ struct ParamSpec {
 // WeightLoader::rewrite writes again in place (a LoRA switch,
 // engine/lora/lora_rebind.h). `names` (prefix applied), each of `part_shape`,
 // stacked on dim 0 in this order; `tensor` the device tensor in the model's
-// dtype, or, when the binder made the fp8 form, `fp8` (codes and row scales)
-// and `tensor` its codes.
+// dtype, or, when the binder made the fp8 form, `fp8` (codes and row scales;
+// `fp8_conv` for a convolution's weight) and `tensor` its codes.
 struct BoundParam {
   std::vector<std::string> names;
   std::vector<int64_t> part_shape;
   ParamLayout layout = ParamLayout::kAsStored;
   kernels::Tensor tensor;
   std::optional<kernels::Fp8Rows> fp8;
+  std::optional<kernels::Fp8ConvWeight> fp8_conv;
 };
 
 class WeightBinder {
@@ -111,6 +112,15 @@ class WeightBinder {
                                                            const ParamInit& /*init*/, ParamLayout /*layout*/) {
     return std::optional<kernels::Fp8Rows>();
   }
+  // A stride-1 convolution's weight [O, C, kh, kw] in its fp8 form when this
+  // binder makes one (the same binders as bind_fp8: kernels::Fp8ConvWeight,
+  // made by kernels::make_fp8_conv_weight from the 16-bit weight, which is
+  // not kept); nullopt otherwise, and the caller binds the 16-bit weight.
+  virtual Result<std::optional<kernels::Fp8ConvWeight>> bind_fp8_conv(const std::string& /*name*/,
+                                                                      const std::vector<int64_t>& /*shape*/,
+                                                                      const ParamInit& /*init*/) {
+    return std::optional<kernels::Fp8ConvWeight>();
+  }
 };
 
 // Records the parameters a config declares; bind() returns an empty tensor.
@@ -134,8 +144,9 @@ class SpecRecorder : public WeightBinder {
 class WeightLoader : public WeightBinder {
  public:
   // `prefix` is prepended to every name (e.g. "" for diffusers folders).
-  // `fp8_linears`: bind_fp8 makes the fp8 form of Linear weights (the
-  // precision fp8; the backend must have fp8 products, BackendInfo).
+  // `fp8_linears`: bind_fp8 and bind_fp8_conv make the fp8 forms of Linear
+  // and stride-1 convolution weights (the precision fp8; the backend must
+  // have fp8 products, BackendInfo).
   WeightLoader(const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
                std::string prefix = {}, bool fp8_linears = false);
   using WeightBinder::bind;
@@ -148,6 +159,15 @@ class WeightLoader : public WeightBinder {
   Result<std::optional<kernels::Fp8Rows>> bind_fp8(const std::vector<std::string>& names,
                                                    const std::vector<int64_t>& part_shape, const ParamInit& init,
                                                    ParamLayout layout) override;
+  Result<std::optional<kernels::Fp8ConvWeight>> bind_fp8_conv(const std::string& name,
+                                                              const std::vector<int64_t>& shape,
+                                                              const ParamInit& init) override;
+  // Which convolutions bind_fp8_conv makes fp8 forms of (with fp8_linears):
+  // kOff (the default) none; kAligned those whose e4m3 k-tiles need no
+  // padding and whose product pays for quantizing the input: 3x3 kernels over
+  // a multiple of 128 channels (docs/kernels.md "fp8"); kAll every one asked.
+  enum class Fp8Convs { kOff, kAligned, kAll };
+  void set_fp8_convs(Fp8Convs which) { fp8_convs_ = which; }
 
   // Names of the source never bound (ignoring known non-parameters such as
   // position_ids buffers): a sign of a wrong config.
@@ -201,6 +221,7 @@ class WeightLoader : public WeightBinder {
   kernels::DType dtype_;
   std::string prefix_;
   bool fp8_linears_ = false;
+  Fp8Convs fp8_convs_ = Fp8Convs::kOff;
   std::set<std::string> used_;
   std::vector<kernels::Buffer> buffers_;
   std::vector<BoundParam> bound_;

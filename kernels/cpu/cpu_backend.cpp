@@ -108,6 +108,9 @@ class CpuBackend final : public Backend {
   Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) override {
     return cpu::matmul_fp8(a, b, out, o);
   }
+  Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv2dOptions& o) override {
+    return cpu::conv2d_fp8(x, w, y, o);
+  }
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
     return cpu::conv2d(x, w, y, o);
   }

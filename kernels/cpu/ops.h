@@ -21,6 +21,7 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions
 Status lora_merge(const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out);
 Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales);
 Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o);
+Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv2dOptions& o);
 Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);
 Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                   const GroupNormOptions& o);

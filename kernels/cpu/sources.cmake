@@ -10,6 +10,7 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/matmul_fp8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/quantize_fp8_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conv2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/conv2d_fp8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/softmax.cpp

@@ -330,6 +330,10 @@ class HipBackend final : public Backend {
     use_device();
     return hip_conv2d(ctx_, x, w, y, o);
   }
+  Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv2dOptions& o) override {
+    use_device();
+    return hip_conv2d_fp8(ctx_, x, w, y, o);
+  }
   Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                     const GroupNormOptions& o) override {
     use_device();

@@ -69,6 +69,8 @@ Status hip_lora_merge(HipContext& ctx, const Tensor& base, std::span<const LoraF
 Status hip_quantize_fp8_rows(HipContext& ctx, const Tensor& x, Tensor& codes, Tensor& scales);
 Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o);
 Status hip_conv2d(HipContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);
+Status hip_conv2d_fp8(HipContext& ctx, const Tensor& x, const Fp8ConvWeight& w, Tensor& y,
+                      const Conv2dOptions& o);
 Status hip_group_norm(HipContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                       const GroupNormOptions& o);
 Status hip_layer_norm(HipContext& ctx, const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y,

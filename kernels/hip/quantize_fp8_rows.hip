@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/fp8_e4m3.h"
+#include "kernels/hip/e4m3x2.h"
 #include "kernels/hip/hip_common.h"
 #include "kernels/hip/hip_ops.h"
 
@@ -37,22 +38,6 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows_kernel(const void*
     if (threadIdx.x == 0) scales[r] = fp8::dequant_scale(s);
     __syncthreads();  // red is reused by the next row
   }
-}
-
-// Two products x * s as e4m3 codes, lo at the lower address: on sm_89 and
-// later the hardware conversion (cvt.rn.satfinite: round to nearest even,
-// saturating to +-448), which is fp8::e4m3_from_f32's rule for every value
-// but NaN, which callers keep off this path (a NaN row takes the software
-// form); elsewhere fp8::quantize.
-__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi, float s) {
-#if HIPQ_VENDOR_NVIDIA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  const float a = hi * s, b = lo * s;
-  uint16_t d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(a), "f"(b));
-  return d;
-#else
-  return static_cast<uint32_t>(fp8::quantize(lo, s)) | (static_cast<uint32_t>(fp8::quantize(hi, s)) << 8);
-#endif
 }
 
 // One warp a row (grid-stride over rows), 8 elements a lane at a time.
@@ -91,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows16_kernel(const uin
       uint32_t w[2] = {0u, 0u};
       if (finite_row) {
 #pragma unroll
-        for (int e = 0; e < 8; e += 2) w[e / 4] |= e4m3x2(v[e], v[e + 1], s) << (8 * (e % 4));
+        for (int e = 0; e < 8; e += 2) w[e / 4] |= dev::e4m3x2(v[e], v[e + 1], s) << (8 * (e % 4));
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) w[e / 4] |= static_cast<uint32_t>(fp8::quantize(v[e], s)) << (8 * (e % 4));

@@ -6,6 +6,7 @@ hipq_gpu_sources(hipq_kernels
   ${CMAKE_CURRENT_LIST_DIR}/matmul_fp8.hip
   ${CMAKE_CURRENT_LIST_DIR}/quantize_fp8_rows.hip
   ${CMAKE_CURRENT_LIST_DIR}/conv2d.hip
+  ${CMAKE_CURRENT_LIST_DIR}/conv2d_fp8.hip
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.hip
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.hip
   ${CMAKE_CURRENT_LIST_DIR}/softmax.hip

@@ -464,6 +464,10 @@ class HipPlanDevice final : public kernels::Backend {
   Status conv2d(const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&, const kernels::Conv2dOptions&) override {
     return none();
   }
+  Status conv2d_fp8(const kernels::Tensor&, const kernels::Fp8ConvWeight&, kernels::Tensor&,
+                    const kernels::Conv2dOptions&) override {
+    return none();
+  }
   Status group_norm(const kernels::Tensor&, const kernels::Tensor&, const kernels::Tensor&, kernels::Tensor&,
                     const kernels::GroupNormOptions&) override {
     return none();

@@ -1,12 +1,12 @@
 // Batch invariance (docs/batching.md): what a batch of jobs runs through, a
 // sample's rows give the same bytes whatever else shares the batch and
 // wherever in the batch the sample sits. For each op a UNet step runs
-// (matmul with bias, the fp8 product and its row quantizer, conv2d, group
-// norm on its vector path and its mixed-dtype path, layer norm, attention,
-// cross attention), one sample alone (batch 1) against the same sample as
-// the first and the last of a batch of 3, byte for byte, on every backend at
-// hand: cpu always, at small shapes; hip when a device is visible, at the
-// SDXL 1024 px shapes too (where the routes choose tiles by size).
+// (matmul with bias, the fp8 product and its row quantizer, the fp8 conv,
+// conv2d, group norm on its vector path and its mixed-dtype path, layer norm,
+// attention, cross attention), one sample alone (batch 1) against the same
+// sample as the first and the last of a batch of 3, byte for byte, on every
+// backend at hand: cpu always, at small shapes; hip when a device is visible,
+// at the SDXL 1024 px shapes too (where the routes choose tiles by size).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/fp8_conv_weight.h"
 
 namespace hipq::kernels {
 namespace {
@@ -157,6 +158,31 @@ void check_backend(Backend& be, DType dt, const Shapes& s, bool fp8) {
                        per = static_cast<size_t>(s.tokens * s.n) * dtype_size(dt);
                        return a.bytes(y);
                      });
+    // x is quantized per image: the middle sample of the batch 50x larger
+    // than the others, so a scale shared by the batch would change theirs.
+    // x must be 16-bit: at f32 the conv runs in bf16, the fp8 precision's type.
+    const DType cdt = dt == DType::kF32 ? DType::kBF16 : dt;
+    expect_invariant(tag + " conv2d_fp8 3x3 + bias", [&](const std::vector<uint64_t>& ids, size_t& per) {
+      Arena a(be);
+      const int64_t B = static_cast<int64_t>(ids.size()), image = s.c * s.hw * s.hw;
+      std::vector<float> xv = sample_values(ids, image, 20);
+      for (size_t b = 0; b < ids.size(); ++b)
+        if (ids[b] == 8)
+          for (int64_t i = 0; i < image; ++i)
+            xv[b * static_cast<size_t>(image) + static_cast<size_t>(i)] *= 50.0f;
+      Tensor x = a.from(xv, cdt, {B, s.c, s.hw, s.hw});
+      Tensor w = a.from(values(s.o * s.c * 9, 21), cdt, {s.o, s.c, 3, 3});
+      Tensor bias = a.from(values(s.o, 22), cdt, {s.o});
+      Fp8ConvWeight fw{a.make(DType::kU8, {s.o, 3, 3, fp8_conv_channels(s.c)}), a.make(DType::kF32, {s.o})};
+      ok(make_fp8_conv_weight(be, w, fw));
+      Tensor y = a.make(cdt, {B, s.o, s.hw, s.hw});
+      Conv2dOptions o;
+      o.padding = 1;
+      o.bias = &bias;
+      ok(be.conv2d_fp8(x, fw, y, o));
+      per = static_cast<size_t>(s.o * s.hw * s.hw) * dtype_size(cdt);
+      return a.bytes(y);
+    });
   }
   expect_invariant(tag + " conv2d 3x3 + bias", [&](const std::vector<uint64_t>& ids, size_t& per) {
     Arena a(be);

@@ -57,6 +57,9 @@ class ForwardingBackend : public Backend {
   Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o) override {
     return inner_->conv2d(x, w, y, o);
   }
+  Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv2dOptions& o) override {
+    return inner_->conv2d_fp8(x, w, y, o);
+  }
   Status group_norm(const Tensor& x, const Tensor& g, const Tensor& b, Tensor& y, const GroupNormOptions& o) override {
     return inner_->group_norm(x, g, b, y, o);
   }

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "parity/parity_case.h"
 #include "tests/kernels/forwarding_backend.h"
@@ -98,12 +101,17 @@ TEST(ParityRunner, InputsAreDeterministicAndRoundedToTheDtype) {
 }
 
 TEST(ParityRunner, FilterSelectsBySubstring) {
+  // The run's own filter is put back after: the parity cases that run after
+  // this test in the same binary still honour it.
+  const char* given = std::getenv("HIPQ_PARITY_FILTER");
+  const std::optional<std::string> saved = given ? std::optional<std::string>(given) : std::nullopt;
   setenv("HIPQ_PARITY_FILTER", "conv2d_f16,softmax", 1);
   EXPECT_TRUE(case_selected("conv2d_f16_2x3"));
   EXPECT_TRUE(case_selected("softmax_bf16_3x5"));
   EXPECT_FALSE(case_selected("conv2d_f32_2x3"));
   unsetenv("HIPQ_PARITY_FILTER");
   EXPECT_TRUE(case_selected("anything"));
+  if (saved) setenv("HIPQ_PARITY_FILTER", saved->c_str(), 1);
 }
 
 }  // namespace

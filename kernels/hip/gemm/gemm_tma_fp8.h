@@ -31,7 +31,9 @@
 // else Epilogue::row8 on 8 consecutive columns.
 // Host side: the maps are encoded per call (gemm_tma.h's driver entry point);
 // prepare_gemm_tma_fp8 says whether the problem takes this path, else the
-// caller runs gemm_wgmma_fp8.h.
+// caller runs gemm_wgmma_fp8.h. The same kernel runs conv2d_fp8
+// (prepare_conv_tma_fp8): B through TmaConvLoad's im2col boxes of an NHWC
+// code image, the images as the batch, one column scale an image.
 #pragma once
 
 #include "kernels/hip/gemm/gemm_tma.h"
@@ -64,19 +66,20 @@ struct TmaFp8Shape {
 
 // A consumer warpgroup's 64 x BN sums (rows m0 .., columns n0 ..; the wgmma
 // accumulator layout of wgmma_staging.h) times scale_a[m] and then
-// scale_b[n] ((v * sa) * sb); 0 past M or N (never stored).
+// scale_b[n * sb_n] ((v * sa) * sb; sb_n 0: one scale for every column, as a
+// convolution's image); 0 past M or N (never stored).
 // Each thread loads its two rows' scales and its 2 x BN / 8 columns' once a
 // tile (a wrapper of row8 that loaded nine a group of 8 columns cost the
 // kernel 15-23 %: docs/benchmarks.md).
 template <int BN>
 __device__ __forceinline__ void scale_accumulators(float (&acc)[BN / 2], int ct, int m0, int n0, int M, int N,
-                                                   const float* scale_a, const float* scale_b) {
+                                                   const float* scale_a, const float* scale_b, int sb_n) {
   const int r = m0 + wgmma_acc_row(ct);
   const float sa0 = r < M ? scale_a[r] : 0.0f, sa1 = r + 8 < M ? scale_a[r + 8] : 0.0f;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int n = n0 + wgmma_acc_col(ct, j);
-    const float sb0 = n < N ? scale_b[n] : 0.0f, sb1 = n + 1 < N ? scale_b[n + 1] : 0.0f;
+    const float sb0 = n < N ? scale_b[n * sb_n] : 0.0f, sb1 = n + 1 < N ? scale_b[(n + 1) * sb_n] : 0.0f;
     acc[4 * j] = acc[4 * j] * sa0 * sb0;
     acc[4 * j + 1] = acc[4 * j + 1] * sa0 * sb1;
     acc[4 * j + 2] = acc[4 * j + 2] * sa1 * sb0;
@@ -84,12 +87,24 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[BN / 2], int ct,
   }
 }
 
-// out = ep(scale_a[m] * scale_b[n] * sum_k A(m, k) B(n, k)) over codes; A
-// through the map ta (k, m, 1), B through tb (k, n, 1).
-template <int BN, class Epilogue>
+// Where a batch entry's column scales start and how far apart they are:
+// scale_b[batch * batch_stride + n * n_stride] (a GEMM: 0 and 1; a
+// convolution: 1 and 0, one scale an image).
+struct Fp8ColumnScales {
+  const float* p = nullptr;
+  int batch_stride = 0, n_stride = 1;
+};
+
+// out[batch] = ep(scale_a[m] * scale_b(batch, n) * sum_k A(m, k) B(n, k))
+// over codes; A through the map ta (k, m, 1), broadcast over the batch; B as
+// `bl` says (TmaRowsLoad: (k, n, 1) rows; TmaConvLoad: the implicit im2col
+// of an NHWC code image, 128 channels of one tap a k-tile). Tiles run n
+// fastest, then m, then batch.
+template <int BN, class BLoad, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
-    gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M, int N,
-                        int K, const float* scale_a, const float* scale_b, Epilogue ep) {
+    gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M,
+                        int N, int K, int batches, BLoad bl, const float* scale_a, Fp8ColumnScales scale_b,
+                        Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
   using S = TmaFp8Shape<BN>;
   static_assert(S::kThreads == 384, "__launch_bounds__ above");
@@ -104,7 +119,7 @@ __global__ void __launch_bounds__(384, 1)
 
   const int m_tiles = (M + S::BM - 1) / S::BM;
   const int n_tiles = (N + S::BN - 1) / S::BN;
-  const int tiles = m_tiles * n_tiles;
+  const int tiles = batches * m_tiles * n_tiles;
   const int k_tiles = (K + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -126,14 +141,15 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int n0 = (t % n_tiles) * S::BN;
-        const int m0 = (t / n_tiles) * S::BM;
+        const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
+        const int batch = t / (n_tiles * m_tiles);
 #pragma unroll 1
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const int s = it % S::kStages;
           if (it >= S::kStages) mbar_wait(empty(s), ((it / S::kStages) - 1) & 1);
           mbar_arrive_expect_tx(full(s), S::kStageBytes);
           tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, 0);
-          tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, 0);
+          bl.load(b_tile(s), &tb, full(s), kt, n0, batch);
         }
       }
     }
@@ -154,7 +170,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int n0 = (t % n_tiles) * S::BN;
-    const int m0 = (t / n_tiles) * S::BM;
+    const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
+    const int batch = t / (n_tiles * m_tiles);
 #pragma unroll
     for (int i = 0; i < S::kAccum; ++i) acc[i] = 0.0f;
 #pragma unroll 1
@@ -182,8 +199,10 @@ __global__ void __launch_bounds__(384, 1)
     // Epilogue: each sum times its row's and column's scales in registers
     // (scale_accumulators), then this warpgroup's 64 x BN piece through its
     // staging buffer, kEpiCols columns a round (gemm_tma.h's).
-    scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b);
-    tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, 0, ep);
+    scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a,
+                              scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride,
+                              scale_b.n_stride);
+    tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, batch, ep);
   }
 #else
   __trap();  // launched only where HipContext::fp8 and wgmma hold
@@ -218,6 +237,14 @@ struct GemmTmaFp8Plan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
+// A k-tile of B for the fp8 GEMM: 128 codes of BN rows (k, n, 1).
+inline TmaRowsLoad fp8_rows_load() {
+  TmaRowsLoad bl;
+  bl.b_batch = 0;
+  bl.bk = kFp8PromotionK;
+  return bl;
+}
+
 // Whether the TMA kernel takes out = A B^T for these code operands (fa.rows
 // == M, fb.rows == N, both K wide) in tiles bn wide; fills `plan` when it does.
 inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, const CodeRowsFill& fb, int M, int N,
@@ -228,23 +255,95 @@ inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, c
          encode_code_rows_map(plan.a, fa, TmaFp8Shape<128>::BM) && encode_code_rows_map(plan.b, fb, bn);
 }
 
-template <int BN, class Epilogue>
-hipError_t launch_gemm_tma_fp8_bn(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
-                                  const float* scale_a, const float* scale_b, const Epilogue& ep) {
+// Whether the TMA kernel takes a stride-1 convolution over e4m3 codes as
+// out[image] = W X^T: the weights fa ([O, T * Cp] code rows, taps before
+// channels, each tap's channels padded to Cp = a multiple of 128; broadcast
+// over the images) and the NHWC code image x [images, H, W, C] (C % 16 == 0:
+// its rows 16-byte multiples; the channels from C to Cp read as the copy
+// engine's zeros), output Ho x Wo (Ho * Wo % 8 == 0), `pad` zeros on each
+// side, KW taps a row. A tile of 160 or 128 pixels, whole output rows or one
+// piece of a row (conv_tile_fits), the one of fewer waves times its width;
+// fills `plan` and `bl` when it can.
+inline bool prepare_conv_tma_fp8(GemmTmaFp8Plan& plan, TmaConvLoad& bl, const CodeRowsFill& fa,
+                                 const uint8_t* x, int images, int H, int W, int C, int Cp, int Ho, int Wo,
+                                 int KW, int pad, int multiprocessors) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (!encode || x == nullptr || images <= 0 || images > 65535 || C <= 0 || C % 16 != 0 ||
+      Cp % kFp8PromotionK != 0 || Cp < C || Ho <= 0 || Wo <= 0 || (static_cast<int64_t>(Ho) * Wo) % 8 != 0 ||
+      fa.rows <= 0 || KW <= 0 || pad < 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return false;
+  const int P = Ho * Wo;
+  int best = 0;
+  int64_t best_cost = 0;
+  for (const int bn : {160, 128}) {
+    if (!conv_tile_fits(bn, Wo)) continue;
+    int blocks = 0;
+    if (!tma_grid_blocks(images, fa.rows, P, bn, multiprocessors, blocks)) continue;
+    const int64_t tiles = static_cast<int64_t>(images) * ((fa.rows + 127) / 128) * ((P + bn - 1) / bn);
+    const int64_t cost = (tiles + multiprocessors - 1) / multiprocessors * bn;  // waves x tile width
+    if (best == 0 || cost < best_cost) {
+      best = bn;
+      best_cost = cost;
+      plan.blocks = blocks;
+    }
+  }
+  if (best == 0 || !encode_code_rows_map(plan.a, fa, TmaFp8Shape<128>::BM)) return false;
+  plan.bn = best;
+  const int bw = std::min(plan.bn, Wo), bh = plan.bn / bw;
+  const uint64_t row = static_cast<uint64_t>(C);
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(C), static_cast<cuuint64_t>(W),
+                              static_cast<cuuint64_t>(H), static_cast<cuuint64_t>(images)};
+  const cuuint64_t strides[3] = {row, row * W, row * W * H};  // bytes between x, y and image neighbours
+  constexpr uint64_t kMaxStride = uint64_t{1} << 40;
+  if (strides[2] >= kMaxStride) return false;
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(kFp8PromotionK), static_cast<cuuint32_t>(bw),
+                             static_cast<cuuint32_t>(bh), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  std::memset(&plan.b, 0, sizeof plan.b);
+  if (encode(&plan.b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<uint8_t*>(x), dims, strides, box,
+             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  bl.cblocks = Cp / kFp8PromotionK;
+  bl.bk = kFp8PromotionK;
+  bl.KW = KW;
+  bl.pad = pad;
+  bl.pad_y = pad;
+  bl.Wo = Wo;
+  return true;
+}
+
+template <int BN, class BLoad, class Epilogue>
+hipError_t launch_gemm_tma_fp8_bn(hipStream_t stream, const GemmTmaFp8Plan& plan, int batches, int M, int N,
+                                  int K, const BLoad& bl, const float* scale_a,
+                                  const Fp8ColumnScales& scale_b, const Epilogue& ep) {
   using S = TmaFp8Shape<BN>;
-  auto* kernel = gemm_tma_fp8_kernel<BN, Epilogue>;
+  auto* kernel = gemm_tma_fp8_kernel<BN, BLoad, Epilogue>;
   if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
       e != hipSuccess)
     return e;
-  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, scale_a, scale_b, ep);
+  kernel<<<plan.blocks, S::kThreads, S::kSmemBytes, stream>>>(plan.a, plan.b, M, N, K, batches, bl, scale_a,
+                                                              scale_b, ep);
   return hipGetLastError();
 }
 
+// out[batch] for `batches` entries, B as `bl` loads it.
+template <class BLoad, class Epilogue>
+hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int batches, int M, int N,
+                               int K, const BLoad& bl, const float* scale_a, const Fp8ColumnScales& scale_b,
+                               const Epilogue& ep) {
+  return plan.bn == 160
+             ? launch_gemm_tma_fp8_bn<160>(stream, plan, batches, M, N, K, bl, scale_a, scale_b, ep)
+             : launch_gemm_tma_fp8_bn<128>(stream, plan, batches, M, N, K, bl, scale_a, scale_b, ep);
+}
+
+// The GEMM of prepare_gemm_tma_fp8: one batch entry, a scale a column.
 template <class Epilogue>
 hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
                                const float* scale_a, const float* scale_b, const Epilogue& ep) {
-  return plan.bn == 160 ? launch_gemm_tma_fp8_bn<160>(stream, plan, M, N, K, scale_a, scale_b, ep)
-                        : launch_gemm_tma_fp8_bn<128>(stream, plan, M, N, K, scale_a, scale_b, ep);
+  Fp8ColumnScales sb;
+  sb.p = scale_b;
+  return launch_gemm_tma_fp8(stream, plan, 1, M, N, K, fp8_rows_load(), scale_a, sb, ep);
 }
 
 }  // namespace hipq::kernels::dev

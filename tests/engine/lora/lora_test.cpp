@@ -493,7 +493,8 @@ TEST(LoraHashes, A1111HashIsTheDataSectionsSha256) {
 std::vector<std::vector<uint8_t>> device_bytes(kernels::Backend& be, const std::vector<BoundParam>& params) {
   std::vector<std::vector<uint8_t>> out;
   for (const BoundParam& p : params) {
-    for (const kernels::Tensor* t : {&p.tensor, p.fp8 ? &p.fp8->scales : nullptr}) {
+    const kernels::Tensor* scales = p.fp8 ? &p.fp8->scales : p.fp8_conv ? &p.fp8_conv->scales : nullptr;
+    for (const kernels::Tensor* t : {&p.tensor, scales}) {
       if (t == nullptr) continue;
       std::vector<uint8_t> b(t->nbytes());
       EXPECT_TRUE(be.copy_to_host(t->data, b.data(), b.size()).ok());
@@ -512,7 +513,8 @@ std::vector<std::string> union_of(std::vector<std::string> a, const std::vector<
 
 // A UNet loaded with set A and switched to set B in place holds the bytes of
 // a UNet loaded fresh with B — at fp32, fp16 (GEGLU's interleaved rows,
-// stacked q|k|v and k|v) and fp8 (each rewritten part's rows quantized again)
+// stacked q|k|v and k|v) and fp8 (each rewritten part's rows quantized again,
+// a conv's taps-last codes made again)
 // — every weight neither set touches keeps its bytes, and the parameters stay
 // at their addresses. Then back to the base: the base's bytes.
 TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
@@ -538,6 +540,12 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
                                  : precision == "fp16" ? kernels::DType::kF16
                                                        : kernels::DType::kBF16;
     const bool fp8 = precision == "fp8";
+    // fp8 with every conv the UNet asks for in e4m3 (its padded taps-last
+    // codes made again by a switch), whatever the default rule.
+    if (fp8) setenv("HIPQ_FP8_CONVS", "all", 1);
+    struct Unset {
+      ~Unset() { unsetenv("HIPQ_FP8_CONVS"); }
+    } unset;
     auto load = [&](const LoraSet& set) {
       auto u = UNet::load(*cfg, *set.components.weights.at("unet"), be, dtype, fp8);
       EXPECT_TRUE(u.ok()) << u.status().ToString();
@@ -563,7 +571,7 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
       bool holds_touched = false;
       for (const std::string& n : params[k].names)
         holds_touched |= std::binary_search(touched.begin(), touched.end(), n);
-      for (int part = 0; part < (params[k].fp8 ? 2 : 1); ++part, ++i) {
+      for (int part = 0; part < (params[k].fp8 || params[k].fp8_conv ? 2 : 1); ++part, ++i) {
         if (!holds_touched) {
           EXPECT_EQ(after[i], before[i]) << params[k].names[0];
         }
@@ -571,6 +579,11 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
       }
     }
     EXPECT_GE(changed, touched.size() - 2);  // stacked parts share a parameter
+    if (fp8) {
+      int convs = 0;
+      for (const BoundParam& p : params) convs += p.fp8_conv ? 1 : 0;
+      EXPECT_GT(convs, 0) << "the fp8 UNet holds fp8 convolutions";
+    }
     // All LoRAs removed: the base's bytes.
     ASSERT_TRUE(rebind_weights(params, set_b->targets.at("unet"), *base_set->components.weights.at("unet"), be,
                                dtype, fp8)

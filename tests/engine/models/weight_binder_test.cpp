@@ -149,6 +149,59 @@ TEST(WeightBinderTest, Fp8LinearsKeepCodesAndRowScalesAndStayCloseToBf16) {
   EXPECT_NE(download(*be, y8->t), download(*be, y16->t));
 }
 
+// fp8 convolutions: the weight kept as taps-last e4m3 codes padded to whole
+// blocks of 128 channels + one scale an output channel, the 16-bit weight not
+// kept; which convs take it is the loader's Fp8Convs rule.
+TEST(WeightBinderTest, Fp8ConvsKeepPaddedTapsLastCodesAndStayCloseToBf16) {
+  const int64_t c = 40, o = 24, hw = 6;
+  Vec w(static_cast<size_t>(o * c * 9)), x(static_cast<size_t>(2 * c * hw * hw));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : w) v = 0.1f * u(rng);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng) * (i < x.size() / 2 ? 1.0f : 30.0f);  // image 1: 30x
+  InMemoryWeightSource src("test source");
+  src.add("c.weight", HostTensor::from_f32(w, {o, c, 3, 3}));
+  src.add("c.bias", HostTensor::from_f32(Vec(o, 0.5f), {o}));
+  src.add("s.weight", HostTensor::from_f32(Vec(o * c, 0.02f), {o, c, 1, 1}));
+  src.add("s.bias", HostTensor::from_f32(Vec(o, 0.0f), {o}));
+  auto be = cpu_backend();
+  WeightLoader plain(src, *be, kernels::DType::kBF16);
+  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, /*fp8_linears=*/true);
+  fp8.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
+  auto c16 = Conv2d::bind(plain, "c", c, o, 3, 1, 1, true, /*fp8_form=*/true);
+  auto c8 = Conv2d::bind(fp8, "c", c, o, 3, 1, 1, true, /*fp8_form=*/true);
+  ASSERT_TRUE(c16.ok() && c8.ok()) << c8.status().ToString();
+  EXPECT_EQ(c16->fp8.codes.data, nullptr);
+  ASSERT_NE(c8->fp8.codes.data, nullptr);
+  EXPECT_EQ(c8->weight.data, nullptr) << "the 16-bit weight is not kept";
+  EXPECT_EQ(c8->fp8.codes.shape_vec(), (std::vector<int64_t>{o, 3, 3, 128}));
+  EXPECT_EQ(fp8.bytes_loaded(), o * 9 * 128 + o * 4 + o * 2);
+  DeviceTensor xt = upload(*be, x, {2, c, hw, hw}, kernels::DType::kBF16);
+  auto y16 = (*c16)(*be, xt.t), y8 = (*c8)(*be, xt.t);
+  ASSERT_TRUE(y16.ok() && y8.ok()) << y8.status().ToString();
+  const Vec a = download(*be, y8->t), b = download(*be, y16->t);
+  EXPECT_GT(cos_of(a, b), 0.998);
+  EXPECT_NE(a, b);
+  // A stride-2 conv, and a layer not asked to, keep their 16-bit weight.
+  auto strided = Conv2d::bind(fp8, "c", c, o, 3, 2, 1, true, /*fp8_form=*/true);
+  auto unasked = Conv2d::bind(fp8, "c", c, o, 3, 1, 1);
+  ASSERT_TRUE(strided.ok() && unasked.ok());
+  EXPECT_EQ(strided->fp8.codes.data, nullptr);
+  EXPECT_EQ(unasked->fp8.codes.data, nullptr);
+  // kAligned: 3x3 over a multiple of 128 channels only; kOff: none.
+  WeightLoader aligned(src, *be, kernels::DType::kBF16, {}, true);
+  aligned.set_fp8_convs(WeightLoader::Fp8Convs::kAligned);
+  auto a40 = Conv2d::bind(aligned, "c", c, o, 3, 1, 1, true, true);
+  auto s1x1 = Conv2d::bind(aligned, "s", c, o, 1, 1, 0, true, true);
+  ASSERT_TRUE(a40.ok() && s1x1.ok());
+  EXPECT_EQ(a40->fp8.codes.data, nullptr) << "40 channels: a padded k-tile";
+  EXPECT_EQ(s1x1->fp8.codes.data, nullptr) << "1x1";
+  WeightLoader off(src, *be, kernels::DType::kBF16, {}, true);
+  auto o40 = Conv2d::bind(off, "c", c, o, 3, 1, 1, true, true);
+  ASSERT_TRUE(o40.ok());
+  EXPECT_EQ(o40->fp8.codes.data, nullptr) << "kOff is the loader's default";
+}
+
 TEST(WeightBinderTest, GegluMatchesValueTimesGeluOfGateOverTheStoredHalves) {
   std::mt19937 rng(7);
   const int64_t rows = 5, in = 12, inner = 9;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "kernels/fp8_conv_weight.h"
 #include "parity/parity_case.h"
 #include "parity/reference_ops.h"
 
@@ -239,6 +240,80 @@ ParityCase conv_case(DType dt, const std::string& tag, int64_t N, int64_t C, int
   c.reference = [=](const std::vector<Tensor>& in) {
     return ref::conv2d(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
                        res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, stride, pad, out_shape, upsample_x2);
+  };
+  return c;
+}
+
+// ---- conv2d_fp8 ---------------------------------------------------------------
+// x [N, C, H, W] in dt and a conv weight [O, C, k, k] in dt, the weight made
+// fp8 on the backend under test (make_fp8_conv_weight: taps before channels,
+// C padded to whole 128-channel blocks), then conv2d_fp8 into dt, which
+// quantizes x per image itself. The reference quantizes both on its own.
+struct ConvFp8Spec {
+  int64_t N, C, H, W, O, k;
+  int pad = 0;
+  bool bias = false, residual = false, upsample_x2 = false;
+  double x_range = 2.0;  // x drawn from [-x_range, x_range]
+  // Non-empty: image n drawn from [-image_ranges[n], image_ranges[n]]
+  // instead, so each image's own scale is what keeps its precision.
+  std::vector<double> image_ranges = {};
+};
+
+// Uniform values for x [N, per_image] image by image, each in its own range;
+// deterministic in `seed` (the harness's draw is one range for the whole buffer).
+std::vector<double> per_image_values(const std::string& seed, int64_t per_image,
+                                     const std::vector<double>& ranges) {
+  uint64_t s = 1469598103934665603ull;
+  for (unsigned char ch : seed) s = (s ^ ch) * 1099511628211ull;
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(per_image) * ranges.size());
+  for (double r : ranges)
+    for (int64_t i = 0; i < per_image; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      const double u = static_cast<double>(s >> 11) * (1.0 / 9007199254740992.0);
+      v.push_back(r * (2.0 * u - 1.0));
+    }
+  return v;
+}
+
+ParityCase conv2d_fp8_case(DType dt, const std::string& tag, const ConvFp8Spec& s, bool heavy = false) {
+  ParityCase c = base("conv2d_fp8", dt, tag, heavy);
+  InputSpec x = input("x", dt, {s.N, s.C, s.H, s.W}, -s.x_range, s.x_range);
+  if (!s.image_ranges.empty()) x.values = per_image_values(c.name + "/x", s.C * s.H * s.W, s.image_ranges);
+  c.inputs = {x, input("w", dt, {s.O, s.C, s.k, s.k}, -0.25, 0.25)};
+  const int up = s.upsample_x2 ? 1 : 0;  // the conv sees x upsampled 2x (nearest)
+  c.out_shape = {s.N, s.O, (s.H << up) + 2 * s.pad - s.k + 1, (s.W << up) + 2 * s.pad - s.k + 1};
+  int bias_i = -1, res_i = -1;
+  if (s.bias) {
+    bias_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("bias", dt, {s.O}));
+  }
+  if (s.residual) {
+    res_i = static_cast<int>(c.inputs.size());
+    c.inputs.push_back(input("residual", dt, c.out_shape));
+  }
+  const int pad = s.pad;
+  const bool upsample_x2 = s.upsample_x2;
+  c.run = [=](Backend& be, const std::vector<Tensor>& in, Tensor& out) -> Status {
+    const Tensor& w = in[1];
+    const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3], Cp = fp8_conv_channels(w.shape[1]);
+    HIPQ_ASSIGN_OR_RETURN(Buffer wc, be.allocate(static_cast<size_t>(O * KH * KW * Cp)));
+    HIPQ_ASSIGN_OR_RETURN(Buffer ws, be.allocate(static_cast<size_t>(O) * 4));
+    Fp8ConvWeight fw{wc.tensor(DType::kU8, {O, KH, KW, Cp}), ws.tensor(DType::kF32, {O})};
+    HIPQ_RETURN_IF_ERROR(make_fp8_conv_weight(be, w, fw));
+    Conv2dOptions o;
+    o.padding = pad;
+    o.upsample_x2 = upsample_x2;
+    o.bias = bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr;
+    o.residual = res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr;
+    HIPQ_RETURN_IF_ERROR(be.conv2d_fp8(in[0], fw, out, o));
+    return be.synchronize();  // the weight's buffers go back to the pool after the conv read them
+  };
+  const std::vector<int64_t> out_shape = c.out_shape;
+  c.reference = [=](const std::vector<Tensor>& in) {
+    return ref::conv2d_fp8(in[0], in[1], bias_i >= 0 ? &in[static_cast<size_t>(bias_i)] : nullptr,
+                           res_i >= 0 ? &in[static_cast<size_t>(res_i)] : nullptr, pad, upsample_x2,
+                           out_shape);
   };
   return c;
 }
@@ -611,6 +686,72 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(quantize_fp8_case(dt, "7x1032", 7, 1032));
     v.push_back(quantize_fp8_case(dt, "6x2056", 6, 2056));
     v.push_back(quantize_fp8_case(dt, "3x5128", 3, 5128));
+    // conv2d_fp8 (x must be 16-bit). On the GPU a conv takes the e4m3 tile
+    // kernel when P = Ho * Wo is a multiple of 8, C of 16 and a 128-pixel tile
+    // is whole output rows (Wo 8, 16, 32) or a piece of one (Wo 256); the rest
+    // (odd P, C = 40, Wo = 24) take the plain kernel. Channels padded to the
+    // 128 block (C = 1, 16, 40, 48, 64, 320) and whole blocks (128, 256); 3x3
+    // pad 1 and pad 0, 1x1; bias, residual, upsample_x2; a wide x range, and
+    // images of unlike magnitudes (each its own scale).
+    if (dt != DType::kF32) {
+      v.push_back(conv2d_fp8_case(dt, "1x1x1x1_o1_k1", {.N = 1, .C = 1, .H = 1, .W = 1, .O = 1, .k = 1}));
+      v.push_back(
+          conv2d_fp8_case(dt, "2x40x7x9_o24_k3_p1_bias",
+                          {.N = 2, .C = 40, .H = 7, .W = 9, .O = 24, .k = 3, .pad = 1, .bias = true}));
+      v.push_back(
+          conv2d_fp8_case(dt, "1x128x7x9_o40_k3_p1_res",
+                          {.N = 1, .C = 128, .H = 7, .W = 9, .O = 40, .k = 3, .pad = 1, .residual = true}));
+      v.push_back(conv2d_fp8_case(
+          dt, "2x16x5x7_o24_k1_bias_res",
+          {.N = 2, .C = 16, .H = 5, .W = 7, .O = 24, .k = 1, .bias = true, .residual = true}));
+      v.push_back(conv2d_fp8_case(
+          dt, "1x64x8x8_o40_k3_p1_bias_res",
+          {.N = 1, .C = 64, .H = 8, .W = 8, .O = 40, .k = 3, .pad = 1, .bias = true, .residual = true}));
+      v.push_back(
+          conv2d_fp8_case(dt, "2x128x16x16_o72_k3_p1_bias",
+                          {.N = 2, .C = 128, .H = 16, .W = 16, .O = 72, .k = 3, .pad = 1, .bias = true}));
+      v.push_back(conv2d_fp8_case(dt, "1x256x4x32_o64_k1_bias",
+                                  {.N = 1, .C = 256, .H = 4, .W = 32, .O = 64, .k = 1, .bias = true}));
+      v.push_back(conv2d_fp8_case(dt, "1x320x10x10_o48_k3_p0_bias",
+                                  {.N = 1, .C = 320, .H = 10, .W = 10, .O = 48, .k = 3, .bias = true}));
+      v.push_back(
+          conv2d_fp8_case(dt, "1x320x6x7_o16_k3_p0", {.N = 1, .C = 320, .H = 6, .W = 7, .O = 16, .k = 3}));
+      v.push_back(conv2d_fp8_case(dt, "1x64x8x24_o32_k3_p1_no_tile_width",
+                                  {.N = 1, .C = 64, .H = 8, .W = 24, .O = 32, .k = 3, .pad = 1}));
+      v.push_back(
+          conv2d_fp8_case(dt, "1x64x2x256_o32_k3_p1_row_pieces",
+                          {.N = 1, .C = 64, .H = 2, .W = 256, .O = 32, .k = 3, .pad = 1, .bias = true}));
+      v.push_back(conv2d_fp8_case(dt, "up2_2x64x4x8_o40_k3_p1_bias_res",
+                                  {.N = 2,
+                                   .C = 64,
+                                   .H = 4,
+                                   .W = 8,
+                                   .O = 40,
+                                   .k = 3,
+                                   .pad = 1,
+                                   .bias = true,
+                                   .residual = true,
+                                   .upsample_x2 = true}));
+      v.push_back(conv2d_fp8_case(
+          dt, "up2_1x40x5x7_o16_k3_p1_bias",
+          {.N = 1, .C = 40, .H = 5, .W = 7, .O = 16, .k = 3, .pad = 1, .bias = true, .upsample_x2 = true}));
+      v.push_back(conv2d_fp8_case(
+          dt, "1x64x8x16_o64_k3_p1_bias_wide_x",
+          {.N = 1, .C = 64, .H = 8, .W = 16, .O = 64, .k = 3, .pad = 1, .bias = true, .x_range = 300.0}));
+      v.push_back(conv2d_fp8_case(dt, "2x48x8x8_o32_k3_p1_bias_image1_x50",
+                                  {.N = 2,
+                                   .C = 48,
+                                   .H = 8,
+                                   .W = 8,
+                                   .O = 32,
+                                   .k = 3,
+                                   .pad = 1,
+                                   .bias = true,
+                                   .image_ranges = {2.0, 100.0}}));
+      v.push_back(conv2d_fp8_case(
+          dt, "3x40x7x9_o24_k3_p1_images_x1_x7_x0p3",
+          {.N = 3, .C = 40, .H = 7, .W = 9, .O = 24, .k = 3, .pad = 1, .image_ranges = {2.0, 14.0, 0.6}}));
+    }
     // matmul: every transpose combination on odd sizes, epilogues, batches, views.
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
@@ -809,6 +950,31 @@ void add_heavy(std::vector<ParityCase>& v) {
     v.push_back(matmul_fp8_case(dt, "sdxl_l2_ff_geglu_2048x10240x1280", {.M = 2048, .N = 10240, .K = 1280, .bias = true, .geglu = true}, true));
     v.push_back(matmul_fp8_case(dt, "sdxl_l2_ff_out_2048x1280x5120_res", {.M = 2048, .N = 1280, .K = 5120, .bias = true, .residual = true}, true));
     v.push_back(matmul_fp8_case(dt, "sdxl_cross_kv_154x2560x2048", {.M = 154, .N = 2560, .K = 2048}, true));
+    // The UNet's convs at 1024 px, CFG batch 2: a resnet conv of each level
+    // (level 1's with the residual of its second conv), the up blocks' first
+    // convs over the skip concat (2560 and 960 channels), the upsampler's
+    // conv reading the half-size input, an up block's 1x1 shortcut.
+    v.push_back(conv2d_fp8_case(
+        dt, "sdxl_2x320x128x128_o320_k3_p1_bias",
+        {.N = 2, .C = 320, .H = 128, .W = 128, .O = 320, .k = 3, .pad = 1, .bias = true}, true));
+    v.push_back(conv2d_fp8_case(
+        dt, "sdxl_2x640x64x64_o640_k3_p1_bias_res",
+        {.N = 2, .C = 640, .H = 64, .W = 64, .O = 640, .k = 3, .pad = 1, .bias = true, .residual = true},
+        true));
+    v.push_back(conv2d_fp8_case(
+        dt, "sdxl_2x1280x32x32_o1280_k3_p1_bias",
+        {.N = 2, .C = 1280, .H = 32, .W = 32, .O = 1280, .k = 3, .pad = 1, .bias = true}, true));
+    v.push_back(conv2d_fp8_case(
+        dt, "sdxl_up_2x2560x32x32_o1280_k3_p1_bias",
+        {.N = 2, .C = 2560, .H = 32, .W = 32, .O = 1280, .k = 3, .pad = 1, .bias = true}, true));
+    v.push_back(conv2d_fp8_case(dt, "sdxl_up_2x960x64x64_o640_k3_p1",
+                                {.N = 2, .C = 960, .H = 64, .W = 64, .O = 640, .k = 3, .pad = 1}, true));
+    v.push_back(conv2d_fp8_case(
+        dt, "sdxl_up2_2x1280x32x32_o1280_k3_p1_bias",
+        {.N = 2, .C = 1280, .H = 32, .W = 32, .O = 1280, .k = 3, .pad = 1, .bias = true, .upsample_x2 = true},
+        true));
+    v.push_back(conv2d_fp8_case(dt, "sdxl_up_2x1920x64x64_o640_k1_bias_shortcut",
+                                {.N = 2, .C = 1920, .H = 64, .W = 64, .O = 640, .k = 1, .bias = true}, true));
   }
   for (DType dt : kFloatTypes) {
     // Transformer GEMMs of SDXL at 1024 px, CFG batch 2: level 1 (640 ch,

@@ -209,6 +209,38 @@ ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
   };
 }
 
+ElementFn conv2d_fp8(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
+                     int padding, bool upsample_x2, const std::vector<int64_t>& out_shape) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3];
+  // The rows quantize_rows reads: host views of the whole inputs, which the
+  // harness hands over contiguous for this op.
+  auto qx = std::make_shared<QuantRows>(quantize_rows(x.reshape({N, C * H * W})));
+  auto qw = std::make_shared<QuantRows>(quantize_rows(w.reshape({O, C * KH * KW})));
+  const int up = upsample_x2 ? 1 : 0;
+  const bool has_bias = bias, has_res = residual;
+  Tensor bias_v = bias ? *bias : Tensor{}, res_v = residual ? *residual : Tensor{};
+  return [=](int64_t i) {
+    std::vector<int64_t> idx = unflatten(i, out_shape);
+    const int64_t n = idx[0], o = idx[1], oy = idx[2], ox = idx[3];
+    const double* xq = qx->q.data() + n * C * H * W;
+    const double* wq = qw->q.data() + o * C * KH * KW;
+    double s = 0;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < KH; ++ky)
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          // The conv sees x upsampled 2x (nearest) with upsample_x2: [2H, 2W].
+          const int64_t iy = oy - padding + ky, ix = ox - padding + kx;
+          if (iy < 0 || iy >= (H << up) || ix < 0 || ix >= (W << up)) continue;
+          s += xq[(c * H + (iy >> up)) * W + (ix >> up)] * wq[(c * KH + ky) * KW + kx];
+        }
+    double v = s * qx->scale[static_cast<size_t>(n)] * qw->scale[static_cast<size_t>(o)];
+    if (has_bias) v += at(bias_v, {o});
+    if (has_res) v += at_vec(res_v, idx);
+    return v;
+  };
+}
+
 ElementFn group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int groups, double eps,
                      bool silu) {
   const int64_t N = x.shape[0], C = x.shape[1];

@@ -33,6 +33,13 @@ ElementFn quantize_fp8_codes(const Tensor& x);
 // upsample_x2: x is read as its nearest 2x upsample (Conv2dOptions::upsample_x2).
 ElementFn conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
                  int stride, int padding, const std::vector<int64_t>& out_shape, bool upsample_x2 = false);
+// conv2d_fp8 (stride 1): x [N, C, H, W] quantized per image (one row of
+// C * H * W values an image) and w [O, C, kh, kw] per output channel (one row
+// of C * kh * kw values: the channel padding of the backend's layout adds only
+// zeros, which change no amax), both by matmul_fp8's reference rule, then the
+// sum of the e4m3 products in fp64, times both scales, + bias, + residual.
+ElementFn conv2d_fp8(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor* residual,
+                     int padding, bool upsample_x2, const std::vector<int64_t>& out_shape);
 ElementFn group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int groups, double eps,
                      bool silu);
 ElementFn layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, double eps);

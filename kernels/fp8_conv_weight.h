@@ -1,0 +1,20 @@
+// The fp8 form of a convolution weight (Fp8ConvWeight, backend.h), made on a
+// backend from its 16-bit (or f32) weight [O, C, kh, kw] by backend ops only:
+// the weight rearranged to taps before channels in a zeroed [O, kh, kw, Cp]
+// buffer of its dtype (copy of a permuted view), then quantize_fp8_rows of
+// that buffer seen as [O, kh * kw * Cp]: one scale an output channel, the
+// padding zero codes. Every backend makes the same bytes.
+#pragma once
+
+#include "base/result.h"
+#include "kernels/backend.h"
+
+namespace hipq::kernels {
+
+// `codes` [O, kh, kw, fp8_conv_channels(C)] u8 and `scales` [O] f32, both
+// contiguous memory of `be`, written from w [O, C, kh, kw] (f32/f16/bf16,
+// contiguous), in the backend's stream order (no wait). InvalidArgument
+// naming the operand whose shape is wrong.
+Status make_fp8_conv_weight(Backend& be, const Tensor& w, const Fp8ConvWeight& out);
+
+}  // namespace hipq::kernels
