@@ -163,9 +163,9 @@ class WeightLoader : public WeightBinder {
                                                               const std::vector<int64_t>& shape,
                                                               const ParamInit& init) override;
   // Which convolutions bind_fp8_conv makes fp8 forms of (with fp8_linears):
-  // kOff (the default) none; kAligned those whose e4m3 k-tiles need no
-  // padding and whose product pays for quantizing the input: 3x3 kernels over
-  // a multiple of 128 channels (docs/kernels.md "fp8"); kAll every one asked.
+  // kAligned (the default) those whose e4m3 k-tiles need no padding and
+  // whose product pays for quantizing the input: 3x3 kernels over a multiple
+  // of 128 channels (docs/kernels.md "fp8"); kAll every one asked; kOff none.
   enum class Fp8Convs { kOff, kAligned, kAll };
   void set_fp8_convs(Fp8Convs which) { fp8_convs_ = which; }
 
@@ -221,7 +221,7 @@ class WeightLoader : public WeightBinder {
   kernels::DType dtype_;
   std::string prefix_;
   bool fp8_linears_ = false;
-  Fp8Convs fp8_convs_ = Fp8Convs::kOff;
+  Fp8Convs fp8_convs_ = Fp8Convs::kAligned;
   std::set<std::string> used_;
   std::vector<kernels::Buffer> buffers_;
   std::vector<BoundParam> bound_;

@@ -36,6 +36,8 @@
 // code image, the images as the batch, one column scale an image.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/hip/gemm/gemm_tma.h"
 #include "kernels/hip/gemm/gemm_wgmma_fp8.h"
 
@@ -99,7 +101,10 @@ struct Fp8ColumnScales {
 // over codes; A through the map ta (k, m, 1), broadcast over the batch; B as
 // `bl` says (TmaRowsLoad: (k, n, 1) rows; TmaConvLoad: the implicit im2col
 // of an NHWC code image, 128 channels of one tap a k-tile). Tiles run n
-// fastest, then m, then batch.
+// fastest, then m, then batch. The GEMM (TmaRowsLoad) is compiled with the
+// batch and the column scales' stride fixed (0 and 1): the same instructions
+// as before the convolution was added, whose run-time batch in the epilogue's
+// addresses cost the SDXL fp8 step 2 ms (docs/benchmarks.md).
 template <int BN, class BLoad, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
     gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M,
@@ -119,7 +124,8 @@ __global__ void __launch_bounds__(384, 1)
 
   const int m_tiles = (M + S::BM - 1) / S::BM;
   const int n_tiles = (N + S::BN - 1) / S::BN;
-  const int tiles = batches * m_tiles * n_tiles;
+  constexpr bool kBatched = !std::is_same_v<BLoad, TmaRowsLoad>;
+  const int tiles = (kBatched ? batches : 1) * m_tiles * n_tiles;
   const int k_tiles = (K + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -141,15 +147,18 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int n0 = (t % n_tiles) * S::BN;
-        const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
-        const int batch = t / (n_tiles * m_tiles);
+        const int m0 = (kBatched ? (t / n_tiles) % m_tiles : t / n_tiles) * S::BM;
+        const int batch = kBatched ? t / (n_tiles * m_tiles) : 0;
 #pragma unroll 1
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const int s = it % S::kStages;
           if (it >= S::kStages) mbar_wait(empty(s), ((it / S::kStages) - 1) & 1);
           mbar_arrive_expect_tx(full(s), S::kStageBytes);
           tma_load_3d(a_tile(s), &ta, full(s), kt * S::BK, m0, 0);
-          bl.load(b_tile(s), &tb, full(s), kt, n0, batch);
+          if constexpr (kBatched)
+            bl.load(b_tile(s), &tb, full(s), kt, n0, batch);
+          else
+            tma_load_3d(b_tile(s), &tb, full(s), kt * S::BK, n0, 0);
         }
       }
     }
@@ -170,8 +179,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int n0 = (t % n_tiles) * S::BN;
-    const int m0 = ((t / n_tiles) % m_tiles) * S::BM;
-    const int batch = t / (n_tiles * m_tiles);
+    const int m0 = (kBatched ? (t / n_tiles) % m_tiles : t / n_tiles) * S::BM;
+    const int batch = kBatched ? t / (n_tiles * m_tiles) : 0;
 #pragma unroll
     for (int i = 0; i < S::kAccum; ++i) acc[i] = 0.0f;
 #pragma unroll 1
@@ -199,9 +208,11 @@ __global__ void __launch_bounds__(384, 1)
     // Epilogue: each sum times its row's and column's scales in registers
     // (scale_accumulators), then this warpgroup's 64 x BN piece through its
     // staging buffer, kEpiCols columns a round (gemm_tma.h's).
-    scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a,
-                              scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride,
-                              scale_b.n_stride);
+    if constexpr (kBatched)
+      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a,
+                                scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride, scale_b.n_stride);
+    else
+      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b.p, 1);
     tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, batch, ep);
   }
 #else

@@ -189,17 +189,17 @@ TEST(WeightBinderTest, Fp8ConvsKeepPaddedTapsLastCodesAndStayCloseToBf16) {
   EXPECT_EQ(strided->fp8.codes.data, nullptr);
   EXPECT_EQ(unasked->fp8.codes.data, nullptr);
   // kAligned: 3x3 over a multiple of 128 channels only; kOff: none.
-  WeightLoader aligned(src, *be, kernels::DType::kBF16, {}, true);
-  aligned.set_fp8_convs(WeightLoader::Fp8Convs::kAligned);
+  WeightLoader aligned(src, *be, kernels::DType::kBF16, {}, true);  // kAligned: the default
   auto a40 = Conv2d::bind(aligned, "c", c, o, 3, 1, 1, true, true);
   auto s1x1 = Conv2d::bind(aligned, "s", c, o, 1, 1, 0, true, true);
   ASSERT_TRUE(a40.ok() && s1x1.ok());
   EXPECT_EQ(a40->fp8.codes.data, nullptr) << "40 channels: a padded k-tile";
   EXPECT_EQ(s1x1->fp8.codes.data, nullptr) << "1x1";
   WeightLoader off(src, *be, kernels::DType::kBF16, {}, true);
+  off.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
   auto o40 = Conv2d::bind(off, "c", c, o, 3, 1, 1, true, true);
   ASSERT_TRUE(o40.ok());
-  EXPECT_EQ(o40->fp8.codes.data, nullptr) << "kOff is the loader's default";
+  EXPECT_EQ(o40->fp8.codes.data, nullptr);
 }
 
 TEST(WeightBinderTest, GegluMatchesValueTimesGeluOfGateOverTheStoredHalves) {
