@@ -210,7 +210,8 @@ __global__ void __launch_bounds__(384, 1)
     // staging buffer, kEpiCols columns a round (gemm_tma.h's).
     if constexpr (kBatched)
       scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a,
-                                scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride, scale_b.n_stride);
+                                scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride,
+                                scale_b.n_stride);
     else
       scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b.p, 1);
     tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, batch, ep);
