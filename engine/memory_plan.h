@@ -70,9 +70,10 @@ struct ModelShapes {
 
 // The dtype of a precision name: fp32 | fp16 | bf16 | fp8; InvalidArgument naming
 // the known ones otherwise.
-// fp8 is bf16 with the UNet's linear layers in e4m3 (fp8_linears).
+// fp8 is bf16 with the UNet's linear layers (and the convs WeightLoader::Fp8Convs
+// picks) in e4m3 (fp8_linears).
 Result<kernels::DType> precision_dtype(const std::string& precision);
-// Whether a precision runs the UNet's linear layers in fp8 (e4m3).
+// Whether a precision runs the UNet's linear layers (and those convs) in fp8 (e4m3).
 bool fp8_linears(const std::string& precision);
 
 // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
