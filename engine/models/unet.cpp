@@ -354,9 +354,13 @@ Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kern
   // e4m3 (WeightLoader::Fp8Convs; for measurements and parity runs).
   if (const char* env = std::getenv("HIPQ_FP8_CONVS")) {
     const std::string which = env;
-    if (which == "all") loader.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
-    if (which == "aligned") loader.set_fp8_convs(WeightLoader::Fp8Convs::kAligned);
-    if (which == "off") loader.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
+    if (which == "all") {
+      loader.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
+    } else if (which == "off") {
+      loader.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
+    } else if (which != "aligned") {
+      return Status::InvalidArgument("HIPQ_FP8_CONVS=" + which + ": expected all, aligned or off");
+    }
   }
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();

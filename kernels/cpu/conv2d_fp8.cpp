@@ -7,11 +7,11 @@
 // s_n, + bias[o], + residual, rounded once to y's dtype.
 #include <vector>
 
+#include "kernels/cpu/e4m3_decode.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/tensor_io.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/fp8_e4m3.h"
 
 namespace hipq::kernels::cpu {
 
@@ -40,17 +40,14 @@ Status conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, Tensor& y, const Conv
 
   // Both operands' values, exact in fp32: x's codes as [N, C, H, W], the
   // weight's [O, kh, kw, Cp] codes as [O, C, kh, kw] (the padding dropped).
-  std::vector<float> xf(xq.size()), wf(static_cast<size_t>(O * C * KH * KW));
-  ThreadPool::global().parallel_for(static_cast<int64_t>(xq.size()), 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
-      xf[static_cast<size_t>(i)] = fp8::f32_from_e4m3(xq[static_cast<size_t>(i)]);
-  });
-  const auto* wq = static_cast<const uint8_t*>(w.codes.data);
+  std::vector<float> xf, wt_f, wf(static_cast<size_t>(O * C * KH * KW));
+  decode_e4m3(codes, xf);
+  decode_e4m3(w.codes, wt_f);
   for (int64_t oc = 0; oc < O; ++oc)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t t = 0; t < KH * KW; ++t)
         wf[static_cast<size_t>((oc * C + c) * KH * KW + t)] =
-            fp8::f32_from_e4m3(wq[(oc * KH * KW + t) * Cp + c]);
+            wt_f[static_cast<size_t>((oc * KH * KW + t) * Cp + c)];
 
   std::vector<float> acc(static_cast<size_t>(N * O * P));
   Tensor xt = Tensor::contiguous(xf.data(), DType::kF32, {N, C, H, W});

@@ -8,36 +8,13 @@
 #include <vector>
 
 #include "kernels/cpu/activations.h"
+#include "kernels/cpu/e4m3_decode.h"
 #include "kernels/cpu/op_checks.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/tensor_io.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/fp8_e4m3.h"
 
 namespace hipq::kernels::cpu {
-namespace {
-
-// The 256 code values, decoded once.
-const float* e4m3_table() {
-  static const std::vector<float> t = [] {
-    std::vector<float> v(256);
-    for (int c = 0; c < 256; ++c) v[static_cast<size_t>(c)] = fp8::f32_from_e4m3(static_cast<uint8_t>(c));
-    return v;
-  }();
-  return t.data();
-}
-
-void decode(const Tensor& codes, std::vector<float>& dst) {
-  const float* table = e4m3_table();
-  const auto* q = static_cast<const uint8_t*>(codes.data);
-  const int64_t n = codes.numel();
-  dst.resize(static_cast<size_t>(n));
-  ThreadPool::global().parallel_for(n, 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dst[static_cast<size_t>(i)] = table[q[i]];
-  });
-}
-
-}  // namespace
 
 Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) {
   constexpr std::string_view op = "matmul_fp8";
@@ -53,8 +30,8 @@ Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulO
   if (M == 0 || N == 0) return Status::Ok();
 
   thread_local std::vector<float> a_buf, b_buf, c_buf, bias_buf, res_buf;
-  decode(a.codes, a_buf);
-  decode(b.codes, b_buf);
+  decode_e4m3(a.codes, a_buf);
+  decode_e4m3(b.codes, b_buf);
   c_buf.resize(static_cast<size_t>(M * N));
   Tensor af = Tensor::contiguous(a_buf.data(), DType::kF32, {M, K});
   Tensor bf = Tensor::contiguous(b_buf.data(), DType::kF32, {N, K});

@@ -5,6 +5,7 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/thread_pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/op_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tensor_io.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/e4m3_decode.cpp
   # ops
   ${CMAKE_CURRENT_LIST_DIR}/matmul.cpp
   ${CMAKE_CURRENT_LIST_DIR}/matmul_fp8.cpp

@@ -164,7 +164,7 @@ Status hip_conv2d_fp8(HipContext& ctx, const Tensor& x, const Fp8ConvWeight& w, 
   const int64_t Hs = H << up, Ws = W << up, Ho = y.shape[2], Wo = y.shape[3], P = Ho * Wo;
   if (N == 0 || O == 0 || P == 0) return Status::Ok();
   if (N > 65535 || O > 65535 || C > (int64_t{1} << 24) || KH * KW * Cp > (int64_t{1} << 30) ||
-      N * C * Hs * Ws > (int64_t{1} << 40) || Hs * Ws > (int64_t{1} << 31))
+      N * C * Hs * Ws > (int64_t{1} << 40) || Hs * Ws > (int64_t{1} << 31) || P > (int64_t{1} << 31) - 1)
     return Status::InvalidArgument("conv2d_fp8: problem too large for one launch: x " + x.describe() +
                                    ", w.codes " + w.codes.describe());
 
@@ -212,13 +212,9 @@ Status hip_conv2d_fp8(HipContext& ctx, const Tensor& x, const Fp8ConvWeight& w, 
                                   static_cast<int>(Hs), static_cast<int>(Ws), static_cast<int>(C),
                                   static_cast<int>(Cp), static_cast<int>(Ho), static_cast<int>(Wo),
                                   static_cast<int>(KW), o.padding, ctx.multiprocessors)) {
-      dev::Fp8ColumnScales sb;
-      sb.p = xs;
-      sb.batch_stride = 1;
-      sb.n_stride = 0;
-      const auto launch = [&](const auto& epilogue) {
+      const auto launch = [&](const auto& epilogue) {  // one column scale an image: xs[image]
         return dev::launch_gemm_tma_fp8(ctx.stream, plan, static_cast<int>(N), static_cast<int>(O),
-                                        static_cast<int>(P), static_cast<int>(KH * KW * Cp), bl, wscale, sb,
+                                        static_cast<int>(P), static_cast<int>(KH * KW * Cp), bl, wscale, xs,
                                         epilogue);
       };
       hipError_t e;
@@ -237,8 +233,6 @@ Status hip_conv2d_fp8(HipContext& ctx, const Tensor& x, const Fp8ConvWeight& w, 
 #endif
   const dim3 grid(static_cast<unsigned>((P + kThreads - 1) / kThreads), static_cast<unsigned>(O),
                   static_cast<unsigned>(N));
-  if ((P + kThreads - 1) / kThreads > 0x7fffffff)
-    return Status::InvalidArgument("conv2d_fp8: too many pixels for the plain kernel: y " + y.describe());
   conv2d_fp8_simt_kernel<<<grid, kThreads, 0, ctx.stream>>>(
       static_cast<const uint8_t*>(xq.data()), static_cast<const uint8_t*>(w.codes.data), wscale, xs,
       static_cast<int>(C), static_cast<int>(Cp), static_cast<int>(Hs), static_cast<int>(Ws),

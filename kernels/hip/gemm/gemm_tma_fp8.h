@@ -89,26 +89,19 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[BN / 2], int ct,
   }
 }
 
-// Where a batch entry's column scales start and how far apart they are:
-// scale_b[batch * batch_stride + n * n_stride] (a GEMM: 0 and 1; a
-// convolution: 1 and 0, one scale an image).
-struct Fp8ColumnScales {
-  const float* p = nullptr;
-  int batch_stride = 0, n_stride = 1;
-};
-
-// out[batch] = ep(scale_a[m] * scale_b(batch, n) * sum_k A(m, k) B(n, k))
-// over codes; A through the map ta (k, m, 1), broadcast over the batch; B as
-// `bl` says (TmaRowsLoad: (k, n, 1) rows; TmaConvLoad: the implicit im2col
-// of an NHWC code image, 128 channels of one tap a k-tile). Tiles run n
-// fastest, then m, then batch. The GEMM (TmaRowsLoad) is compiled with the
-// batch and the column scales' stride fixed (0 and 1): the same instructions
-// as before the convolution was added, whose run-time batch in the epilogue's
-// addresses cost the SDXL fp8 step 2 ms (docs/benchmarks.md).
+// The GEMM (BLoad TmaRowsLoad, B through tb (k, n, 1)): out = ep(scale_a[m]
+// * scale_b[n] * sum_k A(m, k) B(n, k)) over codes, A through the map ta
+// (k, m, 1). The convolution (TmaConvLoad: the implicit im2col of an NHWC
+// code image, 128 channels of one tap a k-tile): out[batch] with A broadcast
+// over the batch and one column scale a batch entry, scale_b[batch]; tiles
+// run n fastest, then m, then batch. The GEMM is compiled with the batch
+// fixed at 0: the same instructions as before the convolution was added,
+// whose run-time batch in the epilogue's addresses cost the SDXL fp8 step
+// 2 ms (docs/benchmarks.md).
 template <int BN, class BLoad, class Epilogue>
 __global__ void __launch_bounds__(384, 1)
     gemm_tma_fp8_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int M,
-                        int N, int K, int batches, BLoad bl, const float* scale_a, Fp8ColumnScales scale_b,
+                        int N, int K, int batches, BLoad bl, const float* scale_a, const float* scale_b,
                         Epilogue ep) {
 #if HIPQ_WGMMA_DEVICE
   using S = TmaFp8Shape<BN>;
@@ -209,11 +202,9 @@ __global__ void __launch_bounds__(384, 1)
     // (scale_accumulators), then this warpgroup's 64 x BN piece through its
     // staging buffer, kEpiCols columns a round (gemm_tma.h's).
     if constexpr (kBatched)
-      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a,
-                                scale_b.p + static_cast<int64_t>(batch) * scale_b.batch_stride,
-                                scale_b.n_stride);
+      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b + batch, 0);
     else
-      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b.p, 1);
+      scale_accumulators<S::BN>(acc, ct, m0 + cw * 64, n0, M, N, scale_a, scale_b, 1);
     tma_epilogue<S::BN, S::kEpiCols, S::kLdc>(acc, cs, epi_bar, ct, m0 + cw * 64, n0, M, N, batch, ep);
   }
 #else
@@ -249,14 +240,6 @@ struct GemmTmaFp8Plan {
   int blocks = 1;  // persistent grid: min(tiles, multiprocessors)
 };
 
-// A k-tile of B for the fp8 GEMM: 128 codes of BN rows (k, n, 1).
-inline TmaRowsLoad fp8_rows_load() {
-  TmaRowsLoad bl;
-  bl.b_batch = 0;
-  bl.bk = kFp8PromotionK;
-  return bl;
-}
-
 // Whether the TMA kernel takes out = A B^T for these code operands (fa.rows
 // == M, fb.rows == N, both K wide) in tiles bn wide; fills `plan` when it does.
 inline bool prepare_gemm_tma_fp8(GemmTmaFp8Plan& plan, const CodeRowsFill& fa, const CodeRowsFill& fb, int M, int N,
@@ -285,22 +268,11 @@ inline bool prepare_conv_tma_fp8(GemmTmaFp8Plan& plan, TmaConvLoad& bl, const Co
       fa.rows <= 0 || KW <= 0 || pad < 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return false;
   const int P = Ho * Wo;
-  int best = 0;
-  int64_t best_cost = 0;
-  for (const int bn : {160, 128}) {
-    if (!conv_tile_fits(bn, Wo)) continue;
-    int blocks = 0;
-    if (!tma_grid_blocks(images, fa.rows, P, bn, multiprocessors, blocks)) continue;
-    const int64_t tiles = static_cast<int64_t>(images) * ((fa.rows + 127) / 128) * ((P + bn - 1) / bn);
-    const int64_t cost = (tiles + multiprocessors - 1) / multiprocessors * bn;  // waves x tile width
-    if (best == 0 || cost < best_cost) {
-      best = bn;
-      best_cost = cost;
-      plan.blocks = blocks;
-    }
-  }
-  if (best == 0 || !encode_code_rows_map(plan.a, fa, TmaFp8Shape<128>::BM)) return false;
-  plan.bn = best;
+  plan.bn = gemm_tma_tile_n(images, fa.rows, P, multiprocessors,
+                            [Wo](int bn) { return (bn == 160 || bn == 128) && conv_tile_fits(bn, Wo); });
+  if (plan.bn == 0 || !tma_grid_blocks(images, fa.rows, P, plan.bn, multiprocessors, plan.blocks) ||
+      !encode_code_rows_map(plan.a, fa, TmaFp8Shape<128>::BM))
+    return false;
   const int bw = std::min(plan.bn, Wo), bh = plan.bn / bw;
   const uint64_t row = static_cast<uint64_t>(C);
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(C), static_cast<cuuint64_t>(W),
@@ -327,8 +299,8 @@ inline bool prepare_conv_tma_fp8(GemmTmaFp8Plan& plan, TmaConvLoad& bl, const Co
 
 template <int BN, class BLoad, class Epilogue>
 hipError_t launch_gemm_tma_fp8_bn(hipStream_t stream, const GemmTmaFp8Plan& plan, int batches, int M, int N,
-                                  int K, const BLoad& bl, const float* scale_a,
-                                  const Fp8ColumnScales& scale_b, const Epilogue& ep) {
+                                  int K, const BLoad& bl, const float* scale_a, const float* scale_b,
+                                  const Epilogue& ep) {
   using S = TmaFp8Shape<BN>;
   auto* kernel = gemm_tma_fp8_kernel<BN, BLoad, Epilogue>;
   if (hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
@@ -339,10 +311,10 @@ hipError_t launch_gemm_tma_fp8_bn(hipStream_t stream, const GemmTmaFp8Plan& plan
   return hipGetLastError();
 }
 
-// out[batch] for `batches` entries, B as `bl` loads it.
+// out[batch] for `batches` entries, B as `bl` loads it (gemm_tma_fp8_kernel).
 template <class BLoad, class Epilogue>
 hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int batches, int M, int N,
-                               int K, const BLoad& bl, const float* scale_a, const Fp8ColumnScales& scale_b,
+                               int K, const BLoad& bl, const float* scale_a, const float* scale_b,
                                const Epilogue& ep) {
   return plan.bn == 160
              ? launch_gemm_tma_fp8_bn<160>(stream, plan, batches, M, N, K, bl, scale_a, scale_b, ep)
@@ -353,9 +325,7 @@ hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, i
 template <class Epilogue>
 hipError_t launch_gemm_tma_fp8(hipStream_t stream, const GemmTmaFp8Plan& plan, int M, int N, int K,
                                const float* scale_a, const float* scale_b, const Epilogue& ep) {
-  Fp8ColumnScales sb;
-  sb.p = scale_b;
-  return launch_gemm_tma_fp8(stream, plan, 1, M, N, K, fp8_rows_load(), scale_a, sb, ep);
+  return launch_gemm_tma_fp8(stream, plan, 1, M, N, K, TmaRowsLoad{}, scale_a, scale_b, ep);
 }
 
 }  // namespace hipq::kernels::dev

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "reference_data.h"
 
 namespace hipq::engine {
@@ -127,6 +129,21 @@ TEST(UNetReferenceTest, Fp8LinearLayersStayCloseToFp32Reference) {
               max_abs_diff(fp8.out, fp8.ref), 1 - cosine(bf16.out, bf16.ref));
   EXPECT_GT(cos, 0.99);
   EXPECT_NE(fp8.out, bf16.out);  // the linear layers did run in e4m3
+}
+
+TEST(UNetTest, AnUnknownFp8ConvsSettingIsRefusedAtLoad) {
+  auto m = make_synthetic_model("tiny-sdxl");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto cfg = UNetConfig::from_json(m->configs.at("unet"), "unet/config.json");
+  auto be = cpu_backend();
+  setenv("HIPQ_FP8_CONVS", "none", 1);
+  auto unet = UNet::load(*cfg, *m->weights.at("unet"), *be, kernels::DType::kBF16, /*fp8_linears=*/true);
+  unsetenv("HIPQ_FP8_CONVS");
+  ASSERT_FALSE(unet.ok());
+  EXPECT_EQ(unet.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unet.status().message().find("HIPQ_FP8_CONVS=none: expected all, aligned or off"),
+            std::string::npos)
+      << unet.status().message();
 }
 
 TEST(UNetTest, RejectsInputsThatDoNotFitTheConfig) {
