@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "db/schema.h"
@@ -120,12 +121,27 @@ Status Database::apply_pragmas(const Options& options, bool in_memory) {
   // connection may be holding.
   sqlite3_busy_timeout(db_, static_cast<int>(options.busy_timeout.count()));
   if (!in_memory && !options.read_only) {
-    Statement wal(*this, "PRAGMA journal_mode=WAL");
-    HIPQ_ASSIGN_OR_RETURN(bool row, wal.step());
-    if (!row || wal.column_text(0) != "wal") {
-      return Status::IOError("database " + describe_ + ": cannot switch to WAL journal mode (got '" +
-                             (row ? wal.column_text(0) : std::string()) +
-                             "'); is it on a filesystem without shared memory support?");
+    // Two connections switching a fresh file at once each hold a shared lock
+    // and want the exclusive one: SQLite answers one of them SQLITE_BUSY at
+    // once, without its busy handler (waiting could deadlock). Its statement
+    // has let go of the lock by then, so try again until the busy timeout.
+    const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
+    for (int attempt = 0;; ++attempt) {
+      Statement wal(*this, "PRAGMA journal_mode=WAL");
+      Result<bool> row = wal.step();
+      if (!row.ok()) {
+        if (row.status().code() == StatusCode::kUnavailable && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt % 8)));
+          continue;
+        }
+        return row.status();
+      }
+      if (!*row || wal.column_text(0) != "wal") {
+        return Status::IOError("database " + describe_ + ": cannot switch to WAL journal mode (got '" +
+                               (*row ? wal.column_text(0) : std::string()) +
+                               "'); is it on a filesystem without shared memory support?");
+      }
+      break;
     }
   }
   // FULL: a committed job state survives power loss, not just a crash.
