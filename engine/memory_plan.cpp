@@ -40,17 +40,38 @@ int64_t numel(const std::vector<int64_t>& shape) {
 
 struct ParamBytes {
   int64_t all = 0;
-  int64_t conv = 0;  // 4-D weights
+  int64_t conv = 0;  // 4-D weights kept in `dtype` (the ones a backend keeps forms of)
 };
 
+// The device blocks of `specs` (those whose name starts with `only_prefix` or
+// `or_prefix` when given) as a loader binds them: each device tensor (a
+// stack of parts is one) in `dtype`, or, with `fp8` (a UNet of precision fp8,
+// the convs that setting takes), a Linear weight as e4m3 codes and a scale a
+// row and a taken conv weight as its Fp8ConvWeight (codes [O, kh, kw, Cp],
+// a scale an output channel): WeightLoader::bind_fp8 / bind_fp8_conv.
 ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const kernels::Backend& be,
-                       std::string_view only_prefix = {}, std::string_view or_prefix = {}) {
+                       std::string_view only_prefix = {}, std::string_view or_prefix = {},
+                       const WeightLoader::Fp8Convs* fp8 = nullptr) {
+  auto block = [&](int64_t bytes) { return static_cast<int64_t>(be.block_bytes(static_cast<size_t>(bytes))); };
   ParamBytes b;
-  for (const ParamSpec& p : specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParamSpec& p = specs[i];
+    if (p.stack == 0) continue;  // counted with its stack's first part
     if (!only_prefix.empty() && !p.name.starts_with(only_prefix) && (or_prefix.empty() || !p.name.starts_with(or_prefix)))
       continue;
-    const int64_t bytes =
-        static_cast<int64_t>(be.block_bytes(static_cast<size_t>(numel(p.shape) * dsize(dtype))));
+    const int64_t parts = std::min<int64_t>(p.stack, static_cast<int64_t>(specs.size() - i));
+    const int64_t part = numel(p.shape);
+    const int64_t rows = p.shape.empty() ? 1 : p.shape[0] * parts;
+    if (fp8 != nullptr && p.fp8 == Fp8Form::kRows) {
+      b.all += block(part * parts) + block(rows * static_cast<int64_t>(sizeof(float)));
+      continue;
+    }
+    if (fp8 != nullptr && p.fp8 == Fp8Form::kConv && WeightLoader::takes_fp8_conv(*fp8, p.shape)) {
+      const int64_t codes = p.shape[0] * p.shape[2] * p.shape[3] * kernels::fp8_conv_channels(p.shape[1]);
+      b.all += block(codes) + block(p.shape[0] * static_cast<int64_t>(sizeof(float)));
+      continue;
+    }
+    const int64_t bytes = block(part * parts * dsize(dtype));
     b.all += bytes;
     if (p.shape.size() == 4) b.conv += bytes;
   }
@@ -151,6 +172,13 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     return Status::InvalidArgument("plan_memory: a VAE tile (" + std::to_string(vae_tile) +
                                    " px) is a multiple of 8 px, at least 16, in the low placement only");
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
+  // An fp8 job's UNet weights as its loader holds them: the convs it takes
+  // are those of HIPQ_FP8_CONVS (UNet::load reads the same).
+  const bool fp8 = fp8_linears(s.precision);
+  WeightLoader::Fp8Convs fp8_convs = WeightLoader::Fp8Convs::kOff;
+  if (fp8) {
+    HIPQ_ASSIGN_OR_RETURN(fp8_convs, WeightLoader::fp8_convs_from_env());
+  }
   // The decoding model's VAE (the refiner's in a base + refiner job).
   const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
   HIPQ_ASSIGN_OR_RETURN(const DType job_dtype, job_vae_dtype(decoder.family, decoder.vae, s));
@@ -186,7 +214,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     ModelNeeds n;
     const DType vae_dt = &m == &decoder ? vae_dtype : vae_dtype_for(m.family, m.vae, dtype);
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(m.unet));
-    const ParamBytes unet = param_bytes(unet_specs, dtype, backend);
+    const ParamBytes unet = param_bytes(unet_specs, dtype, backend, {}, {}, fp8 ? &fp8_convs : nullptr);
     plan.unet_weights += unet.all;
     if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms += unet.conv;
     for (const ClipTextConfig& c : m.text_encoders) {

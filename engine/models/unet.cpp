@@ -1,7 +1,6 @@
 #include "engine/models/unet.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "engine/models/config_json.h"
 #include "engine/models/weight_binder.h"
@@ -352,15 +351,9 @@ Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kern
   WeightLoader loader(weights, backend, precision, {}, fp8_linears);
   // HIPQ_FP8_CONVS=all|aligned|off: which convolutions an fp8 UNet runs in
   // e4m3 (WeightLoader::Fp8Convs; for measurements and parity runs).
-  if (const char* env = std::getenv("HIPQ_FP8_CONVS")) {
-    const std::string which = env;
-    if (which == "all") {
-      loader.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
-    } else if (which == "off") {
-      loader.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
-    } else if (which != "aligned") {
-      return Status::InvalidArgument("HIPQ_FP8_CONVS=" + which + ": expected all, aligned or off");
-    }
+  if (fp8_linears) {
+    HIPQ_ASSIGN_OR_RETURN(WeightLoader::Fp8Convs convs, WeightLoader::fp8_convs_from_env());
+    loader.set_fp8_convs(convs);
   }
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();

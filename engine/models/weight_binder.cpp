@@ -1,6 +1,7 @@
 #include "engine/models/weight_binder.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 
 #include "kernels/fp8_conv_weight.h"
@@ -43,8 +44,28 @@ Result<std::vector<int64_t>> stacked_shape(size_t parts, const std::vector<int64
 
 Result<Tensor> SpecRecorder::bind(const std::string& name, const std::vector<int64_t>& shape,
                                   const ParamInit& init, ParamLayout) {
-  specs_.push_back({name, shape, init});
+  specs_.push_back({name, shape, init, asked_form(name)});
   return shape_only(shape);
+}
+
+Fp8Form SpecRecorder::asked_form(const std::string& name) const {
+  if (fp8_rows_.count(name) != 0) return Fp8Form::kRows;
+  if (fp8_convs_.count(name) != 0) return Fp8Form::kConv;
+  return Fp8Form::kNone;
+}
+
+Result<std::optional<kernels::Fp8Rows>> SpecRecorder::bind_fp8(const std::vector<std::string>& names,
+                                                               const std::vector<int64_t>&, const ParamInit&,
+                                                               ParamLayout) {
+  fp8_rows_.insert(names.begin(), names.end());
+  return std::optional<kernels::Fp8Rows>();
+}
+
+Result<std::optional<kernels::Fp8ConvWeight>> SpecRecorder::bind_fp8_conv(const std::string& name,
+                                                                          const std::vector<int64_t>&,
+                                                                          const ParamInit&) {
+  fp8_convs_.insert(name);
+  return std::optional<kernels::Fp8ConvWeight>();
 }
 
 WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend, DType dtype,
@@ -56,7 +77,8 @@ bool WeightLoader::has(const std::string& name) const { return source_.contains(
 Result<Tensor> SpecRecorder::bind_stacked(const std::vector<std::string>& names,
                                           const std::vector<int64_t>& part_shape, const ParamInit& init) {
   HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(names.size(), part_shape));
-  for (const std::string& n : names) specs_.push_back({n, part_shape, init});
+  for (const std::string& n : names)
+    specs_.push_back({n, part_shape, init, asked_form(n), n == names.front() ? static_cast<int32_t>(names.size()) : 0});
   return shape_only(shape);
 }
 
@@ -223,6 +245,26 @@ Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector
   return std::optional<kernels::Fp8Rows>(q);
 }
 
+bool WeightLoader::takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape) {
+  switch (which) {
+    case Fp8Convs::kOff: return false;
+    case Fp8Convs::kAll: return true;
+    case Fp8Convs::kAligned:
+      return shape.size() == 4 && shape[1] % kernels::kFp8ConvChannelBlock == 0 && shape[2] == 3 && shape[3] == 3;
+  }
+  return false;
+}
+
+Result<WeightLoader::Fp8Convs> WeightLoader::fp8_convs_from_env() {
+  const char* env = std::getenv("HIPQ_FP8_CONVS");
+  if (env == nullptr) return Fp8Convs::kAligned;
+  const std::string which = env;
+  if (which == "all") return Fp8Convs::kAll;
+  if (which == "off") return Fp8Convs::kOff;
+  if (which == "aligned") return Fp8Convs::kAligned;
+  return Status::InvalidArgument("HIPQ_FP8_CONVS=" + which + ": expected all, aligned or off");
+}
+
 Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const std::string& local,
                                                                           const std::vector<int64_t>& shape,
                                                                           const ParamInit&) {
@@ -230,9 +272,7 @@ Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const 
   if (shape.size() != 4)
     return Status::InvalidArgument("bind_fp8_conv: '" + prefix_ + local +
                                    "' is no [O, C, kh, kw] conv weight: " + shape_str(shape));
-  if (fp8_convs_ == Fp8Convs::kAligned &&
-      (shape[1] % kernels::kFp8ConvChannelBlock != 0 || shape[2] != 3 || shape[3] != 3))
-    return std::optional<kernels::Fp8ConvWeight>();
+  if (!takes_fp8_conv(fp8_convs_, shape)) return std::optional<kernels::Fp8ConvWeight>();
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, load(local, shape, ParamLayout::kAsStored));
   const int64_t O = shape[0], taps = shape[2] * shape[3], Cp = kernels::fp8_conv_channels(shape[1]);
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer codes, backend_.allocate(static_cast<size_t>(O * taps * Cp)));

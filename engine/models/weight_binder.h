@@ -58,10 +58,22 @@ enum class ParamLayout : uint8_t {
   kInterleavedHalves = 1,
 };
 
+// Which fp8 form a loader with fp8 linear layers may give a parameter
+// (WeightBinder::bind_fp8 / bind_fp8_conv asked for it before binding it):
+// kRows a Linear / GEGLU weight (e4m3 codes and a scale a row), kConv a
+// stride-1 convolution's (kernels::Fp8ConvWeight, where WeightLoader::Fp8Convs
+// takes it: WeightLoader::takes_fp8_conv). What memory plans count it at.
+enum class Fp8Form : uint8_t { kNone = 0, kRows = 1, kConv = 2 };
+
 struct ParamSpec {
   std::string name;
   std::vector<int64_t> shape;
   ParamInit init;
+  Fp8Form fp8 = Fp8Form::kNone;
+  // Parts bound as one device tensor (bind_stacked; bind_fp8 of several
+  // names), stacked on dim 0: their count on the first part, 0 on the others;
+  // 1 for a parameter bound alone.
+  int32_t stack = 1;
 };
 
 // Where the source's tensors of one bound parameter live on the device: what
@@ -124,6 +136,8 @@ class WeightBinder {
 };
 
 // Records the parameters a config declares; bind() returns an empty tensor.
+// bind_fp8 / bind_fp8_conv make no fp8 form (the caller then binds the
+// 16-bit weight) but mark the names asked: their specs' `fp8`.
 class SpecRecorder : public WeightBinder {
  public:
   using WeightBinder::bind;
@@ -133,11 +147,19 @@ class SpecRecorder : public WeightBinder {
                                        const std::vector<int64_t>& part_shape,
                                        const ParamInit& init) override;
   bool has(const std::string&) const override { return true; }
+  Result<std::optional<kernels::Fp8Rows>> bind_fp8(const std::vector<std::string>& names,
+                                                   const std::vector<int64_t>& part_shape, const ParamInit& init,
+                                                   ParamLayout layout) override;
+  Result<std::optional<kernels::Fp8ConvWeight>> bind_fp8_conv(const std::string& name,
+                                                              const std::vector<int64_t>& shape,
+                                                              const ParamInit& init) override;
   const std::vector<ParamSpec>& specs() const { return specs_; }
   std::vector<ParamSpec> take_specs() { return std::move(specs_); }
 
  private:
+  Fp8Form asked_form(const std::string& name) const;
   std::vector<ParamSpec> specs_;
+  std::set<std::string> fp8_rows_, fp8_convs_;
 };
 
 // Binds names to a WeightSource's tensors, uploaded to `backend` in `dtype`.
@@ -168,6 +190,11 @@ class WeightLoader : public WeightBinder {
   // of 128 channels (docs/kernels.md "fp8"); kAll every one asked; kOff none.
   enum class Fp8Convs { kOff, kAligned, kAll };
   void set_fp8_convs(Fp8Convs which) { fp8_convs_ = which; }
+  // Whether `which` takes the conv weight of `shape` [O, C, kh, kw] in fp8.
+  static bool takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape);
+  // The setting of HIPQ_FP8_CONVS (all | aligned | off; unset: kAligned),
+  // for measurements and parity runs; InvalidArgument for another value.
+  static Result<Fp8Convs> fp8_convs_from_env();
 
   // Names of the source never bound (ignoring known non-parameters such as
   // position_ids buffers): a sign of a wrong config.

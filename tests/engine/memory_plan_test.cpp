@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "engine/parity.h"
 #include "engine/models/weight_binder.h"
 #include "engine/pipeline.h"
+#include "engine/synthetic_weights.h"
 #include "kernels/backend.h"
 #include "tests/kernels/forwarding_backend.h"
 
@@ -123,11 +125,75 @@ TEST(MemoryPlanTest, SdxlFp16PlanCountsItsWeightsAndEachPlacementHoldsLess) {
   EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kAuto, *be).ok());
   EXPECT_FALSE(plan_memory(sh, sdxl_job("fp16"), Placement::kStandard, *be, 512).ok());
   EXPECT_FALSE(plan_memory(sh, sdxl_job("int8"), Placement::kStandard, *be).ok());
-  // fp8 is planned as bf16: its e4m3 linear weights are counted at 16 bits
-  // (an overestimate, docs/kernels.md "fp8").
+  // fp8 counts its UNet's linear layers (and the 3x3 convs over a multiple
+  // of 128 channels it takes by default) at a byte an element plus a scale a
+  // row: a little over half bf16's 4.8 GiB; the rest of the job as bf16.
   auto fp8 = plan_memory(sh, sdxl_job("fp8"), Placement::kStandard, *be);
   ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
-  EXPECT_EQ(fp8->unet_weights, plan_memory(sh, sdxl_job("bf16"), Placement::kStandard, *be)->unet_weights);
+  auto bf16 = plan_memory(sh, sdxl_job("bf16"), Placement::kStandard, *be);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  std::printf("  SDXL UNet weights: bf16 %s, fp8 %s\n", format_byte_size(bf16->unet_weights).c_str(),
+              format_byte_size(fp8->unet_weights).c_str());
+  EXPECT_GT(static_cast<double>(fp8->unet_weights) / bf16->unet_weights, 0.5);
+  EXPECT_LT(static_cast<double>(fp8->unet_weights) / bf16->unet_weights, 0.6);
+  EXPECT_EQ(fp8->text_weights, bf16->text_weights);
+  EXPECT_EQ(fp8->vae_weights, bf16->vae_weights);
+}
+
+// An fp8 job's UNet planned as UNet::load holds it, whichever convs
+// HIPQ_FP8_CONVS picks: the plan's weights are the blocks the loader keeps
+// (the cpu pool's in-use bytes after the load), byte for byte, as are bf16's
+// and fp16's (stacked q | k | v one block each).
+TEST(MemoryPlanTest, UNetWeightsArePlannedAsTheLoaderKeepsThemInEveryPrecision) {
+  SyntheticArchitecture arch = synthetic_architecture("tiny-sdxl").value();
+  ModelShapes sh = sdxl_shapes();
+  sh.unet = arch.unet;
+  sh.unet.block_out_channels = {128, 256};  // 3x3 convs over 128 and 256 channels, and 1x1 / up convs
+  auto specs = UNet::parameters(sh.unet);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  SyntheticWeightSource weights("synthetic unet", "unet", 7, *specs);
+  struct Case {
+    const char* precision;
+    const char* convs;  // HIPQ_FP8_CONVS, or nullptr
+  };
+  std::map<std::string, int64_t> planned;
+  for (const Case& c : {Case{"bf16", nullptr}, Case{"fp16", nullptr}, Case{"fp8", nullptr}, Case{"fp8", "off"},
+                        Case{"fp8", "aligned"}, Case{"fp8", "all"}}) {
+    const std::string name = std::string(c.precision) + (c.convs ? std::string(" convs ") + c.convs : "");
+    SCOPED_TRACE(name);
+    if (c.convs != nullptr) setenv("HIPQ_FP8_CONVS", c.convs, 1);
+    auto be = cpu();
+    spec::GenerationSettings job = sdxl_job(c.precision);
+    job.width = job.height = 64;
+    auto plan = plan_memory(sh, job, Placement::kStandard, *be);
+    const int64_t before = be->memory_stats().in_use;
+    auto unet = UNet::load(sh.unet, weights, *be, precision_dtype(c.precision).value(), fp8_linears(c.precision));
+    const int64_t after = be->memory_stats().in_use;
+    unsetenv("HIPQ_FP8_CONVS");
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(unet.ok()) << unet.status().ToString();
+    EXPECT_EQ(plan->unet_weights, after - before);
+    planned[name] = plan->unet_weights;
+  }
+  EXPECT_EQ(planned["bf16"], planned["fp16"]);
+  EXPECT_EQ(planned["fp8"], planned["fp8 convs aligned"]);
+  EXPECT_LT(planned["fp8 convs off"], planned["bf16"]);
+  EXPECT_LT(planned["fp8 convs aligned"], planned["fp8 convs off"]);
+  EXPECT_LT(planned["fp8 convs all"], planned["fp8 convs aligned"]);
+}
+
+// A plan of an fp8 job refuses an HIPQ_FP8_CONVS that UNet::load would refuse.
+TEST(MemoryPlanTest, AnUnknownFp8ConvsSettingIsRefusedByThePlan) {
+  auto be = cpu();
+  setenv("HIPQ_FP8_CONVS", "some", 1);
+  auto fp8 = plan_memory(sdxl_shapes(), sdxl_job("fp8"), Placement::kStandard, *be);
+  auto bf16 = plan_memory(sdxl_shapes(), sdxl_job("bf16"), Placement::kStandard, *be);
+  unsetenv("HIPQ_FP8_CONVS");
+  ASSERT_FALSE(fp8.ok());
+  EXPECT_EQ(fp8.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(fp8.status().message().find("HIPQ_FP8_CONVS=some: expected all, aligned or off"), std::string::npos)
+      << fp8.status().message();
+  EXPECT_TRUE(bf16.ok()) << "only fp8 jobs read the setting";
 }
 
 // The decode's widest moment at 1024 px, fp32: the first resnet of the last

@@ -338,7 +338,10 @@ TEST(PipelineBatchMemoryTest, ABatchAfterAnImg2ImgJobDoesNotHoldItsEncoder) {
 // A cold batch whose plan wants the VAE in another dtype than the load left
 // it in: every job's load row holds the model load and the VAE's switch, as
 // a job alone reports them (the switch's time added to the row, not put in
-// its place).
+// its place). Held to the pipeline's own load time (Pipeline::load_ms, the
+// same interval as the row's load), not to another load's: the first load in
+// a process runs twice as long as a later one, and a busy machine stretches
+// either.
 TEST(PipelineBatchMemoryTest, AColdBatchKeepsTheModelLoadInItsLoadRow) {
   std::vector<GenerationSettings> jobs = three_jobs("euler", 5.0f);
   jobs.resize(2);
@@ -348,30 +351,21 @@ TEST(PipelineBatchMemoryTest, AColdBatchKeepsTheModelLoadInItsLoadRow) {
       if (t.phase == spec::kPhaseLoad) return t.host_ms;
     return -1.0;
   };
-  double alone = 0;
-  {
-    auto be = kernels::make_backend("cpu");
-    ASSERT_TRUE(be.ok());
-    auto p = Pipeline::load("synthetic:tiny-sdxl", **be);
-    ASSERT_TRUE(p.ok()) << p.status().ToString();
-    auto out = (*p)->generate(jobs[0]);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    alone = load_ms(*out);
-  }
   auto be = kernels::make_backend("cpu");
   ASSERT_TRUE(be.ok());
   auto p = Pipeline::load("synthetic:tiny-sdxl", **be);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const double model_load = (*p)->load_ms();
   auto batch = (*p)->generate_batch(jobs);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-  ASSERT_GT(alone, 0.0);
+  ASSERT_GT(model_load, 0.0);
   for (size_t i = 0; i < jobs.size(); ++i) {
     ASSERT_TRUE((*batch)[i].ok()) << (*batch)[i].status().ToString();
-    const double batched = load_ms(*(*batch)[i]);
     EXPECT_FALSE((*batch)[i]->warm);
-    // The model load dwarfs the VAE's cast: a row of the cast alone is a
-    // small fraction of the job alone's.
-    EXPECT_GT(batched, alone / 4) << "job " << i + 1;
+    // The row is the model load (timed inside the interval load_ms() spans)
+    // plus the VAE's cast; a row of the cast alone is a few percent of it.
+    EXPECT_GE(load_ms(*(*batch)[i]), model_load / 2)
+        << "job " << i + 1 << ": load row " << load_ms(*(*batch)[i]) << " ms, the model load " << model_load << " ms";
   }
 }
 
