@@ -1134,3 +1134,35 @@ TEST_F(PlacementPipelineTest, AnAllocationPastTheCapFailsAsOutOfMemory) {
 
 }  // namespace
 }  // namespace hipq::engine
+namespace hipq::engine {
+namespace {
+
+// What counting fp8's weights as they are held buys a shared Hopper card
+// under an 8 GiB cap beside the runtime's 0.90 GiB: an SDXL 1024 px fp8 job
+// plans the standard placement (weights 4.2 GiB) where bf16 needs the low
+// one, and batches several jobs where bf16 runs one at a time. (fp8 runs
+// only where the backend has fp8 products: Hopper, whose cards are larger;
+// a cap is how it shares one.)
+TEST(MemoryPlanTest, AnFp8JobUnderAnEightGibCapPlansTheStandardPlacementAndBatches) {
+  const ModelShapes sh = sdxl_shapes();
+  HipPlanDevice dev(141 * kGiB, int64_t{922} << 20);
+  ASSERT_TRUE(dev.set_memory_limit(8 * kGiB).ok());
+  auto fp8 = choose_placement(sh, sdxl_job("fp8"), Placement::kAuto, dev);
+  auto bf16 = choose_placement(sh, sdxl_job("bf16"), Placement::kAuto, dev);
+  ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  std::printf("  8 GiB cap: fp8 %s\n  8 GiB cap: bf16 %s\n", fp8->describe().c_str(), bf16->describe().c_str());
+  EXPECT_EQ(fp8->placement, Placement::kStandard);
+  EXPECT_EQ(bf16->placement, Placement::kLow);
+  EXPECT_LT(fp8->unet_weights, bf16->unet_weights * 6 / 10);
+  auto batch_of = [&](const char* precision) {
+    int n = 0;
+    while (n < 16 && choose_placement(sh, sdxl_job(precision), Placement::kStandard, dev, nullptr, n + 1).ok()) ++n;
+    return n;
+  };
+  EXPECT_GE(batch_of("fp8"), 2);
+  EXPECT_EQ(batch_of("bf16"), 0);
+}
+
+}  // namespace
+}  // namespace hipq::engine
