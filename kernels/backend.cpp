@@ -87,8 +87,9 @@ Status check_fp8_rows(const char* op, const char* name, const Fp8Rows& r) {
 
 }  // namespace
 
-Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales) {
-  constexpr const char* op = "quantize_fp8_rows";
+namespace {
+// quantize_fp8_rows' conditions, errors naming `op` (it or layer_norm_fp8).
+Status check_rows_to_codes(const char* op, const Tensor& x, const Tensor& codes, const Tensor& scales) {
   if (x.ndim != 2 || !(x.dtype == DType::kF32 || x.dtype == DType::kF16 || x.dtype == DType::kBF16) ||
       (x.shape[1] > 1 && x.stride[1] != 1))
     return fp8_invalid(op, "x " + x.describe() + " must be [rows, K] f32/f16/bf16 with unit stride along K");
@@ -97,6 +98,16 @@ Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tenso
   if (codes.shape[0] != x.shape[0] || codes.shape[1] != x.shape[1])
     return fp8_invalid(op, "codes " + codes.describe() + " must have x's shape: x " + x.describe());
   return Status::Ok();
+}
+}  // namespace
+
+Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales) {
+  return check_rows_to_codes("quantize_fp8_rows", x, codes, scales);
+}
+
+Status check_layer_norm_fp8(const Tensor& x, const Tensor& codes, const Tensor& scales) {
+  if (!x.is_contiguous()) return fp8_invalid("layer_norm_fp8", "x " + x.describe() + " must be contiguous");
+  return check_rows_to_codes("layer_norm_fp8", x, codes, scales);
 }
 
 Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o) {

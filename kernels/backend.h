@@ -167,6 +167,8 @@ inline constexpr int64_t fp8_conv_channels(int64_t c) {
 // on every backend (locations are each backend's own check): InvalidArgument
 // naming the op, the operand and the shapes.
 Status check_quantize_fp8_rows(const Tensor& x, const Tensor& codes, const Tensor& scales);
+// layer_norm_fp8's: quantize_fp8_rows' with x contiguous.
+Status check_layer_norm_fp8(const Tensor& x, const Tensor& codes, const Tensor& scales);
 Status check_matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, const Tensor& out, const MatmulOptions& o);
 struct Conv2dOptions;
 Status check_conv2d_fp8(const Tensor& x, const Fp8ConvWeight& w, const Tensor& y, const Conv2dOptions& o);
@@ -317,6 +319,12 @@ class Backend {
   // 1e-12)), codes = e4m3(x * s_r) rounded to nearest even with saturation,
   // scales[r] = f32(1 / s_r). Bit-identical on every backend.
   virtual Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) = 0;
+  // A LayerNorm feeding an fp8 Linear, its output never written in 16 bits:
+  // the codes and scales quantize_fp8_rows gives of layer_norm(x, gamma,
+  // beta, eps) rounded to x's dtype, byte for byte. x [R, D] f32/f16/bf16
+  // contiguous; gamma / beta as layer_norm's; codes [R, D] u8, scales [R] f32.
+  virtual Status layer_norm_fp8(const Tensor& x, const Tensor* gamma, const Tensor* beta, float eps, Tensor& codes,
+                                Tensor& scales) = 0;
   // out[m, n] = epilogue(a.scales[m] * b.scales[n] * sum_k e4m3(a[m, k]) e4m3(b[n, k])),
   // the sum in fp32 (fp64 on cpu: exact products, one rounding), then alpha,
   // bias, activation, residual or geglu_pairs as matmul's epilogue (o).

@@ -37,7 +37,7 @@ Result<DeviceTensor> Attention::project_context(kernels::Backend& be, const kern
 
 Result<DeviceTensor> Attention::forward(kernels::Backend& be, const kernels::Tensor& x,
                                         const kernels::Tensor* context, const kernels::Tensor* residual,
-                                        const ContextKV* made) const {
+                                        const ContextKV* made, const kernels::Fp8Rows* x_codes) const {
   const bool self = kind == AttentionKind::kSelf;
   if (self != (context == nullptr))
     return Status::InvalidArgument(self ? "attention: a self attention takes no context"
@@ -50,12 +50,12 @@ Result<DeviceTensor> Attention::forward(kernels::Backend& be, const kernels::Ten
   DeviceTensor qkv, q_only, kv;
   kernels::Tensor q, k, v;
   if (self) {
-    HIPQ_ASSIGN_OR_RETURN(qkv, to_qkv(be, x));  // [B, S, 3 * inner]
+    HIPQ_ASSIGN_OR_RETURN(qkv, to_qkv(be, x, kernels::Activation::kNone, nullptr, x_codes));  // [B, S, 3 * inner]
     q = qkv.t.slice(2, 0, inner);
     k = qkv.t.slice(2, inner, inner);
     v = qkv.t.slice(2, 2 * inner, inner);
   } else {
-    HIPQ_ASSIGN_OR_RETURN(q_only, to_q(be, x));  // [B, S, inner]
+    HIPQ_ASSIGN_OR_RETURN(q_only, to_q(be, x, kernels::Activation::kNone, nullptr, x_codes));  // [B, S, inner]
     const kernels::Tensor* kv_t = made ? made->find(*this, *context) : nullptr;
     if (!kv_t) {
       HIPQ_ASSIGN_OR_RETURN(kv, project_context(be, *context));  // [B, Sk, 2 * inner]

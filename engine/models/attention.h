@@ -41,8 +41,12 @@ struct Attention {
   // nullptr for self attention; returns to_out(attention) (+ residual, same
   // shape as x, when given). `kv`, when given and made for this context,
   // supplies the context's k | v projection instead of computing it.
+  // `x_codes`: x's e4m3 codes and row scales (LayerNorm::codes) for the q
+  // (self: q | k | v) projection, which must then be fp8; x gives only the
+  // shape and dtype.
   Result<DeviceTensor> forward(kernels::Backend& be, const kernels::Tensor& x, const kernels::Tensor* context,
-                               const kernels::Tensor* residual, const ContextKV* kv = nullptr) const;
+                               const kernels::Tensor* residual, const ContextKV* kv = nullptr,
+                               const kernels::Fp8Rows* x_codes = nullptr) const;
   // Cross attention: the k | v projection of `context`, [B, Sk, 2 * inner].
   Result<DeviceTensor> project_context(kernels::Backend& be, const kernels::Tensor& context) const;
 };

@@ -1,11 +1,18 @@
 #include "engine/models/layers.h"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace hipq::engine {
 
 using kernels::Tensor;
 
 Status linear_product(kernels::Backend& be, const Tensor& x2, const Tensor& weight, const Fp8Weight& fp8, Tensor& y2,
-                      const kernels::MatmulOptions& o) {
+                      const kernels::MatmulOptions& o, const kernels::Fp8Rows* x_codes) {
+  if (x_codes != nullptr) {
+    if (!fp8.set()) return Status::InvalidArgument("linear_product: input codes for a layer without an fp8 weight");
+    return be.matmul_fp8(*x_codes, fp8.rows, y2, o);
+  }
   if (!fp8.set()) return be.matmul(x2, weight, y2, o);
   // Per-token scales made on the fly (torchao's dynamic row-wise recipe).
   const int64_t rows = x2.dim(0), in = x2.dim(1);
@@ -60,7 +67,7 @@ Result<Linear> Linear::bind_stacked(WeightBinder& b, const std::vector<std::stri
 }
 
 Status Linear::forward(kernels::Backend& be, const Tensor& x, Tensor& y, kernels::Activation act,
-                       const Tensor* residual) const {
+                       const Tensor* residual, const kernels::Fp8Rows* x_codes) const {
   if (x.dim(-1) != in)
     return Status::InvalidArgument("Linear: input " + x.describe() + " does not end in " + std::to_string(in));
   const int64_t rows = x.numel() / in;
@@ -75,15 +82,15 @@ Status Linear::forward(kernels::Backend& be, const Tensor& x, Tensor& y, kernels
     r2 = residual->reshape({rows, out});
     o.residual = &r2;
   }
-  return linear_product(be, x2, weight, fp8, y2, o);
+  return linear_product(be, x2, weight, fp8, y2, o, x_codes);
 }
 
 Result<DeviceTensor> Linear::operator()(kernels::Backend& be, const Tensor& x, kernels::Activation act,
-                                        const Tensor* residual) const {
+                                        const Tensor* residual, const kernels::Fp8Rows* x_codes) const {
   std::vector<int64_t> shape = x.shape_vec();
   shape.back() = out;
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, shape));
-  HIPQ_RETURN_IF_ERROR(forward(be, x, y.t, act, residual));
+  HIPQ_RETURN_IF_ERROR(forward(be, x, y.t, act, residual, x_codes));
   return y;
 }
 
@@ -106,7 +113,7 @@ Result<Geglu> Geglu::bind(WeightBinder& b, const std::string& prefix, int64_t in
   return g;
 }
 
-Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x) const {
+Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x, const kernels::Fp8Rows* x_codes) const {
   if (x.dim(-1) != in)
     return Status::InvalidArgument("GEGLU: input " + x.describe() + " does not end in " + std::to_string(in));
   std::vector<int64_t> shape = x.shape_vec();
@@ -118,7 +125,7 @@ Result<DeviceTensor> Geglu::operator()(kernels::Backend& be, const Tensor& x) co
   o.trans_b = true;
   o.bias = &bias;
   o.geglu_pairs = true;
-  HIPQ_RETURN_IF_ERROR(linear_product(be, x.reshape({rows, in}), weight, fp8, y2, o));
+  HIPQ_RETURN_IF_ERROR(linear_product(be, x.reshape({rows, in}), weight, fp8, y2, o, x_codes));
   return y;
 }
 
@@ -217,6 +224,22 @@ Result<DeviceTensor> LayerNorm::operator()(kernels::Backend& be, const Tensor& x
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor y, DeviceTensor::make(be, x.dtype, x.shape_vec()));
   HIPQ_RETURN_IF_ERROR(be.layer_norm(x, &weight, &bias, y.t, eps));
   return y;
+}
+
+Result<LayerNorm::Codes> LayerNorm::codes(kernels::Backend& be, const Tensor& x) const {
+  if (x.ndim < 1 || x.dim(-1) != dim)
+    return Status::InvalidArgument("LayerNorm: input " + x.describe() + " does not end in " + std::to_string(dim));
+  const int64_t rows = x.numel() / dim;
+  Codes c;
+  HIPQ_ASSIGN_OR_RETURN(c.codes, DeviceTensor::make(be, kernels::DType::kU8, {rows, dim}));
+  HIPQ_ASSIGN_OR_RETURN(c.scales, DeviceTensor::make(be, kernels::DType::kF32, {rows}));
+  HIPQ_RETURN_IF_ERROR(be.layer_norm_fp8(x.reshape({rows, dim}), &weight, &bias, eps, c.codes.t, c.scales.t));
+  return c;
+}
+
+bool fp8_norm_codes_enabled() {
+  const char* env = std::getenv("HIPQ_FP8_NORM_CODES");
+  return env != nullptr && std::string_view(env) == "1";
 }
 
 }  // namespace hipq::engine

@@ -29,9 +29,12 @@ struct Fp8Weight {
 };
 
 // y2 [rows, n] = matmul(x2 [rows, in], weight^T) with `o` (trans_b set), through
-// the fp8 form when `fp8` is set.
+// the fp8 form when `fp8` is set. `x_codes`: x2's e4m3 codes and row scales
+// already made (LayerNorm::codes; only with `fp8` set): the product reads
+// them and x2 gives only the shape.
 Status linear_product(kernels::Backend& be, const kernels::Tensor& x2, const kernels::Tensor& weight,
-                      const Fp8Weight& fp8, kernels::Tensor& y2, const kernels::MatmulOptions& o);
+                      const Fp8Weight& fp8, kernels::Tensor& y2, const kernels::MatmulOptions& o,
+                      const kernels::Fp8Rows* x_codes = nullptr);
 
 struct Linear {
   kernels::Tensor weight;  // [out, in]; no memory when fp8 holds the layer's weight
@@ -48,13 +51,15 @@ struct Linear {
   static Result<Linear> bind_stacked(WeightBinder& b, const std::vector<std::string>& prefixes, int64_t in,
                                      int64_t out_each, bool bias);
   // y[..., out] = x[..., in] @ W^T + b (+ residual); x contiguous.
+  // `x_codes` as linear_product's.
   Status forward(kernels::Backend& be, const kernels::Tensor& x, kernels::Tensor& y,
                  kernels::Activation act = kernels::Activation::kNone,
-                 const kernels::Tensor* residual = nullptr) const;
+                 const kernels::Tensor* residual = nullptr, const kernels::Fp8Rows* x_codes = nullptr) const;
   // Allocates y in x's dtype.
   Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
                                   kernels::Activation act = kernels::Activation::kNone,
-                                  const kernels::Tensor* residual = nullptr) const;
+                                  const kernels::Tensor* residual = nullptr,
+                                  const kernels::Fp8Rows* x_codes = nullptr) const;
 };
 
 // diffusers' GEGLU (ff.net.0 of a transformer block): the projection `proj`
@@ -68,8 +73,10 @@ struct Geglu {
   Fp8Weight fp8;
 
   static Result<Geglu> bind(WeightBinder& b, const std::string& prefix, int64_t in, int64_t inner);
-  // x [..., in] contiguous -> [..., inner] in x's dtype.
-  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x) const;
+  // x [..., in] contiguous -> [..., inner] in x's dtype; `x_codes` as
+  // linear_product's.
+  Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x,
+                                  const kernels::Fp8Rows* x_codes = nullptr) const;
 };
 
 struct Conv2d {
@@ -116,7 +123,21 @@ struct LayerNorm {
 
   static Result<LayerNorm> bind(WeightBinder& b, const std::string& prefix, int64_t dim, float eps);
   Result<DeviceTensor> operator()(kernels::Backend& be, const kernels::Tensor& x) const;
+  // The output as an fp8 Linear's input, never written in 16 bits: e4m3
+  // codes [rows, dim] and a scale a row (Backend::layer_norm_fp8; the bytes
+  // quantize_fp8_rows gives of operator()'s output). x contiguous.
+  struct Codes {
+    DeviceTensor codes, scales;
+    kernels::Fp8Rows rows() const { return {codes.t, scales.t}; }
+  };
+  Result<Codes> codes(kernels::Backend& be, const kernels::Tensor& x) const;
 };
+
+// HIPQ_FP8_NORM_CODES=1: the transformer blocks' LayerNorms hand their fp8
+// Linear layers codes (LayerNorm::codes) instead of a 16-bit output they then
+// quantize; the same bytes, one pass fewer. Off until measured on a GPU
+// (kernels/dev/README.md).
+bool fp8_norm_codes_enabled();
 
 // Output size of a convolution along one spatial dim.
 inline int64_t conv_out_size(int64_t in, int kernel, int stride, int padding) {

@@ -24,6 +24,23 @@ Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const
 
 Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const Tensor& x, const Tensor& context,
                                                     const ContextKV* kv) const {
+  // fp8 layers may take their norm's output as codes (HIPQ_FP8_NORM_CODES):
+  // the norm's input, of the output's shape and dtype, stands for it.
+  if (attn1.to_qkv.fp8.set() && attn2.to_q.fp8.set() && ff_geglu.fp8.set() && fp8_norm_codes_enabled()) {
+    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c1, norm1.codes(be, x));
+    const kernels::Fp8Rows r1 = c1.rows();
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, x, nullptr, &x, nullptr, &r1));
+    c1 = {};
+    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c2, norm2.codes(be, h1.t));
+    const kernels::Fp8Rows r2 = c2.rows();
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, h1.t, &context, &h1.t, kv, &r2));
+    c2 = {};
+    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c3, norm3.codes(be, h2.t));
+    const kernels::Fp8Rows r3 = c3.rows();
+    HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, h2.t, &r3));  // [B, S, 4*dim]
+    c3 = {};
+    return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
+  }
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n1, norm1(be, x));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, n1.t, nullptr, &x));
   HIPQ_ASSIGN_OR_RETURN(DeviceTensor n2, norm2(be, h1.t));

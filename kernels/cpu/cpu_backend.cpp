@@ -105,6 +105,10 @@ class CpuBackend final : public Backend {
   Status quantize_fp8_rows(const Tensor& x, Tensor& codes, Tensor& scales) override {
     return cpu::quantize_fp8_rows(x, codes, scales);
   }
+  Status layer_norm_fp8(const Tensor& x, const Tensor* gamma, const Tensor* beta, float eps, Tensor& codes,
+                        Tensor& scales) override {
+    return cpu::layer_norm_fp8(x, gamma, beta, eps, codes, scales);
+  }
   Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) override {
     return cpu::matmul_fp8(a, b, out, o);
   }

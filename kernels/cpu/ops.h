@@ -26,6 +26,8 @@ Status conv2d(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& 
 Status group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                   const GroupNormOptions& o);
 Status layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, Tensor& y, float eps);
+Status layer_norm_fp8(const Tensor& x, const Tensor* gamma, const Tensor* beta, float eps, Tensor& codes,
+                      Tensor& scales);
 Status softmax(const Tensor& x, Tensor& y, float scale, bool causal);
 Status attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                  const AttentionOptions& o);

@@ -14,6 +14,7 @@ target_sources(hipq_kernels PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/conv2d_fp8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/layer_norm_fp8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/unary.cpp

@@ -322,6 +322,11 @@ class HipBackend final : public Backend {
     use_device();
     return hip_quantize_fp8_rows(ctx_, x, codes, scales);
   }
+  Status layer_norm_fp8(const Tensor& x, const Tensor* gamma, const Tensor* beta, float eps, Tensor& codes,
+                        Tensor& scales) override {
+    use_device();
+    return hip_layer_norm_fp8(ctx_, x, gamma, beta, eps, codes, scales);
+  }
   Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o) override {
     use_device();
     return hip_matmul_fp8(ctx_, a, b, out, o);

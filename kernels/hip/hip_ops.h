@@ -67,6 +67,8 @@ Result<Tensor> contiguous_or_copy(HipContext& ctx, const Tensor& t, Buffer& hold
 Status hip_matmul(HipContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatmulOptions& o);
 Status hip_lora_merge(HipContext& ctx, const Tensor& base, std::span<const LoraFactors> deltas, Tensor& out);
 Status hip_quantize_fp8_rows(HipContext& ctx, const Tensor& x, Tensor& codes, Tensor& scales);
+Status hip_layer_norm_fp8(HipContext& ctx, const Tensor& x, const Tensor* gamma, const Tensor* beta, float eps,
+                          Tensor& codes, Tensor& scales);
 Status hip_matmul_fp8(HipContext& ctx, const Fp8Rows& a, const Fp8Rows& b, Tensor& out, const MatmulOptions& o);
 Status hip_conv2d(HipContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const Conv2dOptions& o);
 Status hip_conv2d_fp8(HipContext& ctx, const Tensor& x, const Fp8ConvWeight& w, Tensor& y,

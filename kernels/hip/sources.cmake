@@ -9,6 +9,7 @@ hipq_gpu_sources(hipq_kernels
   ${CMAKE_CURRENT_LIST_DIR}/conv2d_fp8.hip
   ${CMAKE_CURRENT_LIST_DIR}/group_norm.hip
   ${CMAKE_CURRENT_LIST_DIR}/layer_norm.hip
+  ${CMAKE_CURRENT_LIST_DIR}/layer_norm_fp8.hip
   ${CMAKE_CURRENT_LIST_DIR}/softmax.hip
   ${CMAKE_CURRENT_LIST_DIR}/attention.hip
   ${CMAKE_CURRENT_LIST_DIR}/unary.hip

@@ -520,6 +520,10 @@ class HipPlanDevice final : public kernels::Backend {
     return none();
   }
   Status quantize_fp8_rows(const kernels::Tensor&, kernels::Tensor&, kernels::Tensor&) override { return none(); }
+  Status layer_norm_fp8(const kernels::Tensor&, const kernels::Tensor*, const kernels::Tensor*, float, kernels::Tensor&,
+                        kernels::Tensor&) override {
+    return none();
+  }
   Status matmul_fp8(const kernels::Fp8Rows&, const kernels::Fp8Rows&, kernels::Tensor&,
                     const kernels::MatmulOptions&) override {
     return none();

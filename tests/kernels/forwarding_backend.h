@@ -48,6 +48,9 @@ class ForwardingBackend : public Backend {
     return inner_->matmul(a, b, o, m);
   }
   Status quantize_fp8_rows(const Tensor& x, Tensor& c, Tensor& s) override { return inner_->quantize_fp8_rows(x, c, s); }
+  Status layer_norm_fp8(const Tensor& x, const Tensor* g, const Tensor* b, float e, Tensor& c, Tensor& s) override {
+    return inner_->layer_norm_fp8(x, g, b, e, c, s);
+  }
   Status matmul_fp8(const Fp8Rows& a, const Fp8Rows& b, Tensor& o, const MatmulOptions& m) override {
     return inner_->matmul_fp8(a, b, o, m);
   }

@@ -138,6 +138,38 @@ std::vector<BenchCase> sdxl_cases() {
     };
     v.push_back(c);
   }
+  // A transformer block's norm feeding an fp8 layer: the fused op, and the
+  // two ops it replaces (layer_norm, then quantize_fp8_rows of its output).
+  for (const auto& [rows, d] : {std::pair<int64_t, int64_t>{8192, 640}, {2048, 1280}}) {
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(d);
+    BenchCase fused;
+    fused.op = "layer_norm_fp8";
+    fused.name = "sdxl_" + shape;
+    fused.inputs = {{rows, d}, {d}, {d}};
+    fused.out = {rows, d};
+    fused.bytes_elems = 1.5 * numel(fused.out);  // 16-bit in, 8-bit out
+    fused.run = [rows, d](Backend& be, std::vector<Tensor>& in, Tensor& out) -> Status {
+      Tensor codes = Tensor::contiguous(out.data, DType::kU8, {rows, d}, out.location);
+      HIPQ_ASSIGN_OR_RETURN(Buffer scales, be.allocate(static_cast<size_t>(rows) * 4));
+      Tensor st = scales.tensor(DType::kF32, {rows});
+      return be.layer_norm_fp8(in[0], &in[1], &in[2], 1e-5f, codes, st);
+    };
+    v.push_back(fused);
+    BenchCase apart = fused;
+    apart.op = "layer_norm_fp8";
+    apart.name = "sdxl_" + shape + "_unfused";
+    apart.bytes_elems = 3.5 * numel(apart.out);  // 16-bit in and out, then 16-bit in, 8-bit out
+    apart.run = [rows, d](Backend& be, std::vector<Tensor>& in, Tensor& out) -> Status {
+      HIPQ_ASSIGN_OR_RETURN(Buffer y, be.allocate(static_cast<size_t>(rows * d) * dtype_size(in[0].dtype)));
+      Tensor yt = y.tensor(in[0].dtype, {rows, d});
+      HIPQ_RETURN_IF_ERROR(be.layer_norm(in[0], &in[1], &in[2], yt, 1e-5f));
+      Tensor codes = Tensor::contiguous(out.data, DType::kU8, {rows, d}, out.location);
+      HIPQ_ASSIGN_OR_RETURN(Buffer scales, be.allocate(static_cast<size_t>(rows) * 4));
+      Tensor st = scales.tensor(DType::kF32, {rows});
+      return be.quantize_fp8_rows(yt, codes, st);
+    };
+    v.push_back(apart);
+  }
 
   auto conv = [&](std::string name, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int s, int p) {
     BenchCase c;
@@ -344,7 +376,8 @@ int run(int argc, char** argv) {
   for (DType dt : dtypes) {
     for (BenchCase& c : sdxl_cases()) {
       if (!filter.empty() && (c.op + "_" + c.name).find(filter) == std::string::npos) continue;
-      const bool fp8 = c.op == "matmul_fp8" || c.op == "quantize_fp8_rows" || c.op == "conv2d_fp8";
+      const bool fp8 = c.op == "matmul_fp8" || c.op == "quantize_fp8_rows" || c.op == "conv2d_fp8" ||
+                       c.op == "layer_norm_fp8";
       if (fp8 && info.fp8_products.empty()) continue;  // no fp8 products here (BackendInfo::fp8_refusal)
       if (c.op == "conv2d_fp8" && dt == DType::kF32) continue;  // its input is 16-bit
       std::vector<Buffer> bufs;

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 
 #include "reference_data.h"
+#include "tests/kernels/forwarding_backend.h"
 
 namespace hipq::engine {
 namespace {
@@ -61,13 +63,16 @@ struct UNetRun {
   Vec ref;
 };
 
-UNetRun run_reference(const std::string& name, kernels::DType dt, bool fp8_linears = false) {
+// `backend`: the backend to run on (a test double over the cpu one); the cpu
+// backend when null.
+UNetRun run_reference(const std::string& name, kernels::DType dt, bool fp8_linears = false,
+                      std::unique_ptr<kernels::Backend> backend = nullptr) {
   Reference ref = Reference::open(name);
   UNetRun run;
   if (!ref.file) return run;
   auto cfg = UNetConfig::from_json(ref.model.configs.at("unet"), "unet/config.json");
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
-  auto be = cpu_backend();
+  auto be = backend ? std::move(backend) : cpu_backend();
   auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, dt, fp8_linears);
   EXPECT_TRUE(unet.ok()) << unet.status().ToString();
   if (!unet.ok()) return run;
@@ -129,6 +134,42 @@ TEST(UNetReferenceTest, Fp8LinearLayersStayCloseToFp32Reference) {
               max_abs_diff(fp8.out, fp8.ref), 1 - cosine(bf16.out, bf16.ref));
   EXPECT_GT(cos, 0.99);
   EXPECT_NE(fp8.out, bf16.out);  // the linear layers did run in e4m3
+}
+
+// Counts the fused norms it passes on to the cpu backend (a test double).
+class NormCodesCounter final : public kernels::doubles::ForwardingBackend {
+ public:
+  explicit NormCodesCounter(int* calls) : calls_(calls) {}
+  Status layer_norm_fp8(const kernels::Tensor& x, const kernels::Tensor* g, const kernels::Tensor* b, float e,
+                        kernels::Tensor& c, kernels::Tensor& s) override {
+    ++*calls_;
+    return ForwardingBackend::layer_norm_fp8(x, g, b, e, c, s);
+  }
+
+ private:
+  int* calls_;
+};
+
+// HIPQ_FP8_NORM_CODES=1: the transformer blocks' norms hand their fp8 layers
+// codes (Backend::layer_norm_fp8) instead of a bf16 output each layer then
+// quantizes. By the op's definition the same bytes reach every product: the
+// UNet's output is identical, bit for bit; three fused norms a block ran.
+TEST(UNetReferenceTest, Fp8NormCodesLeaveTheOutputUnchanged) {
+  unsetenv("HIPQ_FP8_NORM_CODES");
+  int plain_calls = 0, fused_calls = 0;
+  UNetRun plain = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true,
+                                std::make_unique<NormCodesCounter>(&plain_calls));
+  if (plain.out.empty()) return;  // no reference file here (run_reference said so)
+  setenv("HIPQ_FP8_NORM_CODES", "1", 1);
+  UNetRun codes = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true,
+                                std::make_unique<NormCodesCounter>(&fused_calls));
+  unsetenv("HIPQ_FP8_NORM_CODES");
+  EXPECT_EQ(plain_calls, 0);
+  EXPECT_GT(fused_calls, 0);
+  EXPECT_EQ(fused_calls % 3, 0);
+  ASSERT_EQ(codes.out.size(), plain.out.size());
+  EXPECT_EQ(codes.out, plain.out);
+  EXPECT_GT(cosine(codes.out, codes.ref), 0.99);
 }
 
 TEST(UNetTest, AnUnknownFp8ConvsSettingIsRefusedAtLoad) {

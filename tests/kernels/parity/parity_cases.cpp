@@ -3,6 +3,7 @@
 // the real SDXL shapes at 1024 px. A new or changed kernel lands with cases.
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 
@@ -199,6 +200,61 @@ ParityCase quantize_fp8_case(DType dt, const std::string& tag, int64_t R, int64_
     return be.synchronize();
   };
   c.reference = [](const std::vector<Tensor>& in) { return ref::quantize_fp8_codes(in[0]); };
+  return c;
+}
+
+// ---- layer_norm_fp8 ------------------------------------------------------------
+// The codes of a LayerNorm of x [R, D] (out: u8). Two checks: the run fails
+// unless the codes and scales are byte for byte those of the same backend's
+// layer_norm then quantize_fp8_rows (the op's definition: the hip kernel
+// fuses them); the codes are then held to the reference's, which computes the
+// norm in fp64: a value on a 16-bit rounding boundary may round the other way
+// there, so one e4m3 step is allowed, and the nmse bound catches more.
+ParityCase layer_norm_fp8_case(DType dt, int64_t R, int64_t D, bool affine, bool heavy = false) {
+  ParityCase c = base("layer_norm_fp8", dt, dims({R, D}) + (affine ? "" : "_noaffine"), heavy);
+  c.inputs = {input("x", dt, {R, D}, -2.0, 3.0)};
+  if (affine) {
+    c.inputs.push_back(input("gamma", dt, {D}, 0.5, 1.5));
+    c.inputs.push_back(input("beta", dt, {D}));
+  }
+  c.out_shape = {R, D};
+  c.out_dtype = DType::kU8;
+  c.tol = {1.0, 0.0, 1e-6};
+  c.run = [affine](Backend& be, const std::vector<Tensor>& in, Tensor& out) -> Status {
+    const Tensor& x = in[0];
+    const Tensor* gamma = affine ? &in[1] : nullptr;
+    const Tensor* beta = affine ? &in[2] : nullptr;
+    const int64_t R = x.shape[0];
+    const size_t n = static_cast<size_t>(x.numel());
+    HIPQ_ASSIGN_OR_RETURN(Buffer s, be.allocate(static_cast<size_t>(R) * 4));
+    Tensor scales = s.tensor(DType::kF32, {R});
+    HIPQ_RETURN_IF_ERROR(be.layer_norm_fp8(x, gamma, beta, 1e-5f, out, scales));
+    HIPQ_ASSIGN_OR_RETURN(Buffer yb, be.allocate(x.nbytes()));
+    HIPQ_ASSIGN_OR_RETURN(Buffer c2, be.allocate(n));
+    HIPQ_ASSIGN_OR_RETURN(Buffer s2, be.allocate(static_cast<size_t>(R) * 4));
+    Tensor y = yb.tensor(x.dtype, x.shape_vec());
+    Tensor codes2 = c2.tensor(DType::kU8, x.shape_vec());
+    Tensor scales2 = s2.tensor(DType::kF32, {R});
+    HIPQ_RETURN_IF_ERROR(be.layer_norm(x, gamma, beta, y, 1e-5f));
+    HIPQ_RETURN_IF_ERROR(be.quantize_fp8_rows(y, codes2, scales2));
+    HIPQ_RETURN_IF_ERROR(be.synchronize());
+    std::vector<uint8_t> a(n), b(n);
+    std::vector<float> sa(static_cast<size_t>(R)), sb(static_cast<size_t>(R));
+    HIPQ_RETURN_IF_ERROR(be.copy_to_host(out.data, a.data(), n));
+    HIPQ_RETURN_IF_ERROR(be.copy_to_host(codes2.data, b.data(), n));
+    HIPQ_RETURN_IF_ERROR(be.copy_to_host(scales.data, sa.data(), sa.size() * 4));
+    HIPQ_RETURN_IF_ERROR(be.copy_to_host(scales2.data, sb.data(), sb.size() * 4));
+    for (size_t i = 0; i < n; ++i)
+      if (a[i] != b[i])
+        return Status::Internal("layer_norm_fp8: code " + std::to_string(i) + " is " + std::to_string(a[i]) +
+                                ", layer_norm then quantize_fp8_rows gives " + std::to_string(b[i]));
+    if (std::memcmp(sa.data(), sb.data(), sa.size() * 4) != 0)
+      return Status::Internal("layer_norm_fp8: a row scale differs from layer_norm then quantize_fp8_rows'");
+    return Status::Ok();
+  };
+  c.reference = [affine](const std::vector<Tensor>& in) {
+    return ref::layer_norm_fp8_codes(in[0], affine ? &in[1] : nullptr, affine ? &in[2] : nullptr, 1e-5);
+  };
   return c;
 }
 
@@ -686,6 +742,11 @@ void add_light(std::vector<ParityCase>& v) {
     v.push_back(quantize_fp8_case(dt, "7x1032", 7, 1032));
     v.push_back(quantize_fp8_case(dt, "6x2056", 6, 2056));
     v.push_back(quantize_fp8_case(dt, "3x5128", 3, 5128));
+    v.push_back(layer_norm_fp8_case(dt, 33, 640, true));
+    v.push_back(layer_norm_fp8_case(dt, 5, 40, false));     // 16-bit: 5 threads of one warp active
+    v.push_back(layer_norm_fp8_case(dt, 7, 33, true));      // not a multiple of 8: layer_norm, then quantize
+    v.push_back(layer_norm_fp8_case(dt, 3, 2056, true));    // 257 pieces: the last warp has one active lane
+    v.push_back(layer_norm_fp8_case(dt, 64, 1280, true));
     // conv2d_fp8 (x must be 16-bit). On the GPU a conv takes the e4m3 tile
     // kernel when P = Ho * Wo is a multiple of 8, C of 16 and a 128-pixel tile
     // is whole output rows (Wo 8, 16, 32) or a piece of one (Wo 256); the rest
@@ -1013,6 +1074,8 @@ void add_heavy(std::vector<ParityCase>& v) {
 
     v.push_back(layer_norm_case(dt, {2, 4096, 640}, true, true));
     v.push_back(layer_norm_case(dt, {2, 1024, 1280}, true, true));
+    v.push_back(layer_norm_fp8_case(dt, 2 * 4096, 640, true, true));  // an fp8 job's level-1 norms
+    v.push_back(layer_norm_fp8_case(dt, 2 * 1024, 1280, true, true));
 
     v.push_back(softmax_case(dt, {20, 4096, 77}, 0.125f, false, true));
 

@@ -5,6 +5,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
+
+#include "kernels/cpu/tensor_io.h"
 
 namespace hipq::kernels::parity::ref {
 namespace {
@@ -159,6 +162,20 @@ ElementFn quantize_fp8_codes(const Tensor& x) {
     const auto code = static_cast<int>(std::lower_bound(t.begin(), t.end(), std::fabs(q)) - t.begin());
     return static_cast<double>(code | (std::signbit(at(xv, {i / K, i % K})) ? 0x80 : 0));
   };
+}
+
+ElementFn layer_norm_fp8_codes(const Tensor& x, const Tensor* gamma, const Tensor* beta, double eps) {
+  const int64_t D = x.shape[x.ndim - 1], n = x.numel();
+  const ElementFn ln = layer_norm(x, gamma, beta, eps);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(ln(i));
+  // The rows as the backend's layer_norm stores them (x's dtype), kept alive
+  // by the returned function (quantize_fp8_codes reads their signs).
+  auto rows = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n) * kernels::dtype_size(x.dtype));
+  const Tensor y = Tensor::contiguous(rows->data(), x.dtype, {n / D, D}, kernels::Location::kHost);
+  kernels::cpu::scatter_f32(values.data(), y);
+  ElementFn codes = quantize_fp8_codes(y);
+  return [rows, codes](int64_t i) { return codes(i); };
 }
 
 ElementFn matmul_fp8(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* residual,

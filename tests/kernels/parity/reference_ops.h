@@ -43,6 +43,9 @@ ElementFn conv2d_fp8(const Tensor& x, const Tensor& w, const Tensor* bias, const
 ElementFn group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int groups, double eps,
                      bool silu);
 ElementFn layer_norm(const Tensor& x, const Tensor* gamma, const Tensor* beta, double eps);
+// layer_norm_fp8: layer_norm's values rounded to x's dtype, then the codes
+// quantize_fp8_codes gives of those rows ([R, D], x's last dim D).
+ElementFn layer_norm_fp8_codes(const Tensor& x, const Tensor* gamma, const Tensor* beta, double eps);
 ElementFn softmax(const Tensor& x, double scale, bool causal);
 ElementFn attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, double scale,
                     bool causal);
