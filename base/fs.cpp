@@ -62,8 +62,11 @@ Status ensure_directory(const fs::path& dir) {
     bool vanished = false;
     for (const auto& part : dir) {
       partial /= part;
-      if (fs::is_directory(partial, ec)) continue;
-      if (fs::exists(partial, ec))
+      // One look at the path: asking "a directory?" and then "there at all?"
+      // let another process's mkdir between the two read as a file.
+      const fs::file_status st = fs::status(partial, ec);
+      if (fs::is_directory(st)) continue;
+      if (fs::exists(st))
         return Status::IOError("cannot create directory '" + dir.string() + "': '" + partial.string() +
                                "' exists and is not a directory");
       if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {

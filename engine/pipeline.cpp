@@ -701,6 +701,45 @@ Result<std::vector<float>> decode_in_smaller_tiles(Pipeline::Impl& decoder, kern
       ": give the worker more device memory (--device-memory-limit) or make the image smaller");
 }
 
+Status begin_generation(Pipeline::Impl& im, Pipeline::Impl* rf, const spec::GenerationSettings& s, int jobs,
+                        kernels::Backend& be, GenerationOutput& out) {
+  out.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
+  if (rf) out.warm = out.warm && !rf->pending_load.has_value() && rf->loaded_precision == s.precision;
+  if (im.loaded_precision != s.precision) {
+    HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
+  }
+  if (rf && rf->loaded_precision != s.precision) {
+    HIPQ_RETURN_IF_ERROR(rf->load_models(s.precision));
+  }
+  if (rf && (rf->unet->config().in_channels != im.unet->config().in_channels ||
+             rf->shapes.vae.latent_channels != im.shapes.vae.latent_channels))
+    return Status::InvalidArgument("refiner " + rf->components.spec + ": its UNet takes " +
+                                   std::to_string(rf->unet->config().in_channels) + " latent channels, the base's " +
+                                   std::to_string(im.unet->config().in_channels) +
+                                   " (the two must share one latent space)");
+  {
+    // One load row for the job (the base's and the refiner's loads summed);
+    // each model's own in model_phases.
+    std::optional<PhaseTiming> load;
+    for (Pipeline::Impl* m : {&im, rf}) {
+      if (m == nullptr || !m->pending_load) continue;
+      if (rf) out.model_phases.push_back({m == rf ? "refiner" : "base", *m->pending_load});
+      if (!load) {
+        load = *m->pending_load;
+      } else {
+        load->host_ms += m->pending_load->host_ms;
+        load->gpu_ms += m->pending_load->gpu_ms;
+      }
+      m->pending_load.reset();
+    }
+    if (load) out.phases.push_back(*load);
+  }
+  HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, rf ? &rf->shapes : nullptr));
+  HIPQ_ASSIGN_OR_RETURN(out.memory_plan, choose_placement(im.shapes, s, im.options.placement, be,
+                                                          rf ? &rf->shapes : nullptr, jobs));
+  return Status::Ok();
+}
+
 // The model's scheduler config, with the job's timestep spacing when it names one.
 SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSettings& s) {
   SchedulerConfig c = im.scheduler;
@@ -776,6 +815,7 @@ Status decode_latent(Pipeline::Impl& decoder, kernels::Backend& be, const spec::
 
 }  // namespace pipeline_detail
 
+using pipeline_detail::begin_generation;
 using pipeline_detail::decode_in_smaller_tiles;
 using pipeline_detail::decode_latent;
 using pipeline_detail::denoise_loop;
@@ -829,42 +869,9 @@ Result<GenerationOutput> Pipeline::generate(const spec::GenerationSettings& s, c
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
 
   GenerationOutput out;
-  out.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
-  if (rf) out.warm = out.warm && !rf->pending_load.has_value() && rf->loaded_precision == s.precision;
   be.reset_peak();
   PhasePeaks peaks(be);  // each phase's peak beside its plan (timings.json phase_peak_bytes)
-  if (im.loaded_precision != s.precision) {
-    HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
-  }
-  if (rf && rf->loaded_precision != s.precision) {
-    HIPQ_RETURN_IF_ERROR(rf->load_models(s.precision));
-  }
-  if (rf && (rf->unet->config().in_channels != im.unet->config().in_channels ||
-             rf->shapes.vae.latent_channels != im.shapes.vae.latent_channels))
-    return Status::InvalidArgument("refiner " + rf->components.spec + ": its UNet takes " +
-                                   std::to_string(rf->unet->config().in_channels) + " latent channels, the base's " +
-                                   std::to_string(im.unet->config().in_channels) +
-                                   " (the two must share one latent space)");
-  {
-    // One load row for the job (the base's and the refiner's loads summed);
-    // each model's own in model_phases.
-    std::optional<PhaseTiming> load;
-    for (Impl* m : {&im, rf}) {
-      if (m == nullptr || !m->pending_load) continue;
-      if (rf) out.model_phases.push_back({m == rf ? "refiner" : "base", *m->pending_load});
-      if (!load) {
-        load = *m->pending_load;
-      } else {
-        load->host_ms += m->pending_load->host_ms;
-        load->gpu_ms += m->pending_load->gpu_ms;
-      }
-      m->pending_load.reset();
-    }
-    if (load) out.phases.push_back(*load);
-  }
-  HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, rf ? &rf->shapes : nullptr));
-  HIPQ_ASSIGN_OR_RETURN(out.memory_plan,
-                        choose_placement(im.shapes, s, im.options.placement, be, rf ? &rf->shapes : nullptr));
+  HIPQ_RETURN_IF_ERROR(begin_generation(im, rf, s, 1, be, out));
   // The low placement holds one text encoder at a time, only while it
   // encodes: those the load or a standard job left (the base's and the
   // refiner's) go now, and the low placement is planned again without them.

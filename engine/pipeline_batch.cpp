@@ -82,17 +82,9 @@ Result<std::vector<Result<GenerationOutput>>> Pipeline::generate_batch(
   // copied (warm, plan, the load row with the VAE's dtype switch added as
   // generate() adds it).
   GenerationOutput common;
-  common.warm = !im.pending_load.has_value() && im.loaded_precision == s.precision;
   be.reset_peak();
   PhasePeaks peaks(be);
-  if (im.loaded_precision != s.precision) HIPQ_RETURN_IF_ERROR(im.load_models(s.precision));
-  if (im.pending_load) {
-    common.phases.push_back(*im.pending_load);
-    im.pending_load.reset();
-  }
-  HIPQ_RETURN_IF_ERROR(im.fit_lora_base_bits(s, nullptr));
-  HIPQ_ASSIGN_OR_RETURN(common.memory_plan, choose_placement(im.shapes, s, im.options.placement, be, nullptr,
-                                                             static_cast<int>(n)));
+  HIPQ_RETURN_IF_ERROR(pipeline_detail::begin_generation(im, nullptr, s, static_cast<int>(n), be, common));
   if (common.memory_plan.placement == Placement::kLow)
     return Status::FailedPrecondition("a batch of " + std::to_string(n) + " " + std::to_string(s.width) + "x" +
                                       std::to_string(s.height) + " jobs needs " + common.memory_plan.describe() +

@@ -196,6 +196,16 @@ Result<std::vector<float>> decode_in_smaller_tiles(Pipeline::Impl& decoder, kern
 // The model's scheduler config, with the job's timestep spacing when it names one.
 SchedulerConfig job_scheduler(const Pipeline::Impl& im, const spec::GenerationSettings& s);
 
+// The start generate() and generate_batch() share, after the caller reset
+// the backend's peak: whether the job finds its models warm (out.warm), the
+// models in the job's precision (`rf`: the refiner of a base + refiner job,
+// or null; its latent space checked against the base's), their loads' time
+// as the job's one load row (each model's own in out.model_phases when
+// there is a refiner), the LoRA base bits fitted, and the plan of `jobs`
+// such jobs in the pipeline's placement (out.memory_plan).
+Status begin_generation(Pipeline::Impl& im, Pipeline::Impl* rf, const spec::GenerationSettings& s, int jobs,
+                        kernels::Backend& be, GenerationOutput& out);
+
 // The decoding model's VAE in the plan's dtype (out.memory_plan.vae_dtype);
 // the time goes to the job's load phase (and the refiner's share).
 Status load_decoder_in_plan_dtype(Pipeline::Impl& decoder, bool refiner, kernels::Backend& be,

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace hipq {
 namespace {
@@ -51,6 +53,29 @@ TEST_F(FsTest, ParentIsAFileGivesClearError) {
   Status s = write_file_atomic(dir_ / "f" / "y.txt", "x");
   EXPECT_EQ(s.code(), StatusCode::kIOError);
   EXPECT_NE(s.message().find("exists and is not a directory"), std::string::npos) << s.ToString();
+}
+
+// Workers sharing an output tree (one box or several on one filesystem)
+// create the same parents at once: a parent another process makes between
+// this one's look and its mkdir is a directory like any other, never "exists
+// and is not a directory". Eight threads, each a leaf of its own under
+// parents they all create, 300 times.
+TEST_F(FsTest, ParentsCreatedByOthersAtTheSameMomentAreTakenAsTheyAre) {
+  for (int round = 0; round < 300; ++round) {
+    const fs::path shared = dir_ / ("r" + std::to_string(round)) / "batch-1";
+    std::vector<Status> got(8);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < 8) std::this_thread::yield();
+        got[static_cast<size_t>(t)] = ensure_directory(shared / ("job-" + std::to_string(t)));
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (const Status& s : got) ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
+  }
 }
 
 TEST_F(FsTest, UnwritableDirectoryIsReportedBeforeWork) {
