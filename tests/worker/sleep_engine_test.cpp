@@ -110,13 +110,15 @@ struct Batch {
 };
 
 TEST(SleepEngine, ABatchSleepsOnceAndEachJobGetsItsOwnResultWithTheBatchSize) {
-  SleepEngine e(std::chrono::milliseconds(200));
+  // 400 ms a sleep: once per job would be 1.6 s; the bound leaves a busy
+  // machine 0.8 s of stalls.
+  SleepEngine e(std::chrono::milliseconds(400));
   Batch b({"a", "b", "c [fail]", "d"});
   const auto start = std::chrono::steady_clock::now();
   auto out = e.run_batch(b.jobs, b.progress(), b.cancel());
   const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(took, std::chrono::milliseconds(200));
-  EXPECT_LT(took, std::chrono::milliseconds(600)) << "slept once per job, not once per batch";
+  EXPECT_GE(took, std::chrono::milliseconds(400));
+  EXPECT_LT(took, std::chrono::milliseconds(1200)) << "slept once per job, not once per batch";
   ASSERT_EQ(out.size(), 4u);
   for (size_t i : {0u, 1u, 3u}) {
     ASSERT_TRUE(out[i].ok()) << out[i].status().ToString();
