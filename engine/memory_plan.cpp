@@ -7,6 +7,7 @@
 #include "base/byte_size.h"
 #include "engine/models/weight_binder.h"
 #include "engine/tokenizer.h"
+#include "kernels/fp8_conv_weight.h"
 #include "spec/phases.h"
 
 namespace hipq::engine {
@@ -67,8 +68,8 @@ ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const k
       continue;
     }
     if (fp8 != nullptr && p.fp8 == Fp8Form::kConv && WeightLoader::takes_fp8_conv(*fp8, p.shape)) {
-      const int64_t codes = p.shape[0] * p.shape[2] * p.shape[3] * kernels::fp8_conv_channels(p.shape[1]);
-      b.all += block(codes) + block(p.shape[0] * static_cast<int64_t>(sizeof(float)));
+      b.all += block(numel(kernels::fp8_conv_codes_shape(p.shape))) +
+               block(p.shape[0] * static_cast<int64_t>(sizeof(float)));
       continue;
     }
     const int64_t bytes = block(part * parts * dsize(dtype));

@@ -6,6 +6,9 @@
 // padding zero codes. Every backend makes the same bytes.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "base/result.h"
 #include "kernels/backend.h"
 
@@ -16,5 +19,11 @@ namespace hipq::kernels {
 // contiguous), in the backend's stream order (no wait). InvalidArgument
 // naming the operand whose shape is wrong.
 Status make_fp8_conv_weight(Backend& be, const Tensor& w, const Fp8ConvWeight& out);
+
+// The shape of the codes of a conv weight of shape w [O, C, kh, kw]:
+// [O, kh, kw, fp8_conv_channels(C)].
+inline std::vector<int64_t> fp8_conv_codes_shape(const std::vector<int64_t>& w) {
+  return {w[0], w[2], w[3], fp8_conv_channels(w[1])};
+}
 
 }  // namespace hipq::kernels

@@ -19,34 +19,43 @@ Result<BasicTransformerBlock> BasicTransformerBlock::bind(WeightBinder& b, const
   const int64_t ff_inner = 4 * dim;
   HIPQ_ASSIGN_OR_RETURN(t.ff_geglu, Geglu::bind(b, join_key(prefix, "ff.net.0"), dim, ff_inner));
   HIPQ_ASSIGN_OR_RETURN(t.ff_out, Linear::bind(b, join_key(prefix, "ff.net.2"), ff_inner, dim));
+  t.norm_codes = t.attn1.to_qkv.fp8.set() && t.attn2.to_q.fp8.set() && t.ff_geglu.fp8.set() &&
+                 fp8_norm_codes_enabled();
   return t;
 }
 
+namespace {
+// A norm's output as its layer takes it: 16 bits, or (norm_codes) e4m3
+// codes, for which the norm's input, of the output's shape and dtype,
+// stands in as the layer's x.
+struct Normed {
+  DeviceTensor y;
+  LayerNorm::Codes c;
+  kernels::Fp8Rows rows;  // views of c
+  const Tensor& x(const Tensor& norm_input) const { return rows.codes.data != nullptr ? norm_input : y.t; }
+  const kernels::Fp8Rows* codes() const { return rows.codes.data != nullptr ? &rows : nullptr; }
+};
+
+Result<Normed> normed(kernels::Backend& be, const LayerNorm& norm, const Tensor& x, bool as_codes) {
+  Normed n;
+  if (as_codes) {
+    HIPQ_ASSIGN_OR_RETURN(n.c, norm.codes(be, x));
+    n.rows = n.c.rows();
+  } else {
+    HIPQ_ASSIGN_OR_RETURN(n.y, norm(be, x));
+  }
+  return n;
+}
+}  // namespace
+
 Result<DeviceTensor> BasicTransformerBlock::forward(kernels::Backend& be, const Tensor& x, const Tensor& context,
                                                     const ContextKV* kv) const {
-  // fp8 layers may take their norm's output as codes (HIPQ_FP8_NORM_CODES):
-  // the norm's input, of the output's shape and dtype, stands for it.
-  if (attn1.to_qkv.fp8.set() && attn2.to_q.fp8.set() && ff_geglu.fp8.set() && fp8_norm_codes_enabled()) {
-    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c1, norm1.codes(be, x));
-    const kernels::Fp8Rows r1 = c1.rows();
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, x, nullptr, &x, nullptr, &r1));
-    c1 = {};
-    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c2, norm2.codes(be, h1.t));
-    const kernels::Fp8Rows r2 = c2.rows();
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, h1.t, &context, &h1.t, kv, &r2));
-    c2 = {};
-    HIPQ_ASSIGN_OR_RETURN(LayerNorm::Codes c3, norm3.codes(be, h2.t));
-    const kernels::Fp8Rows r3 = c3.rows();
-    HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, h2.t, &r3));  // [B, S, 4*dim]
-    c3 = {};
-    return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
-  }
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n1, norm1(be, x));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, n1.t, nullptr, &x));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n2, norm2(be, h1.t));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.t, &context, &h1.t, kv));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor n3, norm3(be, h2.t));
-  HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, n3.t));  // [B, S, 4*dim]
+  HIPQ_ASSIGN_OR_RETURN(Normed n1, normed(be, norm1, x, norm_codes));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h1, attn1.forward(be, n1.x(x), nullptr, &x, nullptr, n1.codes()));
+  HIPQ_ASSIGN_OR_RETURN(Normed n2, normed(be, norm2, h1.t, norm_codes));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor h2, attn2.forward(be, n2.x(h1.t), &context, &h1.t, kv, n2.codes()));
+  HIPQ_ASSIGN_OR_RETURN(Normed n3, normed(be, norm3, h2.t, norm_codes));
+  HIPQ_ASSIGN_OR_RETURN(DeviceTensor g, ff_geglu(be, n3.x(h2.t), n3.codes()));  // [B, S, 4*dim]
   return ff_out(be, g.t, kernels::Activation::kNone, &h2.t);
 }
 

@@ -24,6 +24,10 @@ struct BasicTransformerBlock {
   Attention attn1, attn2;
   Geglu ff_geglu;  // ff.net.0 (its projection ff.net.0.proj, GEGLU fused)
   Linear ff_out;   // ff.net.2
+  // The norms hand their layers e4m3 codes (LayerNorm::codes) instead of a
+  // 16-bit output: those layers are fp8 and HIPQ_FP8_NORM_CODES was on when
+  // the block was bound.
+  bool norm_codes = false;
 
   static Result<BasicTransformerBlock> bind(WeightBinder& b, const std::string& prefix, int64_t dim,
                                             int heads, int64_t head_dim, int64_t cross_dim);

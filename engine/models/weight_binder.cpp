@@ -268,21 +268,21 @@ Result<WeightLoader::Fp8Convs> WeightLoader::fp8_convs_from_env() {
 Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const std::string& local,
                                                                           const std::vector<int64_t>& shape,
                                                                           const ParamInit&) {
-  if (!fp8_linears_ || fp8_convs_ == Fp8Convs::kOff) return std::optional<kernels::Fp8ConvWeight>();
+  if (!fp8_linears_) return std::optional<kernels::Fp8ConvWeight>();
   if (shape.size() != 4)
     return Status::InvalidArgument("bind_fp8_conv: '" + prefix_ + local +
                                    "' is no [O, C, kh, kw] conv weight: " + shape_str(shape));
   if (!takes_fp8_conv(fp8_convs_, shape)) return std::optional<kernels::Fp8ConvWeight>();
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, load(local, shape, ParamLayout::kAsStored));
-  const int64_t O = shape[0], taps = shape[2] * shape[3], Cp = kernels::fp8_conv_channels(shape[1]);
-  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer codes, backend_.allocate(static_cast<size_t>(O * taps * Cp)));
+  const std::vector<int64_t> codes_shape = kernels::fp8_conv_codes_shape(shape);
+  const int64_t O = shape[0], code_bytes = codes_shape[0] * codes_shape[1] * codes_shape[2] * codes_shape[3];
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer codes, backend_.allocate(static_cast<size_t>(code_bytes)));
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer scales, backend_.allocate(static_cast<size_t>(O) * sizeof(float)));
-  kernels::Fp8ConvWeight q{codes.tensor(DType::kU8, {O, shape[2], shape[3], Cp}),
-                           scales.tensor(DType::kF32, {O})};
+  kernels::Fp8ConvWeight q{codes.tensor(DType::kU8, codes_shape), scales.tensor(DType::kF32, {O})};
   HIPQ_RETURN_IF_ERROR(kernels::make_fp8_conv_weight(backend_, weight.tensor(dtype_, shape), q));
   // The 16-bit weight goes back to the pool once the codes are made.
   HIPQ_RETURN_IF_ERROR(backend_.synchronize());
-  keep(std::move(codes), O * taps * Cp);
+  keep(std::move(codes), code_bytes);
   keep(std::move(scales), O * static_cast<int64_t>(sizeof(float)));
   BoundParam bound{{prefix_ + local}, shape, ParamLayout::kAsStored, q.codes, std::nullopt, q};
   bound_.push_back(std::move(bound));

@@ -101,17 +101,10 @@ __global__ void __launch_bounds__(kThreads)
     if (p >= HWs || c >= C) continue;
     uint8_t* dst = out + p * C + c;
     if (c + 8 <= C && reinterpret_cast<uintptr_t>(dst) % 8 == 0) {
-      uint32_t w[2] = {0u, 0u};
-      if (finite) {
+      float v[8];
 #pragma unroll
-        for (int e = 0; e < 8; e += 2)
-          w[e / 4] |= dev::e4m3x2(t[8 * j + e][q], t[8 * j + e + 1][q], s) << (8 * (e % 4));
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          w[e / 4] |= static_cast<uint32_t>(fp8::quantize(t[8 * j + e][q], s)) << (8 * (e % 4));
-      }
-      *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+      for (int e = 0; e < 8; ++e) v[e] = t[8 * j + e][q];
+      *reinterpret_cast<uint2*>(dst) = dev::e4m3x8(v, s, finite);
     } else {
       for (int e = 0; e < 8 && c + e < C; ++e) dst[e] = fp8::quantize(t[8 * j + e][q], s);
     }

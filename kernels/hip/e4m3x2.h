@@ -1,5 +1,5 @@
-// e4m3 codes of two products at once, for the kernels that quantize
-// (quantize_fp8_rows.hip, conv2d_fp8.hip).
+// e4m3 codes of two and of eight products at once, for the kernels that
+// quantize (quantize_fp8_rows.hip, conv2d_fp8.hip, layer_norm_fp8.hip).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,21 @@ __device__ __forceinline__ uint32_t e4m3x2(float lo, float hi, float s) {
 #else
   return static_cast<uint32_t>(fp8::quantize(lo, s)) | (static_cast<uint32_t>(fp8::quantize(hi, s)) << 8);
 #endif
+}
+
+// Eight products v[e] * s as e4m3 codes, v[0] at the lowest address, in one
+// 8-byte word: by e4m3x2 where the values hold no NaN (`finite`), else by
+// fp8::quantize one at a time (a NaN's code is NaN's).
+__device__ __forceinline__ uint2 e4m3x8(const float (&v)[8], float s, bool finite) {
+  uint32_t w[2] = {0u, 0u};
+  if (finite) {
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) w[e / 4] |= e4m3x2(v[e], v[e + 1], s) << (8 * (e % 4));
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) w[e / 4] |= static_cast<uint32_t>(fp8::quantize(v[e], s)) << (8 * (e % 4));
+  }
+  return make_uint2(w[0], w[1]);
 }
 
 }  // namespace hipq::kernels::dev

@@ -82,15 +82,7 @@ __global__ void layer_norm_fp8_vec8_kernel(const uint4* __restrict__ x, const vo
   const float s = fp8::row_scale(nan > 0.0f ? dev::f32_from_bits(0x7fc00000u) : amax);
   if (t == 0) scales[blockIdx.x] = fp8::dequant_scale(s);
   if (!active) return;
-  uint32_t w[2] = {0u, 0u};
-  if (nan == 0.0f) {
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) w[e / 4] |= dev::e4m3x2(r[e], r[e + 1], s) << (8 * (e % 4));
-  } else {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) w[e / 4] |= static_cast<uint32_t>(fp8::quantize(r[e], s)) << (8 * (e % 4));
-  }
-  *reinterpret_cast<uint2*>(codes + v0 * 8) = make_uint2(w[0], w[1]);
+  *reinterpret_cast<uint2*>(codes + v0 * 8) = dev::e4m3x8(r, s, nan == 0.0f);
 }
 
 }  // namespace

@@ -73,15 +73,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows16_kernel(const uin
     for (int64_t c = lane; c < chunks; c += warpSize) {
       float v[8];
       dev::ld8_16bit(row, dt, c * 8, v);
-      uint32_t w[2] = {0u, 0u};
-      if (finite_row) {
-#pragma unroll
-        for (int e = 0; e < 8; e += 2) w[e / 4] |= dev::e4m3x2(v[e], v[e + 1], s) << (8 * (e % 4));
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) w[e / 4] |= static_cast<uint32_t>(fp8::quantize(v[e], s)) << (8 * (e % 4));
-      }
-      *reinterpret_cast<uint2*>(out + c * 8) = make_uint2(w[0], w[1]);
+      *reinterpret_cast<uint2*>(out + c * 8) = dev::e4m3x8(v, s, finite_row);
     }
     if (lane == 0) scales[r] = fp8::dequant_scale(s);
   }
