@@ -46,13 +46,13 @@ struct ParamBytes {
 
 // The device blocks of `specs` (those whose name starts with `only_prefix` or
 // `or_prefix` when given) as a loader binds them: each device tensor (a
-// stack of parts is one) in `dtype`, or, with `fp8` (a UNet of precision fp8,
-// the convs that setting takes), a Linear weight as e4m3 codes and a scale a
+// stack of parts is one) in `dtype`, or, with `fp8` on (a UNet of precision
+// fp8, the convs it takes), a Linear weight as e4m3 codes and a scale a
 // row and a taken conv weight as its Fp8ConvWeight (codes [O, kh, kw, Cp],
 // a scale an output channel): WeightLoader::bind_fp8 / bind_fp8_conv.
 ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const kernels::Backend& be,
                        std::string_view only_prefix = {}, std::string_view or_prefix = {},
-                       const WeightLoader::Fp8Convs* fp8 = nullptr) {
+                       Fp8Weights fp8 = {}) {
   auto block = [&](int64_t bytes) { return static_cast<int64_t>(be.block_bytes(static_cast<size_t>(bytes))); };
   ParamBytes b;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -63,11 +63,11 @@ ParamBytes param_bytes(const std::vector<ParamSpec>& specs, DType dtype, const k
     const int64_t parts = std::min<int64_t>(p.stack, static_cast<int64_t>(specs.size() - i));
     const int64_t part = numel(p.shape);
     const int64_t rows = p.shape.empty() ? 1 : p.shape[0] * parts;
-    if (fp8 != nullptr && p.fp8 == Fp8Form::kRows) {
+    if (fp8.on && p.fp8 == Fp8Form::kRows) {
       b.all += block(part * parts) + block(rows * static_cast<int64_t>(sizeof(float)));
       continue;
     }
-    if (fp8 != nullptr && p.fp8 == Fp8Form::kConv && WeightLoader::takes_fp8_conv(*fp8, p.shape)) {
+    if (fp8.on && p.fp8 == Fp8Form::kConv && takes_fp8_conv(fp8.convs, p.shape)) {
       b.all += block(numel(kernels::fp8_conv_codes_shape(p.shape))) +
                block(p.shape[0] * static_cast<int64_t>(sizeof(float)));
       continue;
@@ -90,7 +90,10 @@ Result<DType> precision_dtype(const std::string& precision) {
   return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16, fp8");
 }
 
-bool fp8_linears(const std::string& precision) { return precision == "fp8"; }
+Fp8Weights fp8_weights(const std::string& precision, Fp8Convs convs) {
+  if (precision != "fp8") return Fp8Weights{};
+  return Fp8Weights{true, convs};
+}
 
 Result<Placement> parse_placement(std::string_view name) {
   for (size_t i = 0; i < kPlacementNames.size(); ++i)
@@ -173,13 +176,9 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     return Status::InvalidArgument("plan_memory: a VAE tile (" + std::to_string(vae_tile) +
                                    " px) is a multiple of 8 px, at least 16, in the low placement only");
   HIPQ_ASSIGN_OR_RETURN(DType dtype, precision_dtype(s.precision));
-  // An fp8 job's UNet weights as its loader holds them: the convs it takes
-  // are those of HIPQ_FP8_CONVS (UNet::load reads the same).
-  const bool fp8 = fp8_linears(s.precision);
-  WeightLoader::Fp8Convs fp8_convs = WeightLoader::Fp8Convs::kOff;
-  if (fp8) {
-    HIPQ_ASSIGN_OR_RETURN(fp8_convs, WeightLoader::fp8_convs_from_env());
-  }
+  // An fp8 job's UNet weights as its loader holds them (the convs the model's
+  // load takes: ModelShapes::fp8_convs).
+  const Fp8Weights fp8 = fp8_weights(s.precision, shapes.fp8_convs);
   // The decoding model's VAE (the refiner's in a base + refiner job).
   const ModelShapes& decoder = refiner != nullptr ? *refiner : shapes;
   HIPQ_ASSIGN_OR_RETURN(const DType job_dtype, job_vae_dtype(decoder.family, decoder.vae, s));
@@ -215,7 +214,7 @@ Result<MemoryPlan> plan_memory(const ModelShapes& shapes, const spec::Generation
     ModelNeeds n;
     const DType vae_dt = &m == &decoder ? vae_dtype : vae_dtype_for(m.family, m.vae, dtype);
     HIPQ_ASSIGN_OR_RETURN(std::vector<ParamSpec> unet_specs, UNet::parameters(m.unet));
-    const ParamBytes unet = param_bytes(unet_specs, dtype, backend, {}, {}, fp8 ? &fp8_convs : nullptr);
+    const ParamBytes unet = param_bytes(unet_specs, dtype, backend, {}, {}, fp8);
     plan.unet_weights += unet.all;
     if (keeps_conv_forms && dtype != DType::kF32) plan.weight_forms += unet.conv;
     for (const ClipTextConfig& c : m.text_encoders) {

@@ -66,15 +66,20 @@ struct ModelShapes {
   // LoRA set modifies, kept so a switch restores and merges them without an
   // upload; the pipeline sets it. Counted in every phase (MemoryPlan::lora_base_bits).
   int64_t lora_base_bits = 0;
+  // The convolutions an fp8 job's UNet holds in e4m3 (HIPQ_FP8_CONVS, read
+  // once, when the pipeline loads the model in fp8): its load and every plan
+  // of fp8 jobs take them from here.
+  Fp8Convs fp8_convs = Fp8Convs::kAligned;
 };
 
 // The dtype of a precision name: fp32 | fp16 | bf16 | fp8; InvalidArgument naming
 // the known ones otherwise.
-// fp8 is bf16 with the UNet's linear layers (and the convs WeightLoader::Fp8Convs
-// picks) in e4m3 (fp8_linears).
+// fp8 is bf16 with the UNet's linear layers and the convs Fp8Convs picks in
+// e4m3 (fp8_weights).
 Result<kernels::DType> precision_dtype(const std::string& precision);
-// Whether a precision runs the UNet's linear layers (and those convs) in fp8 (e4m3).
-bool fp8_linears(const std::string& precision);
+// The UNet weights a precision holds in e4m3: for fp8 the linear layers and
+// `convs`, for every other precision none.
+Fp8Weights fp8_weights(const std::string& precision, Fp8Convs convs);
 
 // The dtype the VAE decodes in: the precision's, except fp32 for fp16 jobs
 // when the VAE has force_upcast or is SDXL's (it overflows in fp16; bf16 has

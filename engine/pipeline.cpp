@@ -160,6 +160,11 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
 
   ModelShapes sh;
   sh.family = family;
+  // HIPQ_FP8_CONVS=all|aligned|off: which convolutions an fp8 UNet runs in
+  // e4m3 (for measurements and parity runs); read by fp8 loads alone.
+  if (fp8_weights(precision, Fp8Convs::kAligned).on) {
+    HIPQ_ASSIGN_OR_RETURN(sh.fp8_convs, fp8_convs_from_env());
+  }
   HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));
   if (const auto* j = find_config(components, "unet")) {
     HIPQ_ASSIGN_OR_RETURN(sh.unet, UNetConfig::from_json(*j, components.spec + " unet/config.json"));
@@ -205,7 +210,8 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   loaded_dtype = dtype;
   set_lora_device_budget(precision);
 
-  HIPQ_ASSIGN_OR_RETURN(UNet u, UNet::load(shapes.unet, *unet_weights, be, dtype, fp8_linears(precision)));
+  HIPQ_ASSIGN_OR_RETURN(UNet u,
+                        UNet::load(shapes.unet, *unet_weights, be, dtype, fp8_weights(precision, shapes.fp8_convs)));
   unet.emplace(std::move(u));
   enc1.pad_with_eos = family != "sd2";
   enc2.pad_with_eos = false;
@@ -310,7 +316,7 @@ Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vect
   if (const std::vector<std::string> names = names_of("unet"); unet && !names.empty()) {
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, "unet"));
     HIPQ_ASSIGN_OR_RETURN(lora::RebindStats r, lora::rebind_weights(unet->bound_params(), names, *w, be,
-                                                                    loaded_dtype, unet->fp8_linears()));
+                                                                    loaded_dtype, unet->fp8_weights()));
     add(r);
   }
   // Text encoders not on the device (a low placement between prompts) load
@@ -321,7 +327,7 @@ Status Pipeline::Impl::switch_lora_weights(const std::map<std::string, std::vect
     if (!slots[i]->model || names.empty()) continue;
     HIPQ_ASSIGN_OR_RETURN(auto w, component(components, kTextEncoderKeys[i]));
     HIPQ_ASSIGN_OR_RETURN(lora::RebindStats r, lora::rebind_weights(slots[i]->model->bound_params(), names, *w,
-                                                                    be, loaded_dtype, false));
+                                                                    be, loaded_dtype, Fp8Weights{}));
     add(r);
   }
   HIPQ_RETURN_IF_ERROR(be.synchronize());

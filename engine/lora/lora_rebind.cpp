@@ -36,7 +36,7 @@ std::map<std::string, std::vector<std::string>> weights_to_rewrite(const WeightS
 
 Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const std::vector<std::string>& names,
                                    const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
-                                   bool fp8_linears) {
+                                   Fp8Weights fp8) {
   const std::set<std::string, std::less<>> wanted(names.begin(), names.end());
   // name -> (parameter, part), every name found before anything is written.
   std::map<std::string, std::pair<const BoundParam*, size_t>, std::less<>> where;
@@ -50,7 +50,7 @@ Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const 
                               "'; the LoRA switch cannot rewrite it");
   }
   RebindStats stats;
-  WeightLoader loader(source, backend, dtype, {}, fp8_linears);
+  WeightLoader loader(source, backend, dtype, {}, fp8);
   const auto* merged = dynamic_cast<const LoraMergedSource*>(&source);
   const double merge_before = merged != nullptr ? merged->merge_ms() : 0.0;
   const auto start = std::chrono::steady_clock::now();

@@ -50,10 +50,10 @@ std::map<std::string, std::vector<std::string>> weights_to_rewrite(const WeightS
                                                                    const WeightSignatures& to);
 
 // `params`: the model's (UNet::bound_params, ClipTextModel::bound_params),
-// bound at `dtype` (with `fp8_linears` as the load had it); `names`: the
+// bound at `dtype` (with `fp8` as the load had it); `names`: the
 // weights to write again, from `source`.
 Result<RebindStats> rebind_weights(const std::vector<BoundParam>& params, const std::vector<std::string>& names,
                                    const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
-                                   bool fp8_linears);
+                                   Fp8Weights fp8);
 
 }  // namespace hipq::engine::lora

@@ -340,21 +340,15 @@ Status UNet::bind_all(UNet& m, WeightBinder& b) {
 }
 
 Result<UNet> UNet::load(const UNetConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
-                        kernels::DType precision, bool fp8_linears) {
-  if (fp8_linears && backend.info().fp8_products.empty())
+                        kernels::DType precision, Fp8Weights fp8) {
+  if (fp8.on && backend.info().fp8_products.empty())
     return Status::FailedPrecondition("precision fp8 cannot run on " + backend.info().device_name + " (" +
                                       backend.info().arch + "): " + backend.info().fp8_refusal);
   UNet m;
   m.cfg_ = cfg;
   m.dtype_ = precision;
-  m.fp8_linears_ = fp8_linears;
-  WeightLoader loader(weights, backend, precision, {}, fp8_linears);
-  // HIPQ_FP8_CONVS=all|aligned|off: which convolutions an fp8 UNet runs in
-  // e4m3 (WeightLoader::Fp8Convs; for measurements and parity runs).
-  if (fp8_linears) {
-    HIPQ_ASSIGN_OR_RETURN(WeightLoader::Fp8Convs convs, WeightLoader::fp8_convs_from_env());
-    loader.set_fp8_convs(convs);
-  }
+  m.fp8_ = fp8;
+  WeightLoader loader(weights, backend, precision, {}, fp8);
   HIPQ_RETURN_IF_ERROR(bind_all(m, loader));
   m.weights_ = loader.take_buffers();
   m.bound_ = loader.take_bound();

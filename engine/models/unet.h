@@ -107,11 +107,12 @@ struct UNetInputs {
 
 class UNet {
  public:
-  // fp8_linears: every Linear / GEGLU weight in its fp8 form (the precision
-  // fp8: e4m3 codes + row scales, the rest in `precision`); FailedPrecondition
-  // with the backend's reason where it has no fp8 products.
+  // `fp8` on: every Linear / GEGLU weight and the convolutions fp8.convs
+  // takes in their e4m3 forms (the precision fp8: codes + a scale a row or
+  // output channel, the rest in `precision`); FailedPrecondition with the
+  // backend's reason where it has no fp8 products.
   static Result<UNet> load(const UNetConfig& cfg, const WeightSource& weights, kernels::Backend& backend,
-                           kernels::DType precision, bool fp8_linears = false);
+                           kernels::DType precision, Fp8Weights fp8 = {});
   static Result<std::vector<ParamSpec>> parameters(const UNetConfig& cfg);
 
   // The model output (noise prediction) [N, out, h, w] in the model's precision.
@@ -123,7 +124,8 @@ class UNet {
 
   const UNetConfig& config() const { return cfg_; }
   kernels::DType precision() const { return dtype_; }
-  bool fp8_linears() const { return fp8_linears_; }
+  // The weights this UNet holds in e4m3, as load was told.
+  const Fp8Weights& fp8_weights() const { return fp8_; }
   // Where each parameter lives on the device (a LoRA switch rewrites some in
   // place: WeightLoader::rewrite, engine/lora/lora_rebind.h).
   const std::vector<BoundParam>& bound_params() const { return bound_; }
@@ -158,7 +160,7 @@ class UNet {
   GroupNorm norm_out_;
   std::vector<kernels::Buffer> weights_;
   std::vector<BoundParam> bound_;
-  bool fp8_linears_ = false;
+  Fp8Weights fp8_;
 };
 
 }  // namespace hipq::engine

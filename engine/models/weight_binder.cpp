@@ -69,8 +69,8 @@ Result<std::optional<kernels::Fp8ConvWeight>> SpecRecorder::bind_fp8_conv(const 
 }
 
 WeightLoader::WeightLoader(const WeightSource& source, kernels::Backend& backend, DType dtype,
-                           std::string prefix, bool fp8_linears)
-    : source_(source), backend_(backend), dtype_(dtype), prefix_(std::move(prefix)), fp8_linears_(fp8_linears) {}
+                           std::string prefix, Fp8Weights fp8)
+    : source_(source), backend_(backend), dtype_(dtype), prefix_(std::move(prefix)), fp8_(fp8) {}
 
 bool WeightLoader::has(const std::string& name) const { return source_.contains(prefix_ + name); }
 
@@ -132,6 +132,19 @@ void WeightLoader::keep(kernels::Buffer buf, int64_t bytes) {
   bytes_ += bytes;
   backend_.hold_constant(buf.data(), buf.bytes());  // parameters never change once bound
   buffers_.push_back(std::move(buf));
+}
+
+void WeightLoader::keep_fp8(kernels::Buffer codes, kernels::Buffer scales) {
+  const auto code_bytes = static_cast<int64_t>(codes.bytes()), scale_bytes = static_cast<int64_t>(scales.bytes());
+  keep(std::move(codes), code_bytes);
+  keep(std::move(scales), scale_bytes);
+}
+
+Result<kernels::Buffer> WeightLoader::sixteen_bit(const Staged& w, const std::string& name, ParamLayout layout,
+                                                  const std::vector<int64_t>& shape) {
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, backend_.allocate(w.numel() * kernels::dtype_size(dtype_)));
+  HIPQ_RETURN_IF_ERROR(write(w, name, layout, weight.tensor(dtype_, shape)));
+  return weight;
 }
 
 Status WeightLoader::write(const Staged& w, const std::string& name, ParamLayout layout, Tensor dst) {
@@ -219,7 +232,7 @@ Result<Tensor> WeightLoader::bind_stacked(const std::vector<std::string>& locals
 Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector<std::string>& locals,
                                                                const std::vector<int64_t>& part_shape,
                                                                const ParamInit&, ParamLayout layout) {
-  if (!fp8_linears_) return std::optional<kernels::Fp8Rows>();
+  if (!fp8_.on) return std::optional<kernels::Fp8Rows>();
   HIPQ_ASSIGN_OR_RETURN(std::vector<int64_t> shape, stacked_shape(locals.size(), part_shape));
   if (shape.size() != 2)
     return Status::InvalidArgument("bind_fp8: '" + prefix_ + locals[0] + "' is no [rows, in] Linear weight: " +
@@ -237,15 +250,14 @@ Result<std::optional<kernels::Fp8Rows>> WeightLoader::bind_fp8(const std::vector
   HIPQ_RETURN_IF_ERROR(backend_.quantize_fp8_rows(weight.tensor(dtype_, shape), q.codes, q.scales));
   // The 16-bit weight goes back to the pool once the codes are made.
   HIPQ_RETURN_IF_ERROR(backend_.synchronize());
-  keep(std::move(codes), rows * in);
-  keep(std::move(scales), rows * static_cast<int64_t>(sizeof(float)));
+  keep_fp8(std::move(codes), std::move(scales));
   BoundParam bound{{}, part_shape, layout, q.codes, q, std::nullopt};
   for (const std::string& local : locals) bound.names.push_back(prefix_ + local);
   bound_.push_back(std::move(bound));
   return std::optional<kernels::Fp8Rows>(q);
 }
 
-bool WeightLoader::takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape) {
+bool takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape) {
   switch (which) {
     case Fp8Convs::kOff: return false;
     case Fp8Convs::kAll: return true;
@@ -255,7 +267,7 @@ bool WeightLoader::takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& sh
   return false;
 }
 
-Result<WeightLoader::Fp8Convs> WeightLoader::fp8_convs_from_env() {
+Result<Fp8Convs> fp8_convs_from_env() {
   const char* env = std::getenv("HIPQ_FP8_CONVS");
   if (env == nullptr) return Fp8Convs::kAligned;
   const std::string which = env;
@@ -268,11 +280,11 @@ Result<WeightLoader::Fp8Convs> WeightLoader::fp8_convs_from_env() {
 Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const std::string& local,
                                                                           const std::vector<int64_t>& shape,
                                                                           const ParamInit&) {
-  if (!fp8_linears_) return std::optional<kernels::Fp8ConvWeight>();
+  if (!fp8_.on) return std::optional<kernels::Fp8ConvWeight>();
   if (shape.size() != 4)
     return Status::InvalidArgument("bind_fp8_conv: '" + prefix_ + local +
                                    "' is no [O, C, kh, kw] conv weight: " + shape_str(shape));
-  if (!takes_fp8_conv(fp8_convs_, shape)) return std::optional<kernels::Fp8ConvWeight>();
+  if (!takes_fp8_conv(fp8_.convs, shape)) return std::optional<kernels::Fp8ConvWeight>();
   HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, load(local, shape, ParamLayout::kAsStored));
   const std::vector<int64_t> codes_shape = kernels::fp8_conv_codes_shape(shape);
   const int64_t O = shape[0], code_bytes = codes_shape[0] * codes_shape[1] * codes_shape[2] * codes_shape[3];
@@ -282,8 +294,7 @@ Result<std::optional<kernels::Fp8ConvWeight>> WeightLoader::bind_fp8_conv(const 
   HIPQ_RETURN_IF_ERROR(kernels::make_fp8_conv_weight(backend_, weight.tensor(dtype_, shape), q));
   // The 16-bit weight goes back to the pool once the codes are made.
   HIPQ_RETURN_IF_ERROR(backend_.synchronize());
-  keep(std::move(codes), code_bytes);
-  keep(std::move(scales), O * static_cast<int64_t>(sizeof(float)));
+  keep_fp8(std::move(codes), std::move(scales));
   BoundParam bound{{prefix_ + local}, shape, ParamLayout::kAsStored, q.codes, std::nullopt, q};
   bound_.push_back(std::move(bound));
   return std::optional<kernels::Fp8ConvWeight>(q);
@@ -302,9 +313,7 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
   if (param.fp8_conv) {
     // A convolution's fp8 form is one name: its 16-bit weight as bind_fp8_conv
     // made it, then its codes and scales again.
-    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight,
-                          backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
-    HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, weight.tensor(dtype_, param.part_shape)));
+    HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, sixteen_bit(host, name, param.layout, param.part_shape));
     HIPQ_RETURN_IF_ERROR(
         kernels::make_fp8_conv_weight(backend_, weight.tensor(dtype_, param.part_shape), *param.fp8_conv));
     backend_.constant_changed(param.fp8_conv->codes.data);
@@ -318,8 +327,7 @@ Status WeightLoader::rewrite(const BoundParam& param, size_t part) {
     return Status::Ok();
   }
   // fp8: the part's 16-bit rows as bind_fp8 made them, then their codes and scales.
-  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
-  HIPQ_RETURN_IF_ERROR(write(host, name, param.layout, weight.tensor(dtype_, param.part_shape)));
+  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer weight, sixteen_bit(host, name, param.layout, param.part_shape));
   Tensor codes = whole ? param.fp8->codes : param.fp8->codes.slice(0, first, rows);
   Tensor scales = whole ? param.fp8->scales : param.fp8->scales.slice(0, first, rows);
   HIPQ_RETURN_IF_ERROR(backend_.quantize_fp8_rows(weight.tensor(dtype_, param.part_shape), codes, scales));

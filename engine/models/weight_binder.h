@@ -61,8 +61,8 @@ enum class ParamLayout : uint8_t {
 // Which fp8 form a loader with fp8 linear layers may give a parameter
 // (WeightBinder::bind_fp8 / bind_fp8_conv asked for it before binding it):
 // kRows a Linear / GEGLU weight (e4m3 codes and a scale a row), kConv a
-// stride-1 convolution's (kernels::Fp8ConvWeight, where WeightLoader::Fp8Convs
-// takes it: WeightLoader::takes_fp8_conv). What memory plans count it at.
+// stride-1 convolution's (kernels::Fp8ConvWeight, where the loader's Fp8Convs
+// takes it: takes_fp8_conv). What memory plans count it at.
 enum class Fp8Form : uint8_t { kNone = 0, kRows = 1, kConv = 2 };
 
 struct ParamSpec {
@@ -162,15 +162,34 @@ class SpecRecorder : public WeightBinder {
   std::set<std::string> fp8_rows_, fp8_convs_;
 };
 
+// Which convolutions an fp8 UNet takes in e4m3: kAligned (the default)
+// those whose e4m3 k-tiles need no padding and whose product pays for
+// quantizing the input: 3x3 kernels over a multiple of 128 channels
+// (docs/kernels.md "fp8"); kAll every one asked; kOff none.
+enum class Fp8Convs { kOff, kAligned, kAll };
+// Whether `which` takes the conv weight of `shape` [O, C, kh, kw] in fp8.
+bool takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape);
+// The setting of HIPQ_FP8_CONVS (all | aligned | off; unset: kAligned), for
+// measurements and parity runs; InvalidArgument for another value. Read by
+// the pipeline once, when it loads a model in fp8 (ModelShapes::fp8_convs).
+Result<Fp8Convs> fp8_convs_from_env();
+
+// The weights a loader makes e4m3 forms of (the precision fp8; the backend
+// must have fp8 products, BackendInfo): with `on`, every Linear / GEGLU
+// weight bind_fp8 is asked for and the convolutions `convs` takes of those
+// bind_fp8_conv is asked for. Off: every weight in the model's dtype.
+struct Fp8Weights {
+  bool on = false;
+  Fp8Convs convs = Fp8Convs::kOff;
+};
+
 // Binds names to a WeightSource's tensors, uploaded to `backend` in `dtype`.
 class WeightLoader : public WeightBinder {
  public:
   // `prefix` is prepended to every name (e.g. "" for diffusers folders).
-  // `fp8_linears`: bind_fp8 and bind_fp8_conv make the fp8 forms of Linear
-  // and stride-1 convolution weights (the precision fp8; the backend must
-  // have fp8 products, BackendInfo).
+  // `fp8`: which weights bind_fp8 and bind_fp8_conv make e4m3 forms of.
   WeightLoader(const WeightSource& source, kernels::Backend& backend, kernels::DType dtype,
-               std::string prefix = {}, bool fp8_linears = false);
+               std::string prefix = {}, Fp8Weights fp8 = {});
   using WeightBinder::bind;
   Result<kernels::Tensor> bind(const std::string& name, const std::vector<int64_t>& shape,
                                const ParamInit& init, ParamLayout layout) override;
@@ -184,17 +203,6 @@ class WeightLoader : public WeightBinder {
   Result<std::optional<kernels::Fp8ConvWeight>> bind_fp8_conv(const std::string& name,
                                                               const std::vector<int64_t>& shape,
                                                               const ParamInit& init) override;
-  // Which convolutions bind_fp8_conv makes fp8 forms of (with fp8_linears):
-  // kAligned (the default) those whose e4m3 k-tiles need no padding and
-  // whose product pays for quantizing the input: 3x3 kernels over a multiple
-  // of 128 channels (docs/kernels.md "fp8"); kAll every one asked; kOff none.
-  enum class Fp8Convs { kOff, kAligned, kAll };
-  void set_fp8_convs(Fp8Convs which) { fp8_convs_ = which; }
-  // Whether `which` takes the conv weight of `shape` [O, C, kh, kw] in fp8.
-  static bool takes_fp8_conv(Fp8Convs which, const std::vector<int64_t>& shape);
-  // The setting of HIPQ_FP8_CONVS (all | aligned | off; unset: kAligned),
-  // for measurements and parity runs; InvalidArgument for another value.
-  static Result<Fp8Convs> fp8_convs_from_env();
 
   // Names of the source never bound (ignoring known non-parameters such as
   // position_ids buffers): a sign of a wrong config.
@@ -234,6 +242,13 @@ class WeightLoader : public WeightBinder {
   Status upload(const Staged& w, kernels::Tensor dst);
   // Takes `buf` as a parameter block: counted, promised constant, kept.
   void keep(kernels::Buffer buf, int64_t bytes);
+  // Keeps an fp8 form's codes and scales (their bytes as allocated).
+  void keep_fp8(kernels::Buffer codes, kernels::Buffer scales);
+  // `w` (the stored tensor `name`, fetched) in a new block of `shape` in the
+  // model's dtype, laid out as `layout` says, not kept: the 16-bit weight a
+  // rewrite makes an fp8 form's codes from again.
+  Result<kernels::Buffer> sixteen_bit(const Staged& w, const std::string& name, ParamLayout layout,
+                                      const std::vector<int64_t>& shape);
   // The parameter `name` (`names` stacked) on the device in the model's
   // dtype, in a buffer not yet kept: what bind / bind_stacked keep.
   Result<kernels::Buffer> load(const std::string& local, const std::vector<int64_t>& shape, ParamLayout layout);
@@ -247,8 +262,7 @@ class WeightLoader : public WeightBinder {
   kernels::Backend& backend_;
   kernels::DType dtype_;
   std::string prefix_;
-  bool fp8_linears_ = false;
-  Fp8Convs fp8_convs_ = Fp8Convs::kAligned;
+  Fp8Weights fp8_;
   std::set<std::string> used_;
   std::vector<kernels::Buffer> buffers_;
   std::vector<BoundParam> bound_;

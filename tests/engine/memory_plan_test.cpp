@@ -141,7 +141,7 @@ TEST(MemoryPlanTest, SdxlFp16PlanCountsItsWeightsAndEachPlacementHoldsLess) {
 }
 
 // An fp8 job's UNet planned as UNet::load holds it, whichever convs
-// HIPQ_FP8_CONVS picks: the plan's weights are the blocks the loader keeps
+// ModelShapes::fp8_convs picks: the plan's weights are the blocks the loader keeps
 // (the cpu pool's in-use bytes after the load), byte for byte, as are bf16's
 // and fp16's (stacked q | k | v one block each).
 TEST(MemoryPlanTest, UNetWeightsArePlannedAsTheLoaderKeepsThemInEveryPrecision) {
@@ -154,22 +154,26 @@ TEST(MemoryPlanTest, UNetWeightsArePlannedAsTheLoaderKeepsThemInEveryPrecision) 
   SyntheticWeightSource weights("synthetic unet", "unet", 7, *specs);
   struct Case {
     const char* precision;
-    const char* convs;  // HIPQ_FP8_CONVS, or nullptr
+    const char* convs;  // ModelShapes::fp8_convs, or nullptr (the default)
   };
   std::map<std::string, int64_t> planned;
   for (const Case& c : {Case{"bf16", nullptr}, Case{"fp16", nullptr}, Case{"fp8", nullptr}, Case{"fp8", "off"},
                         Case{"fp8", "aligned"}, Case{"fp8", "all"}}) {
     const std::string name = std::string(c.precision) + (c.convs ? std::string(" convs ") + c.convs : "");
     SCOPED_TRACE(name);
-    if (c.convs != nullptr) setenv("HIPQ_FP8_CONVS", c.convs, 1);
+    ModelShapes shapes = sh;
+    if (c.convs != nullptr) {
+      const std::string convs = c.convs;
+      shapes.fp8_convs = convs == "off" ? Fp8Convs::kOff : convs == "all" ? Fp8Convs::kAll : Fp8Convs::kAligned;
+    }
     auto be = cpu();
     spec::GenerationSettings job = sdxl_job(c.precision);
     job.width = job.height = 64;
-    auto plan = plan_memory(sh, job, Placement::kStandard, *be);
+    auto plan = plan_memory(shapes, job, Placement::kStandard, *be);
     const int64_t before = be->memory_stats().in_use;
-    auto unet = UNet::load(sh.unet, weights, *be, precision_dtype(c.precision).value(), fp8_linears(c.precision));
+    auto unet = UNet::load(shapes.unet, weights, *be, precision_dtype(c.precision).value(),
+                           fp8_weights(c.precision, shapes.fp8_convs));
     const int64_t after = be->memory_stats().in_use;
-    unsetenv("HIPQ_FP8_CONVS");
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     ASSERT_TRUE(unet.ok()) << unet.status().ToString();
     EXPECT_EQ(plan->unet_weights, after - before);
@@ -180,20 +184,6 @@ TEST(MemoryPlanTest, UNetWeightsArePlannedAsTheLoaderKeepsThemInEveryPrecision) 
   EXPECT_LT(planned["fp8 convs off"], planned["bf16"]);
   EXPECT_LT(planned["fp8 convs aligned"], planned["fp8 convs off"]);
   EXPECT_LT(planned["fp8 convs all"], planned["fp8 convs aligned"]);
-}
-
-// A plan of an fp8 job refuses an HIPQ_FP8_CONVS that UNet::load would refuse.
-TEST(MemoryPlanTest, AnUnknownFp8ConvsSettingIsRefusedByThePlan) {
-  auto be = cpu();
-  setenv("HIPQ_FP8_CONVS", "some", 1);
-  auto fp8 = plan_memory(sdxl_shapes(), sdxl_job("fp8"), Placement::kStandard, *be);
-  auto bf16 = plan_memory(sdxl_shapes(), sdxl_job("bf16"), Placement::kStandard, *be);
-  unsetenv("HIPQ_FP8_CONVS");
-  ASSERT_FALSE(fp8.ok());
-  EXPECT_EQ(fp8.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(fp8.status().message().find("HIPQ_FP8_CONVS=some: expected all, aligned or off"), std::string::npos)
-      << fp8.status().message();
-  EXPECT_TRUE(bf16.ok()) << "only fp8 jobs read the setting";
 }
 
 // The decode's widest moment at 1024 px, fp32: the first resnet of the last

@@ -453,6 +453,31 @@ TEST_F(PipelineTest, Fp8RunsNearTheBf16JobOfTheSameNoise) {
             golden_key(pipeline("synthetic:tiny-sdxl").weights_sha256(), b));
 }
 
+// HIPQ_FP8_CONVS (which convs an fp8 UNet takes in e4m3; for measurements)
+// is read when an fp8 model loads, once: a value it does not know fails that
+// load with what it expects; jobs of other precisions never read it; the
+// same pipeline loads fp8 once the setting is mended.
+TEST_F(PipelineTest, AnUnknownFp8ConvsSettingFailsTheFp8LoadAlone) {
+  auto p = Pipeline::load("synthetic:tiny-sdxl", *backend_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  GenerationSettings s = tiny(2);
+  s.steps = 1;
+  s.precision = "fp8";
+  setenv("HIPQ_FP8_CONVS", "some", 1);
+  auto fp8 = (*p)->generate(s);
+  s.precision = "bf16";
+  auto bf16 = (*p)->generate(s);
+  unsetenv("HIPQ_FP8_CONVS");
+  ASSERT_FALSE(fp8.ok());
+  EXPECT_EQ(fp8.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(fp8.status().message().find("HIPQ_FP8_CONVS=some: expected all, aligned or off"), std::string::npos)
+      << fp8.status().message();
+  EXPECT_TRUE(bf16.ok()) << bf16.status().ToString();
+  s.precision = "fp8";
+  auto mended = (*p)->generate(s);
+  EXPECT_TRUE(mended.ok()) << mended.status().ToString();
+}
+
 // The VAE's precision follows diffusers: SDXL's VAE decodes fp16 jobs in fp32
 // (it overflows in fp16), bf16 jobs in bf16 and fp32 jobs in fp32.
 TEST_F(PipelineTest, SdxlVaeUpcastsFp16ButDecodesBf16InBf16AsDiffusers) {

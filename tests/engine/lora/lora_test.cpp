@@ -539,13 +539,9 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
     const kernels::DType dtype = precision == "fp32" ? kernels::DType::kF32
                                  : precision == "fp16" ? kernels::DType::kF16
                                                        : kernels::DType::kBF16;
-    const bool fp8 = precision == "fp8";
     // fp8 with every conv the UNet asks for in e4m3 (its padded taps-last
     // codes made again by a switch), whatever the default rule.
-    if (fp8) setenv("HIPQ_FP8_CONVS", "all", 1);
-    struct Unset {
-      ~Unset() { unsetenv("HIPQ_FP8_CONVS"); }
-    } unset;
+    const Fp8Weights fp8{precision == "fp8", Fp8Convs::kAll};
     auto load = [&](const LoraSet& set) {
       auto u = UNet::load(*cfg, *set.components.weights.at("unet"), be, dtype, fp8);
       EXPECT_TRUE(u.ok()) << u.status().ToString();
@@ -579,7 +575,7 @@ TEST(LoraRebind, ASwitchedUNetHoldsTheBytesOfAFreshLoadAndTouchesNothingElse) {
       }
     }
     EXPECT_GE(changed, touched.size() - 2);  // stacked parts share a parameter
-    if (fp8) {
+    if (fp8.on) {
       int convs = 0;
       for (const BoundParam& p : params) convs += p.fp8_conv ? 1 : 0;
       EXPECT_GT(convs, 0) << "the fp8 UNet holds fp8 convolutions";
@@ -622,7 +618,7 @@ TEST(LoraRebind, WeightsBothSetsMergeAlikeAreNotRewritten) {
   ASSERT_TRUE(u.ok());
   const Names names = weights_to_rewrite(set_a->signatures, set_ac->signatures);
   ASSERT_TRUE(rebind_weights(u->bound_params(), names.at("unet"), *set_ac->components.weights.at("unet"), **b,
-                             kernels::DType::kF16, false)
+                             kernels::DType::kF16, Fp8Weights{})
                   .ok());
   auto fresh = UNet::load(*cfg, *set_ac->components.weights.at("unet"), **b, kernels::DType::kF16);
   ASSERT_TRUE(fresh.ok());
@@ -640,7 +636,7 @@ TEST(LoraRebind, AWeightTheModelDoesNotHoldIsRefusedBeforeAnyWrite) {
   const auto before = device_bytes(**b, te->bound_params());
   auto st = rebind_weights(te->bound_params(),
                            {"text_model.encoder.layers.0.self_attn.q_proj.weight", "text_model.no_such.weight"},
-                           *m.weights.at("text_encoder"), **b, kernels::DType::kF32, false);
+                           *m.weights.at("text_encoder"), **b, kernels::DType::kF32, Fp8Weights{});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().code(), StatusCode::kNotFound);
   EXPECT_NE(st.status().message().find("'text_model.no_such.weight'"), std::string::npos) << st.status().ToString();

@@ -58,6 +58,9 @@ TEST(UNetConfigTest, ConfigErrorsNameFileAndField) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
 }
 
+// The precision fp8 as a job's load takes it (the default convs).
+const Fp8Weights kFp8{true, Fp8Convs::kAligned};
+
 struct UNetRun {
   Vec out;
   Vec ref;
@@ -65,7 +68,7 @@ struct UNetRun {
 
 // `backend`: the backend to run on (a test double over the cpu one); the cpu
 // backend when null.
-UNetRun run_reference(const std::string& name, kernels::DType dt, bool fp8_linears = false,
+UNetRun run_reference(const std::string& name, kernels::DType dt, Fp8Weights fp8 = {},
                       std::unique_ptr<kernels::Backend> backend = nullptr) {
   Reference ref = Reference::open(name);
   UNetRun run;
@@ -73,7 +76,7 @@ UNetRun run_reference(const std::string& name, kernels::DType dt, bool fp8_linea
   auto cfg = UNetConfig::from_json(ref.model.configs.at("unet"), "unet/config.json");
   EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto be = backend ? std::move(backend) : cpu_backend();
-  auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, dt, fp8_linears);
+  auto unet = UNet::load(*cfg, *ref.model.weights.at("unet"), *be, dt, fp8);
   EXPECT_TRUE(unet.ok()) << unet.status().ToString();
   if (!unet.ok()) return run;
   DeviceTensor sample = upload(*be, ref.values("unet.sample"), ref.shape("unet.sample"), dt);
@@ -127,7 +130,7 @@ TEST(UNetReferenceTest, ReducedPrecisionStaysCloseToFp32Reference) {
 // scales), against diffusers' fp32 UNet; bf16 alone for comparison.
 TEST(UNetReferenceTest, Fp8LinearLayersStayCloseToFp32Reference) {
   UNetRun bf16 = run_reference("tiny-sdxl", kernels::DType::kBF16);
-  UNetRun fp8 = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true);
+  UNetRun fp8 = run_reference("tiny-sdxl", kernels::DType::kBF16, kFp8);
   if (fp8.out.empty()) return;  // no reference file here (run_reference said so)
   const double cos = cosine(fp8.out, fp8.ref);
   std::printf("tiny-sdxl unet fp8 vs diffusers fp32: 1 - cos %.3g, max abs %.3g (bf16: 1 - cos %.3g)\n", 1 - cos,
@@ -157,11 +160,11 @@ class NormCodesCounter final : public kernels::doubles::ForwardingBackend {
 TEST(UNetReferenceTest, Fp8NormCodesLeaveTheOutputUnchanged) {
   unsetenv("HIPQ_FP8_NORM_CODES");
   int plain_calls = 0, fused_calls = 0;
-  UNetRun plain = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true,
+  UNetRun plain = run_reference("tiny-sdxl", kernels::DType::kBF16, kFp8,
                                 std::make_unique<NormCodesCounter>(&plain_calls));
   if (plain.out.empty()) return;  // no reference file here (run_reference said so)
   setenv("HIPQ_FP8_NORM_CODES", "1", 1);
-  UNetRun codes = run_reference("tiny-sdxl", kernels::DType::kBF16, /*fp8_linears=*/true,
+  UNetRun codes = run_reference("tiny-sdxl", kernels::DType::kBF16, kFp8,
                                 std::make_unique<NormCodesCounter>(&fused_calls));
   unsetenv("HIPQ_FP8_NORM_CODES");
   EXPECT_EQ(plain_calls, 0);
@@ -170,21 +173,6 @@ TEST(UNetReferenceTest, Fp8NormCodesLeaveTheOutputUnchanged) {
   ASSERT_EQ(codes.out.size(), plain.out.size());
   EXPECT_EQ(codes.out, plain.out);
   EXPECT_GT(cosine(codes.out, codes.ref), 0.99);
-}
-
-TEST(UNetTest, AnUnknownFp8ConvsSettingIsRefusedAtLoad) {
-  auto m = make_synthetic_model("tiny-sdxl");
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  auto cfg = UNetConfig::from_json(m->configs.at("unet"), "unet/config.json");
-  auto be = cpu_backend();
-  setenv("HIPQ_FP8_CONVS", "none", 1);
-  auto unet = UNet::load(*cfg, *m->weights.at("unet"), *be, kernels::DType::kBF16, /*fp8_linears=*/true);
-  unsetenv("HIPQ_FP8_CONVS");
-  ASSERT_FALSE(unet.ok());
-  EXPECT_EQ(unet.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(unet.status().message().find("HIPQ_FP8_CONVS=none: expected all, aligned or off"),
-            std::string::npos)
-      << unet.status().message();
 }
 
 TEST(UNetTest, RejectsInputsThatDoNotFitTheConfig) {

@@ -122,7 +122,7 @@ TEST(WeightBinderTest, Fp8LinearsKeepCodesAndRowScalesAndStayCloseToBf16) {
   src.add("ff.proj.bias", HostTensor::from_f32(Vec(2 * inner, 0.25f), {2 * inner}));
   auto be = cpu_backend();
   WeightLoader plain(src, *be, kernels::DType::kBF16);
-  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, /*fp8_linears=*/true);
+  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, Fp8Weights{true, Fp8Convs::kOff});
   auto l16 = Linear::bind(plain, "l", in, out);
   auto l8 = Linear::bind(fp8, "l", in, out);
   auto g16 = Geglu::bind(plain, "ff", in, inner);
@@ -166,8 +166,7 @@ TEST(WeightBinderTest, Fp8ConvsKeepPaddedTapsLastCodesAndStayCloseToBf16) {
   src.add("s.bias", HostTensor::from_f32(Vec(o, 0.0f), {o}));
   auto be = cpu_backend();
   WeightLoader plain(src, *be, kernels::DType::kBF16);
-  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, /*fp8_linears=*/true);
-  fp8.set_fp8_convs(WeightLoader::Fp8Convs::kAll);
+  WeightLoader fp8(src, *be, kernels::DType::kBF16, {}, Fp8Weights{true, Fp8Convs::kAll});
   auto c16 = Conv2d::bind(plain, "c", c, o, 3, 1, 1, true, /*fp8_form=*/true);
   auto c8 = Conv2d::bind(fp8, "c", c, o, 3, 1, 1, true, /*fp8_form=*/true);
   ASSERT_TRUE(c16.ok() && c8.ok()) << c8.status().ToString();
@@ -189,14 +188,13 @@ TEST(WeightBinderTest, Fp8ConvsKeepPaddedTapsLastCodesAndStayCloseToBf16) {
   EXPECT_EQ(strided->fp8.codes.data, nullptr);
   EXPECT_EQ(unasked->fp8.codes.data, nullptr);
   // kAligned: 3x3 over a multiple of 128 channels only; kOff: none.
-  WeightLoader aligned(src, *be, kernels::DType::kBF16, {}, true);  // kAligned: the default
+  WeightLoader aligned(src, *be, kernels::DType::kBF16, {}, Fp8Weights{true, Fp8Convs::kAligned});
   auto a40 = Conv2d::bind(aligned, "c", c, o, 3, 1, 1, true, true);
   auto s1x1 = Conv2d::bind(aligned, "s", c, o, 1, 1, 0, true, true);
   ASSERT_TRUE(a40.ok() && s1x1.ok());
   EXPECT_EQ(a40->fp8.codes.data, nullptr) << "40 channels: a padded k-tile";
   EXPECT_EQ(s1x1->fp8.codes.data, nullptr) << "1x1";
-  WeightLoader off(src, *be, kernels::DType::kBF16, {}, true);
-  off.set_fp8_convs(WeightLoader::Fp8Convs::kOff);
+  WeightLoader off(src, *be, kernels::DType::kBF16, {}, Fp8Weights{true, Fp8Convs::kOff});
   auto o40 = Conv2d::bind(off, "c", c, o, 3, 1, 1, true, true);
   ASSERT_TRUE(o40.ok());
   EXPECT_EQ(o40->fp8.codes.data, nullptr);
