@@ -309,7 +309,9 @@ std::vector<Result<proto::JobResult>> EngineJobRunner::run_batch(
   }
   if (prepared.empty()) return out;
   const JobAssignment& first = jobs[index.front()];
-  const spec::GenerationSettings& settings = prepared.front().settings;
+  // A copy: the jobs are moved into their chunks below, and `load` may run
+  // after (a model whose load failed here is loaded again by the chunk).
+  const spec::GenerationSettings settings = prepared.front().settings;
   auto load = [&](bool* loaded_now) {
     return pipeline_for(first.model(), settings.precision, settings.loras, loaded_now);
   };

@@ -148,5 +148,39 @@ TEST(EngineJobRunnerTest, ABatchWritesWhatEachJobWritesAlone) {
   std::filesystem::remove_all(root);
 }
 
+// A batch whose model fails to load fails each of its jobs with the load's
+// own reason, in every chunk: the chunk's load (after the jobs moved into
+// it) asks for the batch's precision and LoRAs, not a moved-from copy's
+// (it answered 'unknown precision ""'). The load fails here by an fp8
+// setting the pipeline refuses (HIPQ_FP8_CONVS).
+TEST(EngineJobRunnerTest, ABatchWhoseModelFailsToLoadReportsTheLoadsReason) {
+  auto runner = EngineJobRunner::create("cpu", 0);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  const auto root =
+      std::filesystem::temp_directory_path() / ("hipq-batch-load-" + std::to_string(::getpid()));
+  std::vector<JobAssignment> jobs = {tiny_job(1, "a red fox in the snow", 7, root),
+                                     tiny_job(2, "a lighthouse at dusk", 8, root)};
+  for (JobAssignment& j : jobs) j.mutable_settings()->set_precision("fp8");
+  ASSERT_EQ((*runner)->batch_key(jobs[0]), (*runner)->batch_key(jobs[1]));
+  std::atomic<bool> no{false};
+  std::vector<CountingProgress> sinks(jobs.size());
+  std::vector<ProgressSink*> progress = {&sinks[0], &sinks[1]};
+  std::vector<const std::atomic<bool>*> cancel = {&no, &no};
+  ::setenv("HIPQ_FP8_CONVS", "bogus", 1);
+  auto batch = (*runner)->run_batch(jobs, progress, cancel);
+  ::unsetenv("HIPQ_FP8_CONVS");
+  ASSERT_EQ(batch.size(), jobs.size());
+  for (const auto& r : batch) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("HIPQ_FP8_CONVS=bogus: expected all, aligned or off"), std::string::npos)
+        << r.status().ToString();
+  }
+  // Mended, the same runner loads the model and runs the batch.
+  auto again = (*runner)->run_batch(jobs, progress, cancel);
+  ASSERT_EQ(again.size(), jobs.size());
+  for (const auto& r : again) EXPECT_TRUE(r.ok()) << r.status().ToString();
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace hipq::worker
