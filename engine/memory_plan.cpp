@@ -90,8 +90,10 @@ Result<DType> precision_dtype(const std::string& precision) {
   return Status::InvalidArgument("unknown precision \"" + precision + "\"; known: fp32, fp16, bf16, fp8");
 }
 
+bool is_fp8(const std::string& precision) { return precision == "fp8"; }
+
 Fp8Weights fp8_weights(const std::string& precision, Fp8Convs convs) {
-  if (precision != "fp8") return Fp8Weights{};
+  if (!is_fp8(precision)) return Fp8Weights{};
   return Fp8Weights{true, convs};
 }
 

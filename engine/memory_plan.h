@@ -77,6 +77,8 @@ struct ModelShapes {
 // fp8 is bf16 with the UNet's linear layers and the convs Fp8Convs picks in
 // e4m3 (fp8_weights).
 Result<kernels::DType> precision_dtype(const std::string& precision);
+// Whether a precision holds UNet weights in e4m3 (fp8).
+bool is_fp8(const std::string& precision);
 // The UNet weights a precision holds in e4m3: for fp8 the linear layers and
 // `convs`, for every other precision none.
 Fp8Weights fp8_weights(const std::string& precision, Fp8Convs convs);

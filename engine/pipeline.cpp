@@ -162,7 +162,7 @@ Status Pipeline::Impl::load_models(const std::string& precision) {
   sh.family = family;
   // HIPQ_FP8_CONVS=all|aligned|off: which convolutions an fp8 UNet runs in
   // e4m3 (for measurements and parity runs); read by fp8 loads alone.
-  if (fp8_weights(precision, Fp8Convs::kAligned).on) {
+  if (is_fp8(precision)) {
     HIPQ_ASSIGN_OR_RETURN(sh.fp8_convs, fp8_convs_from_env());
   }
   HIPQ_ASSIGN_OR_RETURN(auto unet_weights, component(components, "unet"));

@@ -182,9 +182,7 @@ Result<kernels::Buffer> WeightLoader::load(const std::string& local, const std::
                                    " cannot have its halves interleaved: dim 0 must be even");
   }
   used_.insert(name);
-  HIPQ_ASSIGN_OR_RETURN(kernels::Buffer buf, backend_.allocate(host.numel() * kernels::dtype_size(dtype_)));
-  HIPQ_RETURN_IF_ERROR(write(host, name, layout, buf.tensor(dtype_, shape)));
-  return buf;
+  return sixteen_bit(host, name, layout, shape);
 }
 
 Result<Tensor> WeightLoader::bind(const std::string& local, const std::vector<int64_t>& shape,

@@ -58,7 +58,7 @@ enum class ParamLayout : uint8_t {
   kInterleavedHalves = 1,
 };
 
-// Which fp8 form a loader with fp8 linear layers may give a parameter
+// Which fp8 form a loader with its fp8 weights on may give a parameter
 // (WeightBinder::bind_fp8 / bind_fp8_conv asked for it before binding it):
 // kRows a Linear / GEGLU weight (e4m3 codes and a scale a row), kConv a
 // stride-1 convolution's (kernels::Fp8ConvWeight, where the loader's Fp8Convs
@@ -245,8 +245,8 @@ class WeightLoader : public WeightBinder {
   // Keeps an fp8 form's codes and scales (their bytes as allocated).
   void keep_fp8(kernels::Buffer codes, kernels::Buffer scales);
   // `w` (the stored tensor `name`, fetched) in a new block of `shape` in the
-  // model's dtype, laid out as `layout` says, not kept: the 16-bit weight a
-  // rewrite makes an fp8 form's codes from again.
+  // model's dtype, laid out as `layout` says, not kept: what load() hands
+  // over, and the 16-bit weight a rewrite makes an fp8 form's codes from again.
   Result<kernels::Buffer> sixteen_bit(const Staged& w, const std::string& name, ParamLayout layout,
                                       const std::vector<int64_t>& shape);
   // The parameter `name` (`names` stacked) on the device in the model's
